@@ -1,0 +1,128 @@
+"""The ``agentkit`` command. Bad input prints one ``error:`` line with the fix and exits 2 (``--debug``: traceback)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from agentkit.errors import AgentkitError
+
+EPILOG = """examples:
+  agentkit run quickstart                          the embedded model on seeded arithmetic problems
+  agentkit run quickstart --preset tiny --set num_problems=8
+  agentkit run my_run.yaml --set engine.max_batch_size=32 --output-dir outputs/x
+  agentkit run quickstart --resume                 continue the latest interrupted run
+  accelerate launch --config_file configs/accelerate/cpu.yaml -m agentkit run quickstart
+  agentkit models list
+  agentkit bench engine
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="agentkit", description="LLM agents and reasoning training.",
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run a recipe", description=(
+        "Run a recipe by name (config: the dataclass defaults < the recipe's default.yaml or --preset < --set) or "
+        "from a YAML file whose 'recipe:' key names it. Writes outputs/<recipe>/<timestamp>/: config.yaml, "
+        "metrics.jsonl, report.md with plots, state/ (checkpoints and finished work for --resume)."))
+    r.add_argument("recipe", help="recipe name (see `agentkit recipes list`) or FILE.yaml")
+    r.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field, dotted for nested ones (repeatable)")
+    r.add_argument("--preset", help="use <recipe>/<PRESET>.yaml instead of default.yaml (e.g. tiny)")
+    r.add_argument("--output-dir", help="the run directory (default outputs/<recipe>/<timestamp>)")
+    r.add_argument("--resume", nargs="?", const=True, default=False, metavar="RUN_DIR",
+                   help="continue an interrupted run: RUN_DIR, --output-dir, or the latest run of the recipe")
+    r.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    rl = sub.add_parser("recipes", help="list recipes").add_subparsers(dest="action", required=True)
+    rl.add_parser("list", help="registered recipes (built-in and from the agentkit.recipes entry point)")
+
+    m = sub.add_parser("models", help="the model catalog").add_subparsers(dest="action", required=True)
+    m.add_parser("list", help="name, family, parameters, installed or not, path")
+    mp = m.add_parser("prepare", help="convert a catalog model into the safetensors cache now")
+    mp.add_argument("name")
+
+    b = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="target", required=True)
+    be = b.add_parser("engine", help="HFEngine tokens/s against model.generate, per prompt and batched")
+    be.add_argument("--model", default="smollm2-135m")
+    be.add_argument("--batch-sizes", default="1,8,32,64")
+    be.add_argument("--max-tokens", type=int, default=64)
+    be.add_argument("--out", help="also write the results as JSON here")
+    return p
+
+
+def _cmd_run(a) -> int:
+    from agentkit.runner import run_recipe
+
+    metrics, run_dir = run_recipe(a.recipe, a.sets, output_dir=a.output_dir, resume=a.resume, preset=a.preset,
+                                  quiet=a.quiet)
+    print(f"run directory: {run_dir}")
+    for k, v in metrics.items():
+        print(f"  {k}: {v:.4g}" if isinstance(v, float) else f"  {k}: {v}")
+    return 0
+
+
+def _cmd_recipes(a) -> int:
+    from agentkit.runner import RECIPES
+
+    for name in RECIPES.names():
+        try:
+            desc = RECIPES.get(name).description
+        except Exception as e:  # a broken third-party plugin must not hide the others
+            desc = f"(cannot import: {e})"
+        print(f"{name:28s} {desc}")
+    return 0
+
+
+def _cmd_models(a) -> int:
+    from agentkit.models.catalog import CATALOG, _is_complete, materialize
+
+    if a.action == "prepare":
+        if a.name not in CATALOG:
+            from agentkit.errors import did_you_mean
+
+            raise AgentkitError(f"unknown model {a.name!r}", did_you_mean(a.name, CATALOG))
+        print(materialize(CATALOG[a.name]))
+        return 0
+    print(f"{'name':14s} {'family':18s} {'kind':9s} {'params':7s} {'installed':10s} path")
+    for info in CATALOG.values():
+        ok = info.installed()
+        if info.name == "minilm-l6" and ok:
+            from agentkit.models.catalog import _minilm_dir
+
+            path = str(_minilm_dir(None))  # type: ignore[arg-type]
+        else:
+            d = info.cache_dir()
+            path = str(d) + ("" if _is_complete(d) else "  (converted on first use)")
+        print(f"{info.name:14s} {info.family:18s} {info.kind:9s} {info.params:7s} {'yes' if ok else 'no':10s} "
+              f"{path if ok else info.install_hint}")
+    return 0
+
+
+def _cmd_bench(a) -> int:
+    from agentkit.eval.bench.engine import main as bench_engine
+
+    return bench_engine(model=a.model, batch_sizes=[int(x) for x in a.batch_sizes.split(",")],
+                        max_tokens=a.max_tokens, out=a.out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    handlers = {"run": _cmd_run, "recipes": _cmd_recipes, "models": _cmd_models, "bench": _cmd_bench}
+    try:
+        return handlers[args.command](args)
+    except AgentkitError as e:
+        if args.debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: continue with `agentkit run ... --resume`", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""Suite (a): arithmetic and algebra word problems with numbers too large for mental arithmetic.
+
+Seeded and deterministic: ``arithmetic_suite(n, seed)`` returns the same tasks on every machine. Kinds:
+
+- ``mul``:    "What is 347 × 58?"                         (3-digit × 2/3-digit products)
+- ``chain``:  "Compute (4821 - 1937) × 23 + 611."          (three operations, brackets)
+- ``word``:   shop / warehouse stories with 2-3 steps       (e.g. crates × items − sold)
+- ``linear``: "Solve for x: 37x + 412 = 2189."              (integer solution by construction)
+
+Answers are integers (as strings); score with ``agentkit.eval.metrics.numeric_match``.
+"""
+
+from __future__ import annotations
+
+import random
+
+from agentkit.data.tasks import Task
+
+KINDS = ("mul", "chain", "word", "linear")
+
+_ITEMS = [("crates", "apples"), ("boxes", "pencils"), ("pallets", "bricks"), ("trays", "eggs"), ("bags", "marbles")]
+_NAMES = ["Amara", "Bogdan", "Chen", "Dalia", "Emeka", "Farah", "Goran", "Hana", "Ivo", "Jun"]
+
+
+def _mul(r: random.Random) -> tuple[str, int, dict]:
+    a, b = r.randint(101, 999), r.randint(23, 999)
+    return f"What is {a} × {b}?", a * b, {"a": a, "b": b}
+
+
+def _chain(r: random.Random) -> tuple[str, int, dict]:
+    a, b = r.randint(1000, 9999), r.randint(100, 999)
+    c, d = r.randint(12, 99), r.randint(100, 999)
+    return f"Compute ({a} - {b}) × {c} + {d}.", (a - b) * c + d, {}
+
+
+def _word(r: random.Random) -> tuple[str, int, dict]:
+    name = r.choice(_NAMES)
+    box, item = r.choice(_ITEMS)
+    n, per = r.randint(23, 480), r.randint(12, 96)
+    sold = r.randint(100, n * per - 1)
+    if r.random() < 0.5:
+        q = (f"{name} has {n} {box} with {per} {item} in each. {name} sells {sold} {item}. "
+             f"How many {item} are left?")
+        return q, n * per - sold, {}
+    price = r.randint(3, 29)
+    q = (f"{name} packs {n} {box} of {per} {item} and sells every {item[:-1] if item.endswith('s') else item} "
+         f"for {price} dollars. How many dollars does {name} earn?")
+    return q, n * per * price, {}
+
+
+def _linear(r: random.Random) -> tuple[str, int, dict]:
+    x, a = r.randint(-99, 999), r.randint(12, 97)
+    b = r.randint(-999, 999)
+    c = a * x + b
+    sign = "+" if b >= 0 else "-"
+    return f"Solve for x: {a}x {sign} {abs(b)} = {c}.", x, {}
+
+
+_GEN = {"mul": _mul, "chain": _chain, "word": _word, "linear": _linear}
+
+
+def arithmetic_suite(n: int = 100, seed: int = 0, kinds: tuple[str, ...] | list[str] = KINDS) -> list[Task]:
+    """``n`` tasks cycling through ``kinds``; the i-th task depends only on (seed, i)."""
+    unknown = [k for k in kinds if k not in _GEN]
+    if unknown:
+        raise ValueError(f"unknown arithmetic kind(s) {unknown}; choose from {list(_GEN)}")
+    tasks = []
+    for i in range(n):
+        kind = kinds[i % len(kinds)]
+        r = random.Random(f"arith-{seed}-{i}")
+        q, ans, meta = _GEN[kind](r)
+        tasks.append(Task(id=f"arith-{seed}-{i}", question=q, answer=str(ans), kind=kind, metric="numeric", meta=meta))
+    return tasks

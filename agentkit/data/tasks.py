@@ -1,0 +1,56 @@
+"""The Task record shared by every suite, and JSONL helpers that name the file and line of bad input."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentkit.errors import AgentkitError
+
+
+@dataclass
+class Task:
+    """One problem: ``question`` for the model, the gold ``answer`` (a string), and how to score it.
+
+    ``metric`` is ``"numeric"`` (numbers compared after normalisation) or ``"em_f1"`` (exact match / token F1).
+    """
+
+    id: str
+    question: str
+    answer: str
+    kind: str
+    metric: str = "numeric"
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
+    from agentkit.recipe import atomic_write
+
+    atomic_write(Path(path), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+def read_jsonl(path: str | Path, required: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Read a JSONL file; a malformed line or a missing field is an error naming the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise AgentkitError(f"{path} does not exist", "check the path")
+    rows = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise AgentkitError(f"{path}:{n}: not valid JSON ({e.msg})", "each line must be one JSON object") from None
+        if not isinstance(row, dict):
+            raise AgentkitError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+        missing = [k for k in required if k not in row]
+        if missing:
+            raise AgentkitError(f"{path}:{n}: missing field(s) {', '.join(missing)}")
+        rows.append(row)
+    return rows

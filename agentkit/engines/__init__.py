@@ -1,0 +1,52 @@
+"""Engines behind one protocol: HFEngine (embedded default), VLLMEngine (scale), OpenAIEngine (remote)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agentkit.engines.base import Completion, Engine, Prompt, SamplingParams, Scored, topk_entropy
+
+__all__ = ["Completion", "Engine", "EngineConfig", "Prompt", "SamplingParams", "Scored", "make_engine",
+           "topk_entropy"]
+
+
+@dataclass
+class EngineConfig:
+    """Which engine serves a recipe.
+
+    kind: hf (embedded transformers engine), vllm (GPU) or openai (any OpenAI-compatible server at base_url).
+    model: a catalog name (`agentkit models list`), local directory, or hub id; for openai, the served model name.
+    max_batch_size: most sequences the hf engine decodes at once.
+    """
+
+    kind: str = "hf"
+    model: str = "smollm2-135m"
+    max_batch_size: int = 64
+    base_url: str | None = None
+    api_key: str | None = None
+
+    def build(self) -> Engine:
+        if self.kind == "hf":
+            return make_engine("hf", self.model, max_batch_size=self.max_batch_size)
+        if self.kind == "openai":
+            return make_engine("openai", self.model, base_url=self.base_url, api_key=self.api_key)
+        return make_engine(self.kind, self.model)
+
+
+def make_engine(kind: str = "hf", model: str = "smollm2-135m", **kwargs) -> Engine:
+    """Build an engine by kind: ``hf`` (default), ``vllm`` or ``openai`` (``base_url=`` the upstream server)."""
+    if kind == "hf":
+        from agentkit.engines.hf import HFEngine
+
+        return HFEngine(model, **kwargs)
+    if kind == "vllm":
+        from agentkit.engines.vllm import VLLMEngine
+
+        return VLLMEngine(model, **kwargs)
+    if kind == "openai":
+        from agentkit.engines.openai import OpenAIEngine
+
+        return OpenAIEngine(model, **kwargs)
+    from agentkit.errors import AgentkitError, did_you_mean
+
+    raise AgentkitError(f"unknown engine {kind!r}", did_you_mean(kind, ["hf", "vllm", "openai"]))

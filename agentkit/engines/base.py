@@ -1,0 +1,112 @@
+"""The Engine protocol: batched generation and teacher-forced scoring, the same for every backend.
+
+Logprobs and entropies are of the model's *unprocessed* next-token distribution (temperature 1, no top-k/p),
+the one `score` returns too, so a sampled trajectory can be re-scored exactly. For each generated token t:
+
+    logprob_t = log p(y_t | x, y_<t)          entropy_t = -Σ_v p(v | x, y_<t) log p(v | x, y_<t)
+
+HFEngine returns the exact entropy over the full vocabulary; OpenAIEngine and VLLMEngine estimate it from the
+top-k logprobs the server returns (a truncated sum, a lower bound when k < |V|; see `topk_entropy`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Message = dict[str, Any]
+# A prompt is raw text, a chat (list of {"role", "content"} messages), or token ids (for continuing a prefix).
+Prompt = str | list[Message] | list[int]
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass
+class SamplingParams:
+    """Sampling settings shared by all engines (names follow vLLM / OpenAI).
+
+    temperature 0 means greedy. ``top_k`` 0 and ``top_p`` 1 disable those filters. ``seed`` makes sampling
+    reproducible per prompt: a prompt gets the same samples whatever else is in its batch. Generation stops at
+    an EOS token, at any of ``stop`` (the text is cut before it unless ``include_stop_str_in_output``), or after
+    ``max_tokens`` new tokens. ``entropy`` asks for per-token entropies; ``top_logprobs`` for the k most likely
+    alternatives of each token (HF and vLLM; OpenAI servers cap k at 20).
+    """
+
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_tokens: int = 256
+    seed: int | None = None
+    stop: list[str] = field(default_factory=list)
+    include_stop_str_in_output: bool = False
+    ignore_eos: bool = False
+    entropy: bool = False
+    top_logprobs: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ValueError(f"n must be >= 1, got {self.n}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k < 0 or self.max_tokens < 0:
+            raise ValueError("top_k and max_tokens must be >= 0")
+        if isinstance(self.stop, str):
+            self.stop = [self.stop]
+
+
+@dataclass
+class Completion:
+    """One sampled continuation. Lists are aligned with ``token_ids``."""
+
+    text: str
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: FinishReason
+    prompt_tokens: int
+    entropies: list[float] | None = None
+    top_logprobs: list[dict[int, float]] | None = None
+    stop_reason: str | int | None = None  # the stop string or token id that ended it
+
+    @property
+    def completion_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def cumulative_logprob(self) -> float:
+        return float(sum(self.logprobs))
+
+
+@dataclass
+class Scored:
+    """Teacher-forced continuation: its token ids and per-token logprobs (and entropies if asked)."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+    entropies: list[float] | None = None
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Anything that can generate and score. ``generate`` returns, per prompt, ``params.n`` completions."""
+
+    model_name: str
+
+    def generate(self, prompts: list[Prompt], params: SamplingParams) -> list[list[Completion]]: ...
+
+    def score(self, contexts: list[Prompt], continuations: list[str | list[int]],
+              entropy: bool = False) -> list[Scored]: ...
+
+
+def topk_entropy(logprobs: list[float]) -> float:
+    """Entropy estimate from the top-k logprobs only: -Σ_{i≤k} p_i log p_i (unnormalised, as Tool-Light does).
+
+    It ignores the tail mass, so it is a lower bound on the entropy of the tail-free part and approaches the exact
+    value as k grows or the distribution sharpens.
+
+    >>> round(topk_entropy([math.log(0.5), math.log(0.5)]), 4)
+    0.6931
+    """
+    return float(-sum(math.exp(lp) * lp for lp in logprobs if lp > -math.inf))

@@ -1,0 +1,79 @@
+"""A KV cache that grows in place: keys/values live in preallocated buffers and each step writes one slot.
+
+transformers' DynamicLayer appends with ``torch.cat``, copying the whole cache every decode step; on CPU at batch
+64 that copy took ~35% of each step (measured on SmolLM2-135M). Buffers here grow by doubling, so a step copies
+only the new token's keys/values, and finished rows can be dropped from the batch (``select``).
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+
+class GrowingLayer(DynamicLayer):
+    """Drop-in for DynamicLayer: ``keys``/``values`` are views ``[B, H, :len, D]`` of larger buffers."""
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        self.device = key_states.device
+        b, h, _, d = key_states.shape
+        self._k = key_states.new_empty(b, h, 0, d)
+        self._v = value_states.new_empty(b, h, 0, value_states.shape[-1])
+        self._len = 0
+        self.is_initialized = True
+
+    def _reserve(self, needed: int) -> None:
+        cap = self._k.shape[-2]
+        if needed <= cap:
+            return
+        new_cap = max(needed, 2 * cap, 64)
+        k = self._k.new_empty(*self._k.shape[:2], new_cap, self._k.shape[-1])
+        v = self._v.new_empty(*self._v.shape[:2], new_cap, self._v.shape[-1])
+        k[:, :, : self._len] = self._k[:, :, : self._len]
+        v[:, :, : self._len] = self._v[:, :, : self._len]
+        self._k, self._v = k, v
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        n = key_states.shape[-2]
+        self._reserve(self._len + n)
+        self._k[:, :, self._len : self._len + n] = key_states
+        self._v[:, :, self._len : self._len + n] = value_states
+        self._len += n
+        self.keys, self.values = self._k[:, :, : self._len], self._v[:, :, : self._len]
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self._len if self.is_initialized else 0
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        if self.is_initialized:
+            self._k, self._v = self._k[indices], self._v[indices]
+            self.keys, self.values = self._k[:, :, : self._len], self._v[:, :, : self._len]
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        self.batch_select_indices(torch.arange(self._k.shape[0]).repeat_interleave(repeats))
+
+    def crop(self, tokens_to_remove: int) -> None:
+        if tokens_to_remove and self.is_initialized:
+            self._len -= abs(tokens_to_remove)
+            self.keys, self.values = self._k[:, :, : self._len], self._v[:, :, : self._len]
+
+    def reset(self) -> None:
+        self.keys = self.values = None
+        self.is_initialized = False
+
+
+def make_cache(config) -> DynamicCache:
+    """A DynamicCache whose full-attention layers grow in place; sliding-window layers keep their own class."""
+    cache = DynamicCache(config=config)
+    cache.layers = [GrowingLayer() if type(layer) is DynamicLayer else layer for layer in cache.layers]
+    return cache
+
+
+def select_rows(cache: DynamicCache, indices: torch.Tensor) -> None:
+    """Keep only the batch rows ``indices`` (in that order), in every layer."""
+    for layer in cache.layers:
+        layer.batch_select_indices(indices)

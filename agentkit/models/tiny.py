@@ -1,0 +1,52 @@
+"""A tiny randomly initialised Llama with a byte-level tokenizer: fast, self-contained, for unit tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TINY_CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def build_tiny_tokenizer():
+    """Byte-level BPE without merges: every byte is a token, plus the ChatML special tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tk.decoder = decoders.ByteLevel()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<|im_start|>", eos_token="<|im_end|>",
+                                  pad_token="<|pad|>")
+    tok.chat_template = TINY_CHAT_TEMPLATE
+    return tok
+
+
+def build_tiny_model(vocab_size: int, hidden: int = 64, layers: int = 2, seed: int = 0):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
+                      num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=2048, tie_word_embeddings=False, initializer_range=0.1,
+                      bos_token_id=vocab_size - 3, eos_token_id=vocab_size - 2, pad_token_id=vocab_size - 1)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(cfg)
+    # An untied output layer of std 0.25 gives logits of std ~2 (hidden rms 1, width 64): distributions neither
+    # flat nor one-hot, so sampling, top-k/top-p and entropy tests have something to measure. (Tied embeddings
+    # made the model repeat its last input token with probability ~1.)
+    with torch.no_grad():
+        model.lm_head.weight.normal_(0, 0.25)
+    return model
+
+
+def build_tiny_random(out: Path) -> None:
+    tok = build_tiny_tokenizer()
+    model = build_tiny_model(len(tok))
+    assert model.config.eos_token_id == tok.eos_token_id and model.config.pad_token_id == tok.pad_token_id
+    model.save_pretrained(str(out))
+    tok.save_pretrained(str(out))

@@ -1,0 +1,194 @@
+"""Recipe base class and RunContext: output directory, metrics log, checkpoints, progress, report.
+
+Every run writes ``outputs/<recipe>/<timestamp>/``::
+
+    config.yaml      the resolved config (defaults < YAML < --set), re-read by --resume
+    metrics.jsonl    one JSON object per logged step
+    report.md        the recipe's sections, final metrics and PNG plots
+    state/           resume state: finished work (``done``) and checkpoints, written atomically
+
+Under ``accelerate launch`` all processes share one run directory; only the main process writes files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from agentkit.config import dump_yaml, to_dict
+
+C = TypeVar("C")
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write a file so that readers see the old or the new content, never half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class RunContext:
+    """What a recipe gets to record its run: metrics, finished work, checkpoints, plots and report sections."""
+
+    def __init__(self, run_dir: Path, resume: bool = False, quiet: bool = False):
+        from accelerate import PartialState
+
+        self.state = PartialState()
+        self.run_dir = Path(run_dir)
+        self.resume = resume
+        self.quiet = quiet
+        self.sections: list[tuple[str, str]] = []
+        self.plots: list[tuple[str, Path]] = []
+        if self.is_main:
+            (self.run_dir / "state").mkdir(parents=True, exist_ok=True)
+
+    @property
+    def is_main(self) -> bool:
+        return self.state.is_main_process
+
+    # ---- metrics ------------------------------------------------------------------------------------------
+    def log(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        """Append one line to metrics.jsonl."""
+        if not self.is_main:
+            return
+        row = {"time": round(time.time(), 3), **({"step": step} if step is not None else {}), **metrics}
+        with open(self.run_dir / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(row, default=float) + "\n")
+
+    def metrics(self) -> list[dict[str, Any]]:
+        p = self.run_dir / "metrics.jsonl"
+        return [json.loads(line) for line in p.read_text().splitlines() if line.strip()] if p.exists() else []
+
+    # ---- finished work (resume without redoing it) --------------------------------------------------------
+    def done(self, name: str) -> dict[str, Any]:
+        """Results recorded under ``name`` by earlier (possibly interrupted) attempts of this run: key -> value."""
+        p = self.run_dir / "state" / f"{name}.jsonl"
+        out: dict[str, Any] = {}
+        if p.exists():
+            for line in p.read_text().splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:  # a line cut by a crash: that item is simply redone
+                    continue
+                out[row["key"]] = row["value"]
+        return out
+
+    def record(self, name: str, items: dict[str, Any]) -> None:
+        """Record finished items (appended and fsynced, so a crash loses at most the batch in flight)."""
+        if not self.is_main or not items:
+            return
+        p = self.run_dir / "state" / f"{name}.jsonl"
+        with open(p, "a") as f:
+            for k, v in items.items():
+                f.write(json.dumps({"key": k, "value": v}) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    # ---- checkpoints --------------------------------------------------------------------------------------
+    def checkpoint_dir(self, step: int) -> Path:
+        return self.run_dir / "state" / f"checkpoint-{step:08d}"
+
+    def save_checkpoint(self, step: int, objects: dict[str, Any]) -> Path:
+        """Save ``{"model": state_dict, "optimizer": ..., "extra": {...}}`` as one torch file, atomically."""
+        import io
+
+        import torch
+
+        d = self.checkpoint_dir(step)
+        if self.is_main:
+            buf = io.BytesIO()
+            torch.save(objects, buf)
+            atomic_write(d / "state.pt", buf.getvalue())
+        return d
+
+    def latest_checkpoint(self) -> tuple[int, dict[str, Any]] | None:
+        import torch
+
+        ckpts = sorted(p for p in (self.run_dir / "state").glob("checkpoint-*") if (p / "state.pt").exists())
+        if not ckpts:
+            return None
+        step = int(ckpts[-1].name.split("-")[1])
+        return step, torch.load(ckpts[-1] / "state.pt", weights_only=False)
+
+    # ---- progress, plots, report --------------------------------------------------------------------------
+    def progress(self, items: Iterable[Any], desc: str, total: int | None = None) -> Iterator[Any]:
+        from tqdm.auto import tqdm
+
+        return iter(tqdm(items, desc=desc, total=total, disable=self.quiet or not self.is_main, dynamic_ncols=True))
+
+    def add_section(self, title: str, markdown: str) -> None:
+        self.sections.append((title, markdown))
+
+    def save_plot(self, fig, name: str, caption: str) -> Path:
+        """Save a matplotlib figure as ``<name>.png`` in the run directory and link it in the report."""
+        import matplotlib.pyplot as plt
+
+        path = self.run_dir / f"{name}.png"
+        if self.is_main:
+            fig.savefig(path, dpi=110, bbox_inches="tight")
+            self.plots.append((caption, path))
+        plt.close(fig)
+        return path
+
+    def write_report(self, recipe: str, config: Any, metrics: dict[str, Any]) -> Path:
+        lines = [f"# {recipe} — run `{self.run_dir.name}`", ""]
+        if metrics:
+            lines += ["## Metrics", "", "| metric | value |", "|---|---|"]
+            lines += [f"| {k} | {_fmt(v)} |" for k, v in metrics.items()] + [""]
+        for title, body in self.sections:
+            lines += [f"## {title}", "", body.rstrip(), ""]
+        for caption, path in self.plots:
+            lines += [f"![{caption}]({path.name})", "", f"*{caption}*", ""]
+        lines += ["## Config", "", "```yaml", dump_yaml(to_dict(config)).rstrip(), "```", ""]
+        path = self.run_dir / "report.md"
+        if self.is_main:
+            atomic_write(path, "\n".join(lines))
+        return path
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+class Recipe(Generic[C]):
+    """A method's workflow. Subclasses set ``name`` and ``config_cls`` and implement ``setup``/``train``/``evaluate``.
+
+    ``run()`` calls them in order, logs the returned metrics and writes the report; recipes add sections and plots
+    through ``self.ctx``. ``train`` returns ``{}`` for recipes that only evaluate.
+    """
+
+    name: ClassVar[str] = "recipe"
+    config_cls: ClassVar[type] = object
+    description: ClassVar[str] = ""
+
+    def __init__(self, config: C, ctx: RunContext):
+        if not dataclasses.is_dataclass(config):
+            raise TypeError("a recipe's config must be a dataclass instance")
+        self.config = config
+        self.ctx = ctx
+
+    def setup(self) -> None:  # load models, build data
+        pass
+
+    def train(self) -> dict[str, Any]:
+        return {}
+
+    def evaluate(self) -> dict[str, Any]:
+        return {}
+
+    def run(self) -> dict[str, Any]:
+        self.setup()
+        metrics = {**self.train(), **self.evaluate()}
+        self.ctx.log({"final": True, **metrics})
+        self.ctx.write_report(self.name, self.config, metrics)
+        return metrics

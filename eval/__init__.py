@@ -1,0 +1,1 @@
+"""Metrics, scorers and the benchmark harness; installed as agentkit.eval."""

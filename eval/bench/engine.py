@@ -1,0 +1,119 @@
+"""``agentkit bench engine``: HFEngine tokens/s against plain ``model.generate``, in one process.
+
+For each batch size B, on the same B chat prompts (suite a) and the same number of new tokens per sequence:
+  - generate/prompt:  ``model.generate`` called once per prompt (measured on min(B, 4) prompts; per-prompt
+                      throughput does not depend on B);
+  - generate/batched: ``model.generate`` on the left-padded batch;
+  - HFEngine:         ``HFEngine.generate`` with exact per-token entropies (``entropy=True``).
+All three sample (temperature 1, no top-k/p). Two modes:
+  - fixed:   EOS is ignored, so every row makes exactly ``max_tokens`` tokens (pure decode speed);
+  - natural: rows stop at EOS (up to ``2 × max_tokens``), as real workloads do; only tokens up to and including
+             each row's EOS count, for ``generate`` too (it keeps decoding finished rows until the longest ends,
+             HFEngine drops them from the batch).
+Achieved FLOP/s = 2 × parameters × tokens/s, reported as a fraction of this machine's fp32 matmul peak
+(measured here with 2048² matmuls).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import torch
+
+
+def matmul_peak_gflops(n: int = 2048, reps: int = 8) -> float:
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    for _ in range(2):
+        a @ b
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best / 1e9
+
+
+def _prompts(tok, n: int) -> list[str]:
+    from agentkit.data import arithmetic_suite
+
+    return [tok.apply_chat_template([{"role": "user", "content": t.question}], add_generation_prompt=True,
+                                    tokenize=False) for t in arithmetic_suite(n, seed=123)]
+
+
+@torch.inference_mode()
+def _hf_generate(model, tok, prompts: list[str], max_tokens: int, natural: bool = False) -> int:
+    enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    out = model.generate(**enc, max_new_tokens=max_tokens, min_new_tokens=0 if natural else max_tokens,
+                         do_sample=True, temperature=1.0, top_k=0, top_p=1.0, pad_token_id=tok.pad_token_id)
+    new = out[:, enc.input_ids.shape[1]:]
+    if not natural:
+        return new.numel()
+    eos = new == tok.eos_token_id  # tokens up to and including the first EOS of each row
+    first = torch.where(eos.any(1), eos.int().argmax(1) + 1, torch.full_like(eos[:, 0], new.shape[1], dtype=torch.long))
+    return int(first.sum())
+
+
+def _timed(fn, *args) -> tuple[int, float]:
+    t = time.perf_counter()
+    n = fn(*args)
+    return n, time.perf_counter() - t
+
+
+def _engine_tokens(engine, prompts, sp) -> int:
+    return sum(c.completion_tokens for cs in engine.generate(prompts, sp) for c in cs)
+
+
+def run(model_name: str = "smollm2-135m", batch_sizes=(1, 8, 32, 64), max_tokens: int = 64,
+        modes=("fixed", "natural")) -> dict:
+    from agentkit.engines import SamplingParams
+    from agentkit.engines.hf import HFEngine
+
+    engine = HFEngine(model_name, max_batch_size=max(batch_sizes))
+    model, tok = engine.model, engine.tokenizer
+    params_count = sum(p.numel() for p in model.parameters())
+    peak = matmul_peak_gflops()
+    _hf_generate(model, tok, _prompts(tok, 2), 4)  # warm-up
+    engine.generate(_prompts(tok, 2), SamplingParams(max_tokens=4))
+    rows = []
+    for mode in modes:
+        natural = mode == "natural"
+        limit = 2 * max_tokens if natural else max_tokens
+        sp = SamplingParams(max_tokens=limit, temperature=1.0, ignore_eos=not natural, entropy=True, seed=0)
+        for b in batch_sizes:
+            prompts = _prompts(tok, b)
+            n1, t1 = 0, 0.0
+            for p in prompts[: min(b, 4)]:
+                n, t = _timed(_hf_generate, model, tok, [p], limit, natural)
+                n1, t1 = n1 + n, t1 + t
+            nb, tb = _timed(_hf_generate, model, tok, prompts, limit, natural)
+            ne, te = _timed(_engine_tokens, engine, prompts, sp)
+            tps = {"generate_per_prompt": n1 / t1, "generate_batched": nb / tb, "hfengine_entropy": ne / te}
+            row = {"mode": mode, "batch": b, **{k: round(v, 1) for k, v in tps.items()},
+                   "ratio_vs_batched": round(tps["hfengine_entropy"] / tps["generate_batched"], 2),
+                   "ratio_vs_per_prompt": round(tps["hfengine_entropy"] / tps["generate_per_prompt"], 2),
+                   "peak_fraction_hfengine": round(2 * params_count * tps["hfengine_entropy"] / 1e9 / peak, 3),
+                   "peak_fraction_batched": round(2 * params_count * tps["generate_batched"] / 1e9 / peak, 3)}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return {"model": model_name, "parameters": params_count, "matmul_peak_gflops": round(peak, 1),
+            "max_tokens": max_tokens, "threads": torch.get_num_threads(), "rows": rows}
+
+
+def main(model: str = "smollm2-135m", batch_sizes=(1, 8, 32, 64), max_tokens: int = 64, out: str | None = None) -> int:
+    res = run(model, tuple(batch_sizes), max_tokens)
+    print(f"\nmodel {res['model']} ({res['parameters'] / 1e6:.1f}M params), fp32 matmul peak "
+          f"{res['matmul_peak_gflops']} GFLOP/s, {res['threads']} threads, {res['max_tokens']} new tokens/sequence")
+    print(f"{'mode':>7} {'batch':>5} {'generate/prompt':>16} {'generate/batched':>17} {'HFEngine+entropy':>17} "
+          f"{'×batched':>9} {'×per-prompt':>12} {'peak (HFEngine)':>16} {'peak (batched)':>15}")
+    for r in res["rows"]:
+        print(f"{r['mode']:>7} {r['batch']:>5} {r['generate_per_prompt']:>16.1f} {r['generate_batched']:>17.1f} "
+              f"{r['hfengine_entropy']:>17.1f} {r['ratio_vs_batched']:>9.2f} {r['ratio_vs_per_prompt']:>12.2f} "
+              f"{r['peak_fraction_hfengine']:>16.1%} {r['peak_fraction_batched']:>15.1%}")
+    if out:
+        from pathlib import Path
+
+        from agentkit.recipe import atomic_write
+
+        atomic_write(Path(out), json.dumps(res, indent=2))
+    return 0

@@ -1,0 +1,119 @@
+"""Answer extraction and scoring: exact match, token F1 (SQuAD normalisation), numeric-answer match."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+_NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def extract_answer(text: str) -> str:
+    r"""The final answer of a model's output: ``\boxed{…}``, ``<answer>…</answer>``, "answer is …", else the text.
+
+    >>> extract_answer(r"so the result is \boxed{42}.")
+    '42'
+    >>> extract_answer("<answer>Paris</answer>")
+    'Paris'
+    """
+    boxed = _last_boxed(text)
+    if boxed is not None:
+        return boxed.strip()
+    m = re.findall(r"<answer>(.*?)</answer>", text, flags=re.S)
+    if m:
+        inner = m[-1]
+        return (_last_boxed(inner) or inner).strip()
+    m = re.findall(r"answer is[:\s]*([^\n]+)", text, flags=re.I)
+    if m:
+        return m[-1].strip().rstrip(".")
+    return text.strip()
+
+
+def _last_boxed(text: str) -> str | None:
+    start = text.rfind("\\boxed{")
+    if start < 0:
+        return None
+    i, depth = start + len("\\boxed{"), 1
+    for j in range(i, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            return text[i:j]
+    return None
+
+
+def normalize_answer(s: str) -> str:
+    """Lower-case, drop punctuation, articles and extra whitespace (SQuAD).
+
+    >>> normalize_answer("The  Eiffel-Tower!")
+    'eiffeltower'
+    """
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    """1.0 when the normalised strings are equal.
+
+    >>> exact_match("the Paris", "paris")
+    1.0
+    """
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """Harmonic mean of token precision and recall after normalisation.
+
+    >>> round(token_f1("Velmira Oskaro Tan", "Velmira Oskaro"), 3)
+    0.8
+    """
+    p, g = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    common = sum((Counter(p) & Counter(g)).values())
+    if not p or not g or common == 0:
+        return float(p == g)
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def parse_number(text: str) -> float | None:
+    """The last number in ``text`` (commas as thousands separators allowed).
+
+    >>> parse_number("so 17 × 23 = 391.")
+    391.0
+    >>> parse_number("x = -1,204") is None
+    False
+    """
+    nums = _NUM.findall(text)
+    if not nums:
+        return None
+    try:
+        return float(nums[-1].replace(",", ""))
+    except ValueError:
+        return None
+
+
+def numeric_match(prediction: str, gold: str, rel_tol: float = 1e-6) -> float:
+    """1.0 when the last number of the extracted answer equals the gold number.
+
+    >>> numeric_match(r"The answer is \\boxed{20,126}", "20126")
+    1.0
+    >>> numeric_match("17*23 = 381", "391")
+    0.0
+    """
+    p, g = parse_number(extract_answer(prediction)), parse_number(gold)
+    if p is None or g is None:
+        return 0.0
+    return float(abs(p - g) <= rel_tol * max(1.0, abs(g)))
+
+
+def score_task(metric: str, prediction: str, gold: str) -> dict[str, float]:
+    """Scores for one prediction by the task's metric: ``{"correct": …}`` plus ``em``/``f1`` for text answers."""
+    if metric == "numeric":
+        return {"correct": numeric_match(prediction, gold)}
+    if metric == "em_f1":
+        ans = extract_answer(prediction)
+        em = exact_match(ans, gold)
+        return {"correct": em, "em": em, "f1": token_f1(ans, gold)}
+    raise ValueError(f"unknown metric {metric!r} (numeric or em_f1)")

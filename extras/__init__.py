@@ -1,0 +1,1 @@
+"""The 32 extra methods, <area>/<method>/, behind the recipe interface; installed as agentkit.extras."""

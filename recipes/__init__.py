@@ -1,0 +1,1 @@
+"""Recipes: one folder each (config.py, recipe.py, default.yaml, tiny.yaml); installed as agentkit.recipes."""

@@ -1,0 +1,83 @@
+"""End to end with the real embedded models: load from the cache, generate, score, a tiny quickstart."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from agentkit.engines import SamplingParams
+
+pytestmark = pytest.mark.slow
+
+
+def test_smollm2_loads_from_safetensors_cache():
+    from agentkit.models import load_model
+    from agentkit.models.catalog import CATALOG
+
+    t = time.perf_counter()
+    model, tok = load_model("smollm2-135m")
+    took = time.perf_counter() - t
+    cache = CATALOG["smollm2-135m"].cache_dir()
+    cfg = json.loads((cache / "config.json").read_text())
+    assert "quantization_config" not in cfg and cfg["architectures"] == ["LlamaForCausalLM"]
+    assert (cache / "model.safetensors").exists()
+    assert sum(p.numel() for p in model.parameters()) == pytest.approx(134.5e6, rel=0.01)
+    assert tok.chat_template and "<|im_start|>" in tok.chat_template
+    print(f"smollm2-135m loaded from cache in {took:.2f}s")
+
+
+def test_smollm2_generate_and_score_agree(smol_engine):
+    chat = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
+    (c,) = smol_engine.generate([chat], SamplingParams(max_tokens=12, temperature=0, entropy=True))[0]
+    assert "paris" in c.text.lower()
+    assert c.finish_reason == "stop" and c.token_ids[-1] in smol_engine.eos_ids
+    (s,) = smol_engine.score([chat], [c.token_ids], entropy=True)
+    assert s.logprobs == pytest.approx(c.logprobs, abs=2e-3)
+    assert s.entropies == pytest.approx(c.entropies, abs=2e-3)
+
+
+def test_gemma3_base_with_plain_template():
+    from agentkit.engines.hf import HFEngine
+    from agentkit.models.catalog import PLAIN_CHAT_TEMPLATE
+
+    eng = HFEngine("gemma3-270m", max_batch_size=4)
+    assert eng.tokenizer.chat_template == PLAIN_CHAT_TEMPLATE and "\nUser:" in eng.default_stop
+    prompt = eng.tokenizer.apply_chat_template([{"role": "user", "content": "Name a colour."}],
+                                               add_generation_prompt=True, tokenize=False)
+    assert prompt.endswith("User: Name a colour.\n\nAssistant:")
+    (c,) = eng.generate(["1, 2, 3, 4, 5, 6,"], SamplingParams(max_tokens=4, temperature=0))[0]
+    assert c.text.strip().startswith("7")
+    (chat,) = eng.generate([[{"role": "user", "content": "Name a colour."}]],
+                           SamplingParams(max_tokens=48, temperature=0))[0]
+    assert "User:" not in chat.text  # the plain template's next turn is a stop string
+
+
+def test_quickstart_cli_end_to_end(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "agentkit", "run", "quickstart", "--preset", "tiny", "--quiet",
+                        "--set", "num_problems=4", "--output-dir", str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    run = tmp_path / "run"
+    report = (run / "report.md").read_text()
+    assert "tokens_per_s" in report and "![" in report and "## Examples" in report
+    assert (run / "accuracy.png").stat().st_size > 1000
+    final = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    assert final["problems"] == 4 and 0 <= final["accuracy"] <= 1 and final["tokens_per_s"] > 0
+
+
+def test_quickstart_under_accelerate_launch(tmp_path):
+    """Two CPU processes split each batch; the main process writes one complete run directory."""
+    import agentkit
+
+    cfg = __import__("pathlib").Path(agentkit.__file__).parent.parent / "configs" / "accelerate" / "cpu.yaml"
+    r = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(cfg),
+                        "-m", "agentkit", "run", "quickstart", "--quiet", "--output-dir", str(tmp_path / "run"),
+                        "--set", "engine.model=tiny-random", "--set", "num_problems=6", "--set", "batch_size=4",
+                        "--set", "max_tokens=4"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = (tmp_path / "run" / "state" / "predictions.jsonl").read_text().splitlines()
+    assert len(rows) == 6  # every problem once, whichever process answered it
+    final = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert final["problems"] == 6

@@ -1,0 +1,118 @@
+"""HFEngine on the tiny random model: sampling, stops, entropies, scoring, batching invariants."""
+
+import math
+
+import pytest
+import torch
+
+from agentkit.engines import SamplingParams
+from agentkit.engines.sampling import _invert_cdf, filter_logits
+
+CHAT = [{"role": "user", "content": "hello there"}]
+
+
+def _manual_logp(engine, ids):
+    with torch.no_grad():
+        logits = engine.model(input_ids=torch.tensor([ids])).logits[0].float()
+    return logits.log_softmax(-1)
+
+
+def test_seed_reproducible_and_batch_independent(tiny_engine):
+    p = SamplingParams(n=3, max_tokens=12, seed=7, temperature=1.0)
+    a = tiny_engine.generate(["abc", "a longer prompt here"], p)
+    b = tiny_engine.generate(["abc", "a longer prompt here"], p)
+    assert [[c.token_ids for c in x] for x in a] == [[c.token_ids for c in x] for x in b]
+    assert len({tuple(c.token_ids) for c in a[0]}) > 1  # the n samples differ
+    alone = tiny_engine.generate(["abc"], p)  # other rows of the batch do not change a prompt's samples
+    assert [c.token_ids for c in alone[0]] == [c.token_ids for c in a[0]]
+    other = tiny_engine.generate(["abc"], SamplingParams(n=3, max_tokens=12, seed=8))
+    assert [c.token_ids for c in other[0]] != [c.token_ids for c in a[0]]
+
+
+def test_greedy_and_filters(tiny_engine):
+    g = tiny_engine.generate([CHAT], SamplingParams(n=2, max_tokens=10, temperature=0))[0]
+    assert g[0].token_ids == g[1].token_ids
+    k1 = tiny_engine.generate([CHAT], SamplingParams(max_tokens=10, top_k=1, seed=3))[0][0]
+    p0 = tiny_engine.generate([CHAT], SamplingParams(max_tokens=10, top_p=1e-6, seed=4))[0][0]
+    assert k1.token_ids == g[0].token_ids == p0.token_ids
+
+
+def test_length_finish_and_counts(tiny_engine):
+    c = tiny_engine.generate(["xyz"], SamplingParams(max_tokens=5, ignore_eos=True, seed=0))[0][0]
+    assert c.finish_reason == "length" and c.completion_tokens == 5 and len(c.logprobs) == 5
+    assert c.prompt_tokens == len(tiny_engine.encode("xyz"))
+
+
+def test_stop_strings(tiny_engine):
+    base = tiny_engine.generate(["stop test"], SamplingParams(max_tokens=30, temperature=0, ignore_eos=True))[0][0]
+    text = base.text
+    stop = next(text[i:i + 2] for i in range(4, len(text) - 2) if text[i:i + 2].isprintable()
+                and text.find(text[i:i + 2]) == i)
+    cut = text.find(stop)
+    c = tiny_engine.generate(["stop test"], SamplingParams(max_tokens=30, temperature=0, ignore_eos=True,
+                                                           stop=[stop]))[0][0]
+    assert c.finish_reason == "stop" and c.stop_reason == stop
+    assert c.text == text[:cut]
+    assert len(c.token_ids) < len(base.token_ids)
+    inc = tiny_engine.generate(["stop test"], SamplingParams(max_tokens=30, temperature=0, ignore_eos=True,
+                                                             stop=[stop], include_stop_str_in_output=True))[0][0]
+    assert inc.text == text[:cut] + stop
+
+
+def test_entropy_and_logprobs_match_full_logits(tiny_engine):
+    prompt = tiny_engine.encode(CHAT)
+    c = tiny_engine.generate([CHAT], SamplingParams(max_tokens=12, seed=1, entropy=True, ignore_eos=True))[0][0]
+    logp = _manual_logp(tiny_engine, prompt + c.token_ids)[len(prompt) - 1:-1]
+    ent = -(logp.exp() * logp).sum(-1)
+    lp = logp.gather(-1, torch.tensor(c.token_ids)[:, None])[:, 0]
+    assert torch.allclose(torch.tensor(c.entropies), ent, atol=1e-4)
+    assert torch.allclose(torch.tensor(c.logprobs), lp, atol=1e-4)
+
+
+def test_shared_prefix_prefill_matches_plain(tiny_engine):
+    prefix = "a shared system prompt that is long enough "
+    prompts = [prefix + "one", prefix + "and the second"]
+    batched = tiny_engine.generate(prompts, SamplingParams(max_tokens=8, temperature=0, entropy=True))
+    for p, (b,) in zip(prompts, batched):
+        (single,) = tiny_engine.generate([p], SamplingParams(max_tokens=8, temperature=0, entropy=True))[0:1][0]
+        assert b.token_ids == single.token_ids
+        assert b.logprobs == pytest.approx(single.logprobs, abs=1e-4)
+
+
+def test_score_matches_manual_forward(tiny_engine):
+    ctxs = ["short", "a much longer context string", [{"role": "user", "content": "hi"}]]
+    conts = [" continuation", " x", "reply text"]
+    scored = tiny_engine.score(ctxs, conts, entropy=True)
+    for ctx, cont, s in zip(ctxs, conts, scored):
+        c_ids = tiny_engine.encode(ctx)
+        t_ids = tiny_engine.tokenizer(cont, add_special_tokens=False).input_ids
+        logp = _manual_logp(tiny_engine, c_ids + t_ids)[len(c_ids) - 1:-1]
+        want = logp.gather(-1, torch.tensor(t_ids)[:, None])[:, 0]
+        assert s.token_ids == t_ids
+        assert torch.allclose(torch.tensor(s.logprobs), want, atol=1e-4)
+        assert torch.allclose(torch.tensor(s.entropies), -(logp.exp() * logp).sum(-1), atol=1e-4)
+
+
+def test_context_limit(tiny_engine):
+    with pytest.raises(ValueError, match="context"):
+        tiny_engine.generate([[1] * (tiny_engine.max_model_len + 1)], SamplingParams(max_tokens=1))
+
+
+def test_more_sequences_than_batch(tiny_engine):
+    # 5 prompts x n=3 = 15 sequences over micro-batches of 8
+    out = tiny_engine.generate([f"p{i}" for i in range(5)], SamplingParams(n=3, max_tokens=4, seed=0))
+    assert [len(x) for x in out] == [3] * 5 and all(c is not None for x in out for c in x)
+
+
+def test_inverse_cdf_sampling_distribution():
+    probs = torch.tensor([[0.5, 0.3, 0.2, 0.0] + [0.0] * 600])
+    g = torch.Generator().manual_seed(0)
+    draws = _invert_cdf(probs.expand(20000, -1).contiguous(), torch.rand(20000, 1, dtype=torch.float64, generator=g))
+    freq = torch.bincount(draws, minlength=4)[:4].double() / 20000
+    assert torch.allclose(freq, torch.tensor([0.5, 0.3, 0.2, 0.0], dtype=torch.float64), atol=0.015)
+
+
+def test_filter_logits_topk():
+    x = torch.log(torch.tensor([[0.1, 0.4, 0.3, 0.2]]))
+    assert filter_logits(x, top_k=2).isinf().tolist() == [[True, False, False, True]]
+    assert math.isclose(filter_logits(x, top_p=0.65).softmax(-1)[0, 1].item(), 0.4 / 0.7, rel_tol=1e-5)

@@ -1,0 +1,47 @@
+"""OpenAIEngine against a real HTTP server on loopback (backed by HFEngine on the tiny model)."""
+
+
+import openai
+import pytest
+
+from agentkit.engines import SamplingParams
+from agentkit.engines.openai import OpenAIEngine
+from agentkit.testing.openai_server import EngineServer
+
+
+def test_chat_and_completions_with_logprobs(tiny_engine):
+    with EngineServer(tiny_engine) as srv:
+        eng = OpenAIEngine("tiny", base_url=srv.url, api_key="k", entropy_top_k=20)
+        p = SamplingParams(n=2, max_tokens=6, seed=5, entropy=True, ignore_eos=True)
+        chat = eng.generate([[{"role": "user", "content": "hi"}]], p)[0]
+        local = tiny_engine.generate([[{"role": "user", "content": "hi"}]], p)[0]
+        assert [c.text for c in chat] == [c.text for c in local]
+        assert chat[0].logprobs == pytest.approx(local[0].logprobs, abs=1e-5)
+        # the top-20 estimate is a truncated sum: never above the exact entropy, close when k covers the mass
+        for est, exact in zip(chat[0].entropies, local[0].entropies):
+            assert est <= exact + 1e-5 and est > 0.5 * exact
+        text = eng.generate(["plain prompt"], SamplingParams(max_tokens=4, seed=1, ignore_eos=True))[0][0]
+        assert len(text.logprobs) == 4 and text.finish_reason == "length" and text.prompt_tokens > 0
+
+
+def test_score_via_echo(tiny_engine):
+    with EngineServer(tiny_engine) as srv:
+        eng = OpenAIEngine("tiny", base_url=srv.url)
+        (remote,) = eng.score(["the context"], [" and more"])
+        (local,) = tiny_engine.score(["the context"], [" and more"])
+        assert remote.logprobs == pytest.approx(local.logprobs, abs=1e-4)
+
+
+def test_retries_then_succeeds(tiny_engine):
+    with EngineServer(tiny_engine, fail_first=2) as srv:
+        eng = OpenAIEngine("tiny", base_url=srv.url, max_retries=3)
+        out = eng.generate(["x"], SamplingParams(max_tokens=2))
+        assert srv.hits == 3 and out[0][0].completion_tokens >= 0
+
+
+def test_timeout_raises_after_retries(tiny_engine):
+    with EngineServer(tiny_engine, delay_s=1.5) as srv:
+        eng = OpenAIEngine("tiny", base_url=srv.url, timeout=0.3, max_retries=1)
+        with pytest.raises(openai.APITimeoutError):
+            eng.generate(["x"], SamplingParams(max_tokens=2))
+        assert srv.hits == 2  # the first try and one retry

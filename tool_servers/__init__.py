@@ -1,0 +1,1 @@
+"""HTTP tool services (python sandbox, search); installed as agentkit.tool_servers."""
