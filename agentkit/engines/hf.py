@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 
 from agentkit.engines.base import Completion, Prompt, SamplingParams, Scored
-from agentkit.engines.kv import make_cache, select_rows
+from agentkit.engines.kv import growing_only, make_cache, merge_right_aligned, repeat_rows, select_rows
 from agentkit.engines.sampling import sample_next
 
 
@@ -99,36 +99,58 @@ class HFEngine:
                 out[i][j] = comp
         return out  # type: ignore[return-value]
 
-    def _prefill(self, prompts: list[list[int]], cache):
-        """Run the prompts into ``cache``; returns (last logits [U, V], attention mask [U, L], last positions [U, 1]).
+    def _prefill(self, prompts: list[list[int]]):
+        """Encode the prompts; returns (cache, last logits [U, V], attention mask [U, L], last positions [U, 1]).
 
-        The longest common prefix of the batch (a shared system prompt, say) is encoded once and its keys/values
-        copied to every row; only the suffixes are then encoded, left-padded after the prefix. Positions come
-        from the mask, so padding in the middle is invisible to the model.
+        Two savings over one padded forward pass, both exact:
+        - the batch's longest common prefix (a shared system prompt) is encoded once and copied to every row;
+        - the remaining suffixes are encoded in groups of similar length (``_length_groups``), so short prompts
+          are not padded to the longest; the groups' caches are then merged right-aligned.
+        Positions come from the mask, so padding in the middle of a row is invisible to the model.
         """
         shared = _common_prefix_len(prompts) if len(prompts) > 1 else 0
         shared = min(shared, min(len(p) for p in prompts) - 1)
-        if shared < 8:  # not worth a second forward call
-            ids, mask, pos = self._left_pad(prompts)
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
+        if shared < 8:  # not worth a separate forward call
+            shared = 0
+        head = None
+        if shared:
+            head = make_cache(self.model.config)
+            ids = torch.tensor([prompts[0][:shared]], device=self.device)
+            self.model(input_ids=ids, attention_mask=torch.ones_like(ids), past_key_values=head, use_cache=True,
+                       logits_to_keep=1)
+        cfg = self.model.config
+        first = make_cache(cfg)
+        # Sliding-window layers (Gemma 3) keep their own cache class, which cannot be merged: one group then.
+        groups = _length_groups([len(p) - shared for p in prompts]) if growing_only(first) else [
+            list(range(len(prompts)))]
+        parts, logits, masks, positions = [], {}, {}, {}
+        for g, rows in enumerate(groups):
+            if head is None:
+                part = first if g == 0 else make_cache(cfg)
+            elif len(groups) == 1:
+                part = head
+                select_rows(part, torch.zeros(len(rows), dtype=torch.long, device=self.device))
+            else:
+                part = repeat_rows(head, len(rows), cfg)
+            ids, tail_mask, _ = self._left_pad([prompts[r][shared:] for r in rows])
+            mask = torch.cat([tail_mask.new_ones(len(rows), shared), tail_mask], dim=1)
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos[:, shared:], past_key_values=part,
                              use_cache=True, logits_to_keep=1)
-            return out.logits[:, -1], mask, pos[:, -1:]
-        head = torch.tensor([prompts[0][:shared]], device=self.device)
-        self.model(input_ids=head, attention_mask=torch.ones_like(head), past_key_values=cache, use_cache=True,
-                   logits_to_keep=1)
-        select_rows(cache, torch.zeros(len(prompts), dtype=torch.long, device=self.device))
-        ids, tail_mask, _ = self._left_pad([p[shared:] for p in prompts])
-        mask = torch.cat([tail_mask.new_ones(len(prompts), shared), tail_mask], dim=1)
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)[:, shared:]
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
-                         use_cache=True, logits_to_keep=1)
-        return out.logits[:, -1], mask, pos[:, -1:]
+            parts.append((part, rows))
+            for j, r in enumerate(rows):
+                logits[r], masks[r], positions[r] = out.logits[j, -1], mask[j], pos[j, -1:]
+        cache = merge_right_aligned(parts, len(prompts), cfg) if len(parts) > 1 else parts[0][0]
+        width = max(m.shape[0] for m in masks.values())
+        mask = torch.stack([torch.cat([masks[r].new_zeros(width - masks[r].shape[0]), masks[r]])
+                            for r in range(len(prompts))])
+        return (cache, torch.stack([logits[r] for r in range(len(prompts))]), mask,
+                torch.stack([positions[r] for r in range(len(prompts))]))
 
     def _generate_batch(self, encoded: list[list[int]], seqs: list[tuple[int, int]],
                         params: SamplingParams) -> list[Completion]:
         unique = list(dict.fromkeys(i for i, _ in seqs))
-        cache = make_cache(self.model.config)
-        logits, mask, pos = self._prefill([encoded[i] for i in unique], cache)
+        cache, logits, mask, pos = self._prefill([encoded[i] for i in unique])
         # Each distinct prompt was encoded once; repeat its cache rows for its samples.
         expand = torch.tensor([unique.index(i) for i, _ in seqs], device=self.device)
         select_rows(cache, expand)
@@ -234,6 +256,31 @@ class HFEngine:
                 ent = (-(rows.exp() * rows).sum(-1)).tolist() if entropy else None
                 results[i] = Scored(token_ids=cont[i], logprobs=lp, entropies=ent)
         return results  # type: ignore[return-value]
+
+
+def _length_groups(lengths: list[int], overhead: int = 48) -> list[list[int]]:
+    """Split rows into groups of similar length minimising padded tokens + ``overhead`` per forward call.
+
+    Dynamic programming over the rows sorted by length: a group costs ``rows × its longest length + overhead``
+    (``overhead`` ≈ the token-equivalent cost of one extra forward call).
+
+    >>> _length_groups([40, 41, 17, 18, 28, 27])  # 2·41 + 48 + 4·28 + 48 = 290 < 6·41 + 48
+    [[1, 0], [4, 5, 3, 2]]
+    """
+    order = sorted(range(len(lengths)), key=lambda r: -lengths[r])
+    n = len(order)
+    best = [0.0] + [float("inf")] * n  # best[i]: cost of grouping the i longest rows
+    cut = [0] * (n + 1)
+    for i in range(1, n + 1):
+        for j in range(i):  # group = order[j:i], its longest is order[j]
+            cost = best[j] + (i - j) * lengths[order[j]] + overhead
+            if cost < best[i]:
+                best[i], cut[i] = cost, j
+    groups, i = [], n
+    while i > 0:
+        groups.append(order[cut[i]:i])
+        i = cut[i]
+    return groups[::-1]
 
 
 def _common_prefix_len(seqs: list[list[int]]) -> int:

@@ -77,3 +77,40 @@ def select_rows(cache: DynamicCache, indices: torch.Tensor) -> None:
     """Keep only the batch rows ``indices`` (in that order), in every layer."""
     for layer in cache.layers:
         layer.batch_select_indices(indices)
+
+
+def growing_only(cache: DynamicCache) -> bool:
+    return all(isinstance(layer, GrowingLayer) for layer in cache.layers)
+
+
+def repeat_rows(cache: DynamicCache, rows: int, config) -> DynamicCache:
+    """A new cache holding ``rows`` copies of the single row of ``cache`` (a shared prompt prefix)."""
+    out = make_cache(config)
+    for src, dst in zip(cache.layers, out.layers):
+        if src.is_initialized:
+            k = src.keys.expand(rows, -1, -1, -1)
+            dst.update(k, src.values.expand(rows, -1, -1, -1))
+    return out
+
+
+def merge_right_aligned(parts: list[tuple[DynamicCache, list[int]]], n_rows: int, config) -> DynamicCache:
+    """Merge caches of disjoint row groups into one ``n_rows`` cache, each group right-aligned to the longest.
+
+    Keys carry their positions (RoPE is applied before caching), so where a key sits in the buffer does not
+    matter, only that the attention mask marks the left filler as padding (see ``HFEngine._prefill``).
+    """
+    width = max(c.get_seq_length() for c, _ in parts)
+    out = make_cache(config)
+    for i, layer in enumerate(out.layers):
+        ref = parts[0][0].layers[i]
+        b, h, d = n_rows, ref.keys.shape[1], ref.keys.shape[-1]
+        k = ref.keys.new_zeros(b, h, width, d)
+        v = ref.values.new_zeros(b, h, width, ref.values.shape[-1])
+        for cache, rows in parts:
+            src = cache.layers[i]
+            n = src.get_seq_length()
+            idx = torch.tensor(rows, device=k.device)
+            k[idx, :, width - n:] = src.keys
+            v[idx, :, width - n:] = src.values
+        layer.update(k, v)
+    return out

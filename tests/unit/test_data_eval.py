@@ -5,6 +5,7 @@ import agentkit.eval.metrics as metrics
 import pytest
 
 import agentkit.engines.base
+import agentkit.engines.hf
 import agentkit.engines.sampling
 import agentkit.errors
 import agentkit.registry
@@ -12,8 +13,8 @@ from agentkit.data import MultiHopKB, arithmetic_suite, multihop_suite, read_jso
 from agentkit.errors import AgentkitError
 
 
-@pytest.mark.parametrize("mod", [metrics, agentkit.engines.base, agentkit.engines.sampling, agentkit.registry,
-                                 agentkit.errors])
+@pytest.mark.parametrize("mod", [metrics, agentkit.engines.base, agentkit.engines.hf, agentkit.engines.sampling,
+                                 agentkit.registry, agentkit.errors])
 def test_doctests(mod):
     res = doctest.testmod(mod)
     assert res.attempted > 0 and res.failed == 0

@@ -79,6 +79,21 @@ def test_shared_prefix_prefill_matches_plain(tiny_engine):
         assert b.logprobs == pytest.approx(single.logprobs, abs=1e-4)
 
 
+@pytest.mark.parametrize("prefix", ["", "a shared system prompt that is long enough "])
+def test_length_grouped_prefill_matches_single_prompts(tiny_engine, prefix):
+    # suffixes of very different lengths are encoded in separate groups and merged right-aligned
+    prompts = [prefix + "hi", prefix + "x" * 150, prefix + "yo", prefix + "z" * 140 + "!"]
+    from agentkit.engines.hf import _length_groups
+
+    assert len(_length_groups([len(tiny_engine.encode(p)) for p in prompts])) == 2
+    p = SamplingParams(n=2, max_tokens=6, seed=11, entropy=True, ignore_eos=True)
+    batched = tiny_engine.generate(prompts, p)
+    for prompt, got in zip(prompts, batched):
+        want = tiny_engine.generate([prompt], p)[0]
+        assert [c.token_ids for c in got] == [c.token_ids for c in want]
+        assert got[0].entropies == pytest.approx(want[0].entropies, abs=1e-4)
+
+
 def test_score_matches_manual_forward(tiny_engine):
     ctxs = ["short", "a much longer context string", [{"role": "user", "content": "hi"}]]
     conts = [" continuation", " x", "reply text"]
