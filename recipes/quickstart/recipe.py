@@ -10,7 +10,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from agentkit.eval.metrics import extract_answer, score_task
+from agentkit.eval.metrics import extract_answer, parse_number, score_task
 from agentkit.recipes.quickstart.config import QuickstartConfig
 
 from agentkit.data import arithmetic_suite
@@ -59,7 +59,7 @@ class QuickstartRecipe(Recipe[QuickstartConfig]):
             for t, (comp,) in zip(shard, outs):
                 ents = comp.entropies or []
                 rows[t.id] = {"kind": t.kind, "question": t.question, "answer": t.answer, "output": comp.text,
-                              "predicted": extract_answer(comp.text)[-60:], **score_task(t.metric, comp.text, t.answer),
+                              "predicted": _shown_answer(t.metric, comp.text), **score_task(t.metric, comp.text, t.answer),
                               "tokens": comp.completion_tokens, "mean_entropy": sum(ents) / max(1, len(ents)),
                               "seconds": seconds * comp.completion_tokens / total}
         if state.num_processes == 1:
@@ -86,7 +86,8 @@ class QuickstartRecipe(Recipe[QuickstartConfig]):
 
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
         kinds = sorted(by_kind)
-        a1.bar(kinds, [sum(by_kind[k]) / len(by_kind[k]) for k in kinds], color="#4C72B0")
+        bars = a1.bar(kinds, [sum(by_kind[k]) / len(by_kind[k]) for k in kinds], color="#4C72B0")
+        a1.bar_label(bars, labels=[f"{int(sum(by_kind[k]))}/{len(by_kind[k])}" for k in kinds])
         a1.set_ylim(0, 1)
         a1.set_ylabel("accuracy")
         a1.set_title(f"{self.config.engine.model}: accuracy by kind")
@@ -106,3 +107,11 @@ class QuickstartRecipe(Recipe[QuickstartConfig]):
             lines.append(f"- **{r['question']}** gold `{r['answer']}`, predicted `{r['predicted']}` "
                          f"({'correct' if r['correct'] else 'wrong'})  \n  > {out[:400]}")
         self.ctx.add_section("Examples", "\n".join(lines) or "(none)")
+
+
+def _shown_answer(metric: str, text: str) -> str:
+    """What the report shows as the prediction: the parsed number for numeric tasks, else the extracted answer."""
+    if metric == "numeric":
+        n = parse_number(extract_answer(text))
+        return "(no number)" if n is None else str(int(n)) if n.is_integer() else str(n)
+    return extract_answer(text)[-80:]
