@@ -29,20 +29,19 @@ class HFEngine:
 
     def __init__(self, model="smollm2-135m", tokenizer=None, *, dtype: str = "float32", device: str | None = None,
                  max_batch_size: int = 64, score_budget_mb: int = 512, max_model_len: int | None = None):
-        if isinstance(model, str):
-            from agentkit.models import load_model, stop_strings_for
+        from agentkit.models import load_model, stop_strings_for
 
+        if isinstance(model, str):
             self.model_name = model
             self.model, self.tokenizer = load_model(model, dtype=dtype, device=device)
-            self.default_stop = stop_strings_for(model, self.tokenizer)
         else:
             if tokenizer is None:
                 raise ValueError("pass the tokenizer with a loaded model")
             self.model, self.tokenizer = model.eval(), tokenizer
             self.model_name = getattr(model.config, "name_or_path", "") or type(model).__name__
-            self.default_stop = []
             if self.tokenizer.pad_token is None:
                 self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.default_stop = stop_strings_for(self.model_name, self.tokenizer)
         self.device = next(self.model.parameters()).device
         self.max_batch_size = max_batch_size
         self.score_budget = score_budget_mb * 2**20

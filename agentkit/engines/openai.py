@@ -31,7 +31,8 @@ class OpenAIEngine:
         with ThreadPoolExecutor(max_workers=max(1, min(self.max_concurrency, len(items)))) as pool:
             return list(pool.map(fn, items))
 
-    def _common(self, p: SamplingParams) -> dict:
+    def _common(self, p: SamplingParams) -> tuple[dict, int]:
+        """Request fields shared by both endpoints, and how many top logprobs to ask for."""
         extra = {"top_k": p.top_k} if p.top_k else {}
         if p.include_stop_str_in_output or p.ignore_eos:
             extra.update(include_stop_str_in_output=p.include_stop_str_in_output, ignore_eos=p.ignore_eos)
