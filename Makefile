@@ -42,6 +42,7 @@ test-fast: setup
 
 bench: setup
 	$(VENV)/bin/agentkit bench engine --out outputs/bench/engine.json
+	$(VENV)/bin/agentkit bench sandbox --out outputs/bench/sandbox.json
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -15,6 +15,7 @@ EPILOG = """examples:
   accelerate launch --config_file configs/accelerate/cpu.yaml -m agentkit run quickstart
   agentkit models list
   agentkit bench engine
+  agentkit bench sandbox
 """
 
 
@@ -51,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--batch-sizes", default="1,8,32,64")
     be.add_argument("--max-tokens", type=int, default=64)
     be.add_argument("--out", help="also write the results as JSON here")
+    bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
+    bs.add_argument("-n", type=int, default=50, help="calls per side")
+    bs.add_argument("--out", help="also write the results as JSON here")
     return p
 
 
@@ -103,6 +107,10 @@ def _cmd_models(a) -> int:
 
 
 def _cmd_bench(a) -> int:
+    if a.target == "sandbox":
+        from agentkit.eval.bench.sandbox import main as bench_sandbox
+
+        return bench_sandbox(n=a.n, out=a.out)
     from agentkit.eval.bench.engine import main as bench_engine
 
     return bench_engine(model=a.model, batch_sizes=[int(x) for x in a.batch_sizes.split(",")],

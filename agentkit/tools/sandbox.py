@@ -1,0 +1,204 @@
+"""A sandbox for model-written Python: one process per call (or per session), limits, no network.
+
+Each call runs in a fresh worker process (``_worker.py``) taken from a pre-warmed pool, so the call pays only
+the round trip (about a millisecond), not Python's start-up. The worker has:
+
+- CPU time: RLIMIT_CPU per call (SIGXCPU ends it); wall time: the parent kills its process group;
+- memory: RLIMIT_AS; files: RLIMIT_FSIZE, 64 descriptors; processes: RLIMIT_NPROC, and starting processes is
+  refused by an audit hook;
+- no network: a new network namespace with no interface up (as root), and an audit hook on socket calls;
+- writes: only its own directory; as root it runs as ``nobody`` with private tmpfs mounts over /tmp, /var/tmp
+  and /dev/shm, and an audit hook refuses opens for writing elsewhere;
+- output: stdout and stderr are cut at ``max_output`` characters (a runaway printer is stopped).
+
+Sessions (``session_id``) keep one worker and its globals across calls, as the TIR papers' Python tools do;
+a session idle for ``idle_timeout_s`` is closed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from agentkit.tools.base import ToolResult
+
+WORKER = str(Path(__file__).with_name("_worker.py"))
+
+
+@dataclass
+class SandboxConfig:
+    """Limits of one sandboxed call.
+
+    cpu_s / wall_s: CPU and wall-clock seconds per call. memory_mb: address-space limit. max_output: characters
+    kept of stdout and of stderr. max_file_mb: largest file it may write. max_procs: process/thread limit.
+    pool_size: workers kept warm. idle_timeout_s: sessions unused this long are closed. isolate: use namespaces
+    and drop to nobody when running as root.
+    """
+
+    cpu_s: float = 5.0
+    wall_s: float = 10.0
+    memory_mb: int = 1024
+    max_output: int = 4000
+    max_file_mb: int = 16
+    max_procs: int = 256
+    tmpfs_mb: int = 64
+    pool_size: int = 2
+    idle_timeout_s: float = 300.0
+    isolate: bool = True
+
+
+class _Worker:
+    def __init__(self, cfg: SandboxConfig, session: bool):
+        self.workdir = tempfile.mkdtemp(prefix="agentkit-sbx-")
+        wcfg = {**asdict(cfg), "workdir": self.workdir, "session": session, "cpu_hard_s": int(cfg.cpu_s * 1000) + 1}
+        env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "HOME": self.workdir, "LANG": "C.UTF-8"}
+        self.proc = subprocess.Popen([sys.executable, "-I", WORKER, json.dumps(wcfg)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                     start_new_session=True, text=True, bufsize=1)
+        self.isolation = "unknown"
+        self.last_used = time.monotonic()
+        self.lock = threading.Lock()
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        line = self._readline(timeout)
+        if not line:
+            self.kill()
+            raise RuntimeError("the sandbox worker failed to start")
+        self.isolation = json.loads(line)["isolation"]
+
+    def _readline(self, timeout: float) -> str | None:
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        return self.proc.stdout.readline() if ready else None
+
+    def call(self, code: str, cfg: SandboxConfig) -> ToolResult:
+        start = time.perf_counter()
+        self.last_used = time.monotonic()
+        try:
+            self.proc.stdin.write(json.dumps({"code": code, "cpu_s": cfg.cpu_s}) + "\n")
+            self.proc.stdin.flush()
+            line = self._readline(cfg.wall_s)
+        except (BrokenPipeError, OSError):
+            line = ""
+        meta = {"seconds": round(time.perf_counter() - start, 4), "isolation": self.isolation}
+        if line is None:
+            self.kill()
+            return ToolResult(f"Error: wall-time limit of {cfg.wall_s:g} s exceeded; the process was killed.",
+                              ok=False, meta={**meta, "limit": "wall"})
+        if not line:
+            code_ = self.proc.wait(timeout=5)
+            why = {-signal.SIGXCPU: ("cpu", f"CPU-time limit of {cfg.cpu_s:g} s exceeded"),
+                   -signal.SIGKILL: ("killed", "the process was killed (memory or CPU hard limit)")}.get(
+                code_, ("crash", f"the process died (exit status {code_})"))
+            return ToolResult(f"Error: {why[1]}.", ok=False, meta={**meta, "limit": why[0]})
+        r = json.loads(line)
+        out = _with_cut(r["stdout"], r["stdout_size"]) + _with_cut(r["stderr"], r["stderr_size"]) + r["error"]
+        truncated = r["stdout_size"] > cfg.max_output or r["stderr_size"] > cfg.max_output
+        return ToolResult(out, ok=r["ok"], meta={**meta, "truncated": truncated})
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _with_cut(text: str, size: int) -> str:
+    return text if size <= len(text) else f"{text}\n...[output truncated: {size - len(text)} more characters]\n"
+
+
+class Sandbox:
+    """Runs code under ``SandboxConfig`` limits; thread-safe. Use ``run(code)`` or ``run(code, session_id=…)``."""
+
+    def __init__(self, config: SandboxConfig | None = None):
+        self.config = config or SandboxConfig()
+        self._pool: deque[_Worker] = deque()
+        self._sessions: dict[str, _Worker] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        for _ in range(self.config.pool_size):
+            self._refill()
+        self._reaper = threading.Thread(target=self._reap, daemon=True)
+        self._reaper.start()
+
+    def _spawn(self, session: bool) -> _Worker:
+        w = _Worker(self.config, session)
+        w.wait_ready()
+        return w
+
+    def _refill(self) -> None:
+        w = self._spawn(session=False)
+        with self._lock:
+            if self._closed:
+                w.kill()
+            else:
+                self._pool.append(w)
+
+    def _take(self) -> _Worker:
+        with self._lock:
+            w = self._pool.popleft() if self._pool else None
+        threading.Thread(target=self._refill, daemon=True).start()  # keep the pool warm in the background
+        return w or self._spawn(session=False)
+
+    def run(self, code: str, session_id: str | None = None) -> ToolResult:
+        if session_id is None:
+            w = self._take()
+            try:
+                return w.call(code, self.config)
+            finally:  # a used worker is never reused; reap it off the caller's path
+                threading.Thread(target=w.kill, daemon=True).start()
+        with self._lock:
+            w = self._sessions.get(session_id)
+        if w is None or w.proc.poll() is not None:
+            w = self._spawn(session=True)
+            with self._lock:
+                self._sessions[session_id] = w
+        with w.lock:
+            res = w.call(code, self.config)
+        if w.proc.poll() is not None or not res.ok and res.meta.get("limit"):
+            self.close_session(session_id)  # a killed session starts afresh next time
+            res.meta["session_reset"] = True
+        return res
+
+    def close_session(self, session_id: str) -> None:
+        with self._lock:
+            w = self._sessions.pop(session_id, None)
+        if w is not None:
+            w.kill()
+
+    def _reap(self) -> None:
+        while not self._closed:
+            time.sleep(min(5.0, self.config.idle_timeout_s / 2))
+            now = time.monotonic()
+            with self._lock:
+                idle = [k for k, w in self._sessions.items() if now - w.last_used > self.config.idle_timeout_s]
+            for k in idle:
+                self.close_session(k)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            workers = list(self._pool) + list(self._sessions.values())
+            self._pool.clear()
+            self._sessions.clear()
+        for w in workers:
+            w.kill()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
