@@ -9,12 +9,13 @@ import agentkit.engines.hf
 import agentkit.engines.sampling
 import agentkit.errors
 import agentkit.registry
+import agentkit.tools.parsers
 from agentkit.data import MultiHopKB, arithmetic_suite, multihop_suite, read_jsonl
 from agentkit.errors import AgentkitError
 
 
 @pytest.mark.parametrize("mod", [metrics, agentkit.engines.base, agentkit.engines.hf, agentkit.engines.sampling,
-                                 agentkit.registry, agentkit.errors])
+                                 agentkit.registry, agentkit.errors, agentkit.tools.parsers])
 def test_doctests(mod):
     res = doctest.testmod(mod)
     assert res.attempted > 0 and res.failed == 0
