@@ -76,7 +76,8 @@ class MultiHopKB:
         docs = []
         for name, p in self.people.items():
             docs.append({"id": self.doc_id(name), "title": name, "text": (
-                f"{name} is a {p['job']} born in {p['year']} in the city of {p['born_in']}. "
+                f"{name} is {'an' if p['job'][0] in 'aeiou' else 'a'} {p['job']} born in {p['year']} in the city of "
+                f"{p['born_in']}. "
                 f"{name} works for {p['works_for']}.")})
         for name, c in self.companies.items():
             docs.append({"id": self.doc_id(name), "title": name, "text": (

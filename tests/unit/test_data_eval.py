@@ -10,12 +10,14 @@ import agentkit.engines.sampling
 import agentkit.errors
 import agentkit.registry
 import agentkit.tools.parsers
+import agentkit.tools.search
 from agentkit.data import MultiHopKB, arithmetic_suite, multihop_suite, read_jsonl
 from agentkit.errors import AgentkitError
 
 
 @pytest.mark.parametrize("mod", [metrics, agentkit.engines.base, agentkit.engines.hf, agentkit.engines.sampling,
-                                 agentkit.registry, agentkit.errors, agentkit.tools.parsers])
+                                 agentkit.registry, agentkit.errors, agentkit.tools.parsers,
+                                 agentkit.tools.search])
 def test_doctests(mod):
     res = doctest.testmod(mod)
     assert res.attempted > 0 and res.failed == 0
