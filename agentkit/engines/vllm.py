@@ -31,17 +31,17 @@ class VLLMEngine:
             self.llm = vllm.LLM(model=str(resolve(model)), **llm_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
 
+    def encode(self, prompt: Prompt) -> list[int]:
+        """Token ids of a prompt, as HFEngine.encode (chats through the chat template)."""
+        if isinstance(prompt, str):
+            return self.tokenizer(prompt).input_ids
+        if prompt and isinstance(prompt[0], int):
+            return list(prompt)  # type: ignore[arg-type]
+        text = self.tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+        return self.tokenizer(text, add_special_tokens=False).input_ids
+
     def _inputs(self, prompts: list[Prompt]):
-        out = []
-        for p in prompts:
-            if isinstance(p, str):
-                out.append({"prompt": p})
-            elif p and isinstance(p[0], int):
-                out.append({"prompt_token_ids": list(p)})
-            else:
-                ids = self.tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=True)
-                out.append({"prompt_token_ids": list(ids)})
-        return out
+        return [{"prompt": p} if isinstance(p, str) else {"prompt_token_ids": self.encode(p)} for p in prompts]
 
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         p = params or SamplingParams()
@@ -69,8 +69,7 @@ class VLLMEngine:
 
     def score(self, contexts: list[Prompt], continuations: list[str | list[int]],
               entropy: bool = False) -> list[Scored]:
-        ctx_ids = [i["prompt_token_ids"] if "prompt_token_ids" in i else self.tokenizer(i["prompt"]).input_ids
-                   for i in self._inputs(contexts)]
+        ctx_ids = [self.encode(c) for c in contexts]
         cont_ids = [list(c) if not isinstance(c, str) else self.tokenizer(c, add_special_tokens=False).input_ids
                     for c in continuations]
         k = self.entropy_top_k if entropy else 1

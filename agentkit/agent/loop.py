@@ -1,0 +1,148 @@
+"""The batched multi-turn tool-integrated loop: ``rollout(engine, tasks, tools, config) -> list[Trajectory]``.
+
+Each turn generates for every unfinished trajectory in one engine call (stopping at a closing tool tag or the
+answer), runs that turn's tool calls concurrently, appends the results as tokens, and continues. Prompts are
+passed to the engine as token ids (prompt + everything so far), so what the model saw is exactly what the
+trajectory records. Tag format: ``agentkit.tools.parsers``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from agentkit.agent.trajectory import Segment, Trajectory
+from agentkit.engines.base import SamplingParams
+from agentkit.tools.base import Tool, ToolResult
+from agentkit.tools.parsers import ToolCall, format_tag_result, parse_answer, parse_tag_call, tag_stop_strings
+
+TIR_SYSTEM_PROMPT = (
+    "You solve problems step by step and may use tools. To run Python, write code between <python> and </python>; "
+    "what it prints comes back between <result> and </result>. To search the documents, write a query between "
+    "<search> and </search>. Give the final answer between <answer> and </answer>, e.g. <answer>42</answer>."
+)
+
+
+@dataclass
+class AgentConfig:
+    """Limits and sampling of a rollout.
+
+    max_turns: model turns per trajectory. max_tool_calls: tool calls per trajectory. max_tokens_per_turn:
+    new tokens per model turn. max_total_tokens: completion tokens per trajectory, tool results included.
+    max_wall_s: wall time of the whole rollout; unfinished trajectories end as ``wall_time``.
+    n: trajectories per task. tool_workers: tool calls run at once.
+    """
+
+    max_turns: int = 4
+    max_tool_calls: int = 4
+    max_tokens_per_turn: int = 256
+    max_total_tokens: int = 1024
+    max_wall_s: float = 600.0
+    n: int = 1
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int | None = 0
+    entropy: bool = True
+    system_prompt: str = TIR_SYSTEM_PROMPT
+    tool_workers: int = 8
+
+
+def _task_fields(task: Any, i: int) -> tuple[str, str]:
+    if isinstance(task, str):
+        return f"task-{i}", task
+    if isinstance(task, dict):
+        return str(task.get("id", f"task-{i}")), task["question"]
+    return task.id, task.question
+
+
+def rollout(engine, tasks: list[Any], tools: dict[str, Tool] | list[Tool], config: AgentConfig | None = None,
+            ) -> list[Trajectory]:
+    """Run the agent on ``tasks`` (Task objects, ``{"id", "question"}`` dicts or strings); ``config.n`` each."""
+    cfg = config or AgentConfig()
+    tools = tools if isinstance(tools, dict) else {t.name: t for t in tools}
+    trajs = []
+    for i, task in enumerate(tasks):
+        task_id, question = _task_fields(task, i)
+        prompt = [{"role": "system", "content": cfg.system_prompt}, {"role": "user", "content": question}]
+        ids = engine.encode(prompt)
+        trajs += [Trajectory(task_id, prompt, ids, meta={"sample": j, "turns": 0, "seconds_generate": 0.0,
+                                                          "seconds_tools": 0.0}) for j in range(cfg.n)]
+    start = time.perf_counter()
+    stops = tag_stop_strings(tuple(tools))
+    with ThreadPoolExecutor(max_workers=cfg.tool_workers) as pool:
+        for turn in range(cfg.max_turns):
+            active = [t for t in trajs if t.finish == "running"]
+            if not active:
+                break
+            if time.perf_counter() - start > cfg.max_wall_s:
+                for t in active:
+                    t.finish = "wall_time"
+                break
+            _turn(engine, active, tools, cfg, turn, stops, pool)
+    for t in trajs:
+        if t.finish == "running":
+            t.finish = "max_turns"
+    return trajs
+
+
+def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, stops, pool) -> None:
+    budget = [cfg.max_total_tokens - len(t.completion_ids) for t in active]
+    params = SamplingParams(max_tokens=max(1, min(cfg.max_tokens_per_turn, max(budget))), stop=stops,
+                            include_stop_str_in_output=True, temperature=cfg.temperature, top_p=cfg.top_p,
+                            top_k=cfg.top_k, entropy=cfg.entropy,
+                            seed=None if cfg.seed is None else cfg.seed + 7919 * turn)
+    t0 = time.perf_counter()
+    outs = engine.generate([t.prompt_ids + t.completion_ids for t in active], params)
+    gen_s = time.perf_counter() - t0
+    calls: list[tuple[Trajectory, ToolCall]] = []
+    for t, (c,), left in zip(active, outs, budget):
+        t.meta["turns"] += 1
+        t.meta["seconds_generate"] += gen_s / len(active)
+        if len(c.token_ids) > left:  # one engine call serves all rows; hold each row to its own token budget
+            ids = list(c.token_ids[:left])
+            t.segments.append(Segment("model", engine.tokenizer.decode(ids, skip_special_tokens=True), ids,
+                                      list(c.logprobs[:left]), c.entropies[:left] if c.entropies else None))
+            t.finish = "max_tokens"
+            continue
+        t.segments.append(Segment("model", c.text, list(c.token_ids), list(c.logprobs), c.entropies))
+        if "</answer>" in c.text or c.stop_reason == "</answer>":
+            t.answer, t.finish = parse_answer(c.text), "answer"
+        elif (call := parse_tag_call(c.text, tuple(tools))) is not None:
+            if t.tool_calls >= cfg.max_tool_calls:
+                t.finish = "max_tool_calls"
+            else:
+                calls.append((t, call))
+        elif c.finish_reason == "stop":
+            t.finish = "no_call"  # the model ended its turn without a call or an answer
+        if t.finish == "running" and len(t.completion_ids) >= cfg.max_total_tokens:
+            t.finish = "max_tokens"
+    results = list(pool.map(lambda tc: _call_tool(tools, *tc), calls))
+    for (t, call), (res, secs) in zip(calls, results):
+        text = format_tag_result(res.output)
+        ids = engine.tokenizer(text, add_special_tokens=False).input_ids
+        t.segments.append(Segment("tool", text, ids, tool=call.name, arguments=call.arguments, ok=res.ok,
+                                  seconds=secs))
+        t.meta["seconds_tools"] += secs
+        if len(t.completion_ids) >= cfg.max_total_tokens:
+            t.finish = "max_tokens"
+
+
+def _call_tool(tools: dict[str, Tool], traj: Trajectory, call: ToolCall) -> tuple[ToolResult, float]:
+    t0 = time.perf_counter()
+    if call.error:
+        return ToolResult(f"Error: {call.error}", ok=False), 0.0
+    tool = tools.get(call.name)
+    if tool is None:
+        return ToolResult(f"Error: unknown tool {call.name!r}", ok=False), 0.0
+    kwargs = dict(call.arguments)
+    if "session_id" in inspect.signature(tool.__call__).parameters:  # one Python namespace per trajectory
+        kwargs["session_id"] = f"{traj.task_id}/{traj.meta['sample']}/{id(traj)}"
+    try:
+        res = tool(**kwargs)
+    except Exception as e:  # a tool bug must not end the rollout; the model sees the error
+        res = ToolResult(f"Error: the tool failed: {type(e).__name__}: {e}", ok=False)
+    return res, time.perf_counter() - t0
