@@ -43,6 +43,7 @@ test-fast: setup
 bench: setup
 	$(VENV)/bin/agentkit bench engine --out outputs/bench/engine.json
 	$(VENV)/bin/agentkit bench sandbox --out outputs/bench/sandbox.json
+	$(VENV)/bin/agentkit bench agent --out outputs/bench/agent.json
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -16,6 +16,7 @@ EPILOG = """examples:
   agentkit models list
   agentkit bench engine
   agentkit bench sandbox
+  agentkit bench agent
 """
 
 
@@ -52,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--batch-sizes", default="1,8,32,64")
     be.add_argument("--max-tokens", type=int, default=64)
     be.add_argument("--out", help="also write the results as JSON here")
+    ba = b.add_parser("agent", help="agent rollouts/min with HFEngine's prefix cache against re-encoding")
+    ba.add_argument("--model", default="smollm2-135m")
+    ba.add_argument("--tasks", type=int, default=32)
+    ba.add_argument("--turns", type=int, default=4)
+    ba.add_argument("--tokens-per-turn", type=int, default=64)
+    ba.add_argument("--out", help="also write the results as JSON here")
     bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
     bs.add_argument("-n", type=int, default=50, help="calls per side")
     bs.add_argument("--out", help="also write the results as JSON here")
@@ -107,6 +114,10 @@ def _cmd_models(a) -> int:
 
 
 def _cmd_bench(a) -> int:
+    if a.target == "agent":
+        from agentkit.eval.bench.agent import main as bench_agent
+
+        return bench_agent(model=a.model, tasks=a.tasks, turns=a.turns, tokens_per_turn=a.tokens_per_turn, out=a.out)
     if a.target == "sandbox":
         from agentkit.eval.bench.sandbox import main as bench_sandbox
 

@@ -13,7 +13,16 @@ from collections.abc import Sequence
 import torch
 
 from agentkit.engines.base import Completion, Prompt, SamplingParams, Scored
-from agentkit.engines.kv import growing_only, make_cache, merge_right_aligned, repeat_rows, select_rows
+from agentkit.engines.kv import (
+    growing_only,
+    make_cache,
+    merge_right_aligned,
+    repeat_rows,
+    select_rows,
+    snapshot_row,
+    stack_rows,
+)
+from agentkit.engines.prefix_cache import PrefixCache
 from agentkit.engines.sampling import sample_next
 
 
@@ -25,10 +34,13 @@ class HFEngine:
         tokenizer: required when ``model`` is a loaded model.
         max_batch_size: most sequences decoded together (prompts × n are split into micro-batches).
         score_budget_mb: memory budget for the ``[B, T, V]`` logits of one scoring micro-batch.
+        prefix_cache_mb: memory for the keys/values of finished sequences, so that a prompt continuing one
+            (the agent's next turn) encodes only its new tokens; 0 turns it off.
     """
 
     def __init__(self, model="smollm2-135m", tokenizer=None, *, dtype: str = "float32", device: str | None = None,
-                 max_batch_size: int = 64, score_budget_mb: int = 512, max_model_len: int | None = None):
+                 max_batch_size: int = 64, score_budget_mb: int = 512, max_model_len: int | None = None,
+                 prefix_cache_mb: int = 1024):
         from agentkit.models import load_model, stop_strings_for
 
         if isinstance(model, str):
@@ -48,6 +60,7 @@ class HFEngine:
         self.max_model_len = max_model_len or getattr(self.model.config, "max_position_embeddings", 2048)
         self.eos_ids = self._eos_ids()
         self.pad_id = self.tokenizer.pad_token_id
+        self.prefix_cache = PrefixCache(prefix_cache_mb) if prefix_cache_mb > 0 else None
 
     # ---- tokenisation -------------------------------------------------------------------------------------
     def _eos_ids(self) -> set[int]:
@@ -84,6 +97,7 @@ class HFEngine:
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         """Sample ``params.n`` completions for each prompt; returns them grouped per prompt, in order."""
         params = params or SamplingParams()
+        self._check_weights()
         encoded = [self.encode(p) for p in prompts]
         for i, ids in enumerate(encoded):
             if len(ids) >= self.max_model_len:
@@ -101,50 +115,74 @@ class HFEngine:
     def _prefill(self, prompts: list[list[int]]):
         """Encode the prompts; returns (cache, last logits [U, V], attention mask [U, L], last positions [U, 1]).
 
-        Two savings over one padded forward pass, both exact:
-        - the batch's longest common prefix (a shared system prompt) is encoded once and copied to every row;
-        - the remaining suffixes are encoded in groups of similar length (``_length_groups``), so short prompts
-          are not padded to the longest; the groups' caches are then merged right-aligned.
-        Positions come from the mask, so padding in the middle of a row is invisible to the model.
+        Three savings over one padded forward pass, all exact:
+        - a prompt that continues a sequence this engine finished earlier (an agent's next turn) starts from
+          that sequence's stored keys/values (``PrefixCache``): only the new tokens are encoded;
+        - the longest common prefix of the other prompts (a shared system prompt) is encoded once;
+        - the remaining suffixes are encoded in groups of similar length (``_length_groups``).
+        The parts are merged right-aligned. Positions come from the mask, so the padding between parts of a
+        row is invisible to the model.
         """
+        cfg = self.model.config
+        first = make_cache(cfg)
+        mergeable = growing_only(first)  # sliding-window layers (Gemma 3) cannot be merged: one part then
+        hits = {}
+        if self.prefix_cache is not None and mergeable:
+            hits = {i: f for i, p in enumerate(prompts) if (f := self.prefix_cache.longest(p)) is not None}
+        parts = []
+        if hits:
+            rows = sorted(hits)
+            cache, past = stack_rows([hits[r][1] for r in rows], cfg)
+            parts.append(self._encode_part(cache, rows, past, [prompts[r][len(hits[r][0]):] for r in rows]))
+        rest = [i for i in range(len(prompts)) if i not in hits]
+        if rest:
+            parts += self._encode_fresh([prompts[i] for i in rest], rest, first, mergeable)
+        if len(parts) == 1:
+            cache, rows, mask, logits, pos = parts[0]
+            return cache, logits, mask, pos
+        n, width = len(prompts), max(p[2].shape[1] for p in parts)
+        mask = torch.zeros(n, width, dtype=torch.long, device=self.device)
+        logits = torch.empty(n, parts[0][3].shape[-1], dtype=parts[0][3].dtype, device=self.device)
+        pos = torch.empty(n, 1, dtype=torch.long, device=self.device)
+        for _, rows, m, lg, p in parts:
+            idx = torch.tensor(rows, device=self.device)
+            mask[idx, width - m.shape[1]:], logits[idx], pos[idx] = m, lg, p
+        return merge_right_aligned([(p[0], p[1]) for p in parts], n, cfg), logits, mask, pos
+
+    def _encode_part(self, cache, rows: list[int], past_mask: torch.Tensor, suffixes: list[list[int]]):
+        """Encode ``suffixes`` after what ``cache`` holds (``past_mask`` marks its valid slots)."""
+        ids, tail_mask, _ = self._left_pad(suffixes)
+        mask = torch.cat([past_mask.to(tail_mask.device), tail_mask], dim=1)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos[:, past_mask.shape[1]:],
+                         past_key_values=cache, use_cache=True, logits_to_keep=1)
+        return cache, rows, mask, out.logits[:, -1], pos[:, -1:]
+
+    def _encode_fresh(self, prompts: list[list[int]], rows: list[int], first, mergeable: bool):
+        cfg = self.model.config
         shared = _common_prefix_len(prompts) if len(prompts) > 1 else 0
         shared = min(shared, min(len(p) for p in prompts) - 1)
         if shared < 8:  # not worth a separate forward call
             shared = 0
         head = None
         if shared:
-            head = make_cache(self.model.config)
+            head = make_cache(cfg)
             ids = torch.tensor([prompts[0][:shared]], device=self.device)
             self.model(input_ids=ids, attention_mask=torch.ones_like(ids), past_key_values=head, use_cache=True,
                        logits_to_keep=1)
-        cfg = self.model.config
-        first = make_cache(cfg)
-        # Sliding-window layers (Gemma 3) keep their own cache class, which cannot be merged: one group then.
-        groups = _length_groups([len(p) - shared for p in prompts]) if growing_only(first) else [
-            list(range(len(prompts)))]
-        parts, logits, masks, positions = [], {}, {}, {}
-        for g, rows in enumerate(groups):
+        groups = _length_groups([len(p) - shared for p in prompts]) if mergeable else [list(range(len(prompts)))]
+        parts = []
+        for g, grp in enumerate(groups):
             if head is None:
-                part = first if g == 0 else make_cache(cfg)
+                cache = first if g == 0 else make_cache(cfg)
             elif len(groups) == 1:
-                part = head
-                select_rows(part, torch.zeros(len(rows), dtype=torch.long, device=self.device))
+                cache = head
+                select_rows(cache, torch.zeros(len(grp), dtype=torch.long, device=self.device))
             else:
-                part = repeat_rows(head, len(rows), cfg)
-            ids, tail_mask, _ = self._left_pad([prompts[r][shared:] for r in rows])
-            mask = torch.cat([tail_mask.new_ones(len(rows), shared), tail_mask], dim=1)
-            pos = (mask.cumsum(-1) - 1).clamp(min=0)
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos[:, shared:], past_key_values=part,
-                             use_cache=True, logits_to_keep=1)
-            parts.append((part, rows))
-            for j, r in enumerate(rows):
-                logits[r], masks[r], positions[r] = out.logits[j, -1], mask[j], pos[j, -1:]
-        cache = merge_right_aligned(parts, len(prompts), cfg) if len(parts) > 1 else parts[0][0]
-        width = max(m.shape[0] for m in masks.values())
-        mask = torch.stack([torch.cat([masks[r].new_zeros(width - masks[r].shape[0]), masks[r]])
-                            for r in range(len(prompts))])
-        return (cache, torch.stack([logits[r] for r in range(len(prompts))]), mask,
-                torch.stack([positions[r] for r in range(len(prompts))]))
+                cache = repeat_rows(head, len(grp), cfg)
+            past = torch.ones(len(grp), shared, dtype=torch.long, device=self.device)
+            parts.append(self._encode_part(cache, [rows[j] for j in grp], past, [prompts[j][shared:] for j in grp]))
+        return parts
 
     def _generate_batch(self, encoded: list[list[int]], seqs: list[tuple[int, int]],
                         params: SamplingParams) -> list[Completion]:
@@ -184,6 +222,7 @@ class HFEngine:
             ent = (-(probs * logp).sum(-1)).tolist() if params.entropy else None
             top = logp.topk(params.top_logprobs, -1) if params.top_logprobs else None
             nxt_list = nxt.tolist()
+            ended = []
             for r, s in enumerate(rows):
                 if finish[s] is not None:
                     continue
@@ -200,6 +239,9 @@ class HFEngine:
                     finish[s] = ("stop", hit)
                 elif len(toks[s]) >= budget[s]:
                     finish[s] = ("length", None)
+                if finish[s] is not None:
+                    ended.append((r, s))
+            self._remember(cache, mask, ended, [encoded[seqs[s][0]] + toks[s][:-1] for _, s in ended])
             if all(finish[s] is not None for s in rows):
                 break
             mask = torch.cat([mask, mask.new_ones(len(rows), 1)], dim=1)
@@ -210,6 +252,21 @@ class HFEngine:
         return [self._completion(encoded[i], toks[s], lps[s], ents[s] if params.entropy else None,
                                  tops[s] if params.top_logprobs else None, finish[s], params)  # type: ignore[arg-type]
                 for s, (i, _) in enumerate(seqs)]
+
+    def _check_weights(self) -> None:
+        """Stored keys/values belong to the weights that made them: drop them once training changed any weight."""
+        version = sum(p._version for p in self.model.parameters())
+        if self.prefix_cache is not None and version != getattr(self, "_weights_version", version):
+            self.prefix_cache.clear()
+        self._weights_version = version
+
+    def _remember(self, cache, mask, ended: list[tuple[int, int]], keys: list[list[int]]) -> None:
+        """Store finished rows' keys/values (prompt + all tokens but the last, which was never fed back)."""
+        if self.prefix_cache is None or not ended or not growing_only(cache):
+            return
+        for (r, _), key in zip(ended, keys):
+            if int(mask[r].sum()) == len(key):  # the row's valid slots are exactly these tokens
+                self.prefix_cache.put(key, snapshot_row(cache, r, mask[r]))
 
     def _completion(self, prompt, toks, lps, ents, tops, finish, params: SamplingParams) -> Completion:
         reason, why = finish

@@ -114,3 +114,27 @@ def merge_right_aligned(parts: list[tuple[DynamicCache, list[int]]], n_rows: int
             v[idx, :, width - n:] = src.values
         layer.update(k, v)
     return out
+
+
+def snapshot_row(cache: DynamicCache, row: int, mask_row: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """One row's keys/values at its unmasked slots only (padding dropped): per layer ``[H, n, D]`` copies."""
+    keep = mask_row.nonzero()[:, 0]
+    return [(layer.keys[row][:, keep].clone(), layer.values[row][:, keep].clone()) for layer in cache.layers]
+
+
+def stack_rows(rows: list[list[tuple[torch.Tensor, torch.Tensor]]], config) -> tuple[DynamicCache, torch.Tensor]:
+    """A batch cache from row snapshots, right-aligned, and its attention mask ``[B, W]`` (0 on the filler)."""
+    width = max(kv[0][0].shape[1] for kv in rows)
+    out = make_cache(config)
+    mask = torch.zeros(len(rows), width, dtype=torch.long, device=rows[0][0][0].device)
+    for i, kv in enumerate(rows):
+        mask[i, width - kv[0][0].shape[1]:] = 1
+    for li, layer in enumerate(out.layers):
+        h, d = rows[0][li][0].shape[0], rows[0][li][0].shape[-1]
+        k = rows[0][li][0].new_zeros(len(rows), h, width, d)
+        v = rows[0][li][1].new_zeros(len(rows), h, width, rows[0][li][1].shape[-1])
+        for i, kv in enumerate(rows):
+            n = kv[li][0].shape[1]
+            k[i, :, width - n:], v[i, :, width - n:] = kv[li]
+        layer.update(k, v)
+    return out, mask

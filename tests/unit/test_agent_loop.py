@@ -91,3 +91,19 @@ def test_n_samples_and_serialisation(python_tool, tmp_path):
     ds = to_dataset(trajs)
     assert ds.num_rows == 4 and ds[0]["mask"] == trajs[0].mask
     assert [t.to_dict() for t in from_dataset(ds)] == [t.to_dict() for t in trajs]
+
+
+def test_prefix_cache_gives_identical_rollouts(python_tool):
+    """On a real (tiny) model, turns continued from stored keys/values equal turns re-encoded from scratch."""
+    from agentkit.engines.hf import HFEngine
+
+    reuse = HFEngine("tiny-random", max_batch_size=8)
+    fresh = HFEngine(reuse.model, reuse.tokenizer, prefix_cache_mb=0)
+    cfg = AgentConfig(max_turns=3, max_tokens_per_turn=12, temperature=0, n=2)
+    tasks = ["first task", "second, longer task text"]
+    a, b = rollout(reuse, tasks, [python_tool], cfg), rollout(fresh, tasks, [python_tool], cfg)
+    assert [t.completion_ids for t in a] == [t.completion_ids for t in b]
+    assert all(t.meta["turns"] == 3 for t in a) and reuse.prefix_cache.hits >= 8
+    for x, y in zip(a, b):
+        for sx, sy in zip(x.segments, y.segments):
+            assert sx.logprobs == pytest.approx(sy.logprobs, abs=1e-4)

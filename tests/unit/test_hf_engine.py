@@ -131,3 +131,36 @@ def test_filter_logits_topk():
     x = torch.log(torch.tensor([[0.1, 0.4, 0.3, 0.2]]))
     assert filter_logits(x, top_k=2).isinf().tolist() == [[True, False, False, True]]
     assert math.isclose(filter_logits(x, top_p=0.65).softmax(-1)[0, 1].item(), 0.4 / 0.7, rel_tol=1e-5)
+
+
+def test_prefix_cache_continuation_matches_fresh_encoding():
+    from agentkit.engines.hf import HFEngine
+
+    cached = HFEngine("tiny-random", max_batch_size=8)
+    fresh = HFEngine(cached.model, cached.tokenizer, prefix_cache_mb=0)
+    greedy = SamplingParams(max_tokens=10, temperature=0, ignore_eos=True, entropy=True)
+    prompts = [cached.encode(CHAT), cached.encode("a different, longer first prompt")]
+    first = cached.generate(prompts, greedy)
+    tool = cached.tokenizer("\n<result>\n42\n</result>\n", add_special_tokens=False).input_ids
+    nxt = [p + c[0].token_ids + tool for p, c in zip(prompts, first)] + [cached.encode("unrelated")]
+    hits, reused = cached.prefix_cache.hits, cached.prefix_cache.reused_tokens
+    got = cached.generate(nxt, greedy)
+    assert cached.prefix_cache.hits - hits == 2  # both continuations started from stored keys/values
+    assert cached.prefix_cache.reused_tokens - reused == sum(len(p) + 10 - 1 for p in prompts)
+    want = fresh.generate(nxt, greedy)
+    for g, w in zip(got, want):
+        assert g[0].token_ids == w[0].token_ids
+        assert g[0].logprobs == pytest.approx(w[0].logprobs, abs=1e-4)
+        assert g[0].entropies == pytest.approx(w[0].entropies, abs=1e-4)
+
+
+def test_prefix_cache_is_dropped_when_weights_change():
+    from agentkit.engines.hf import HFEngine
+
+    eng = HFEngine("tiny-random", max_batch_size=4)
+    eng.generate(["abc"], SamplingParams(max_tokens=4, temperature=0))
+    assert eng.prefix_cache.entries
+    with torch.no_grad():
+        eng.model.lm_head.weight.mul_(1.0)  # an in-place update, as an optimizer step makes
+    eng.generate(["xyz"], SamplingParams(max_tokens=2, temperature=0))
+    assert all(k[:3] != tuple(eng.encode("abc")) for k in eng.prefix_cache.entries)
