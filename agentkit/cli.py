@@ -14,6 +14,7 @@ EPILOG = """examples:
   agentkit run quickstart --resume                 continue the latest interrupted run
   accelerate launch --config_file configs/accelerate/cpu.yaml -m agentkit run quickstart
   agentkit models list
+  agentkit tool-server python --port 8100 --api-key KEY
   agentkit bench engine
   agentkit bench sandbox
   agentkit bench agent
@@ -46,6 +47,22 @@ def _parser() -> argparse.ArgumentParser:
     m.add_parser("list", help="name, family, parameters, installed or not, path")
     mp = m.add_parser("prepare", help="convert a catalog model into the safetensors cache now")
     mp.add_argument("name")
+
+    ts = sub.add_parser("tool-server", help="serve a tool over HTTP (FastAPI; loopback by default)", description=(
+        "Serve one tool over HTTP: GET /health, GET /v1/tool (schema), POST /v1/call {arguments, session_id}. "
+        "OpenAPI at /openapi.json. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or "
+        "AGENTKIT_API_KEY) every /v1 route needs 'Authorization: Bearer KEY'."))
+    ts.add_argument("name", choices=["python", "search"])
+    ts.add_argument("--host", default="127.0.0.1")
+    ts.add_argument("--port", type=int, default=8100)
+    ts.add_argument("--api-key", default=None, help="required bearer key (default: $AGENTKIT_API_KEY, else none)")
+    ts.add_argument("--max-concurrency", type=int, default=8, help="calls run at once; more wait, up to 64")
+    ts.add_argument("--corpus", help="search: JSONL of {id, title, text}")
+    ts.add_argument("--mode", default="bm25", choices=["bm25", "dense", "hybrid"], help="search: retrieval mode")
+    ts.add_argument("--top-k", type=int, default=3, help="search: passages per query")
+    ts.add_argument("--cpu-s", type=float, default=5.0, help="python: CPU seconds per call")
+    ts.add_argument("--wall-s", type=float, default=10.0, help="python: wall seconds per call")
+    ts.add_argument("--memory-mb", type=int, default=1024, help="python: memory limit per call")
 
     b = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="target", required=True)
     be = b.add_parser("engine", help="HFEngine tokens/s against model.generate, per prompt and batched")
@@ -113,6 +130,30 @@ def _cmd_models(a) -> int:
     return 0
 
 
+def _cmd_tool_server(a) -> int:
+    import os
+
+    import uvicorn
+
+    key = a.api_key or os.environ.get("AGENTKIT_API_KEY")
+    if a.host not in ("127.0.0.1", "localhost", "::1") and not key:
+        print(f"warning: serving on {a.host} without an API key", file=sys.stderr)
+    if a.name == "python":
+        from agentkit.tool_servers.python_sandbox import create_app
+        from agentkit.tools.sandbox import SandboxConfig
+
+        app = create_app(SandboxConfig(cpu_s=a.cpu_s, wall_s=a.wall_s, memory_mb=a.memory_mb,
+                                       pool_size=max(2, a.max_concurrency // 2)), key, a.max_concurrency)
+    else:
+        if not a.corpus:
+            raise AgentkitError("the search server needs --corpus FILE", "a JSONL file of {id, title, text}")
+        from agentkit.tool_servers.search import create_app
+
+        app = create_app(a.corpus, a.mode, a.top_k, key, a.max_concurrency)
+    uvicorn.run(app, host=a.host, port=a.port, log_level="warning")
+    return 0
+
+
 def _cmd_bench(a) -> int:
     if a.target == "agent":
         from agentkit.eval.bench.agent import main as bench_agent
@@ -130,7 +171,8 @@ def _cmd_bench(a) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handlers = {"run": _cmd_run, "recipes": _cmd_recipes, "models": _cmd_models, "bench": _cmd_bench}
+    handlers = {"run": _cmd_run, "recipes": _cmd_recipes, "models": _cmd_models, "bench": _cmd_bench,
+                "tool-server": _cmd_tool_server}
     try:
         return handlers[args.command](args)
     except AgentkitError as e:

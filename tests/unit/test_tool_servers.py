@@ -1,0 +1,136 @@
+"""Tool servers on loopback: contract, auth, errors, concurrency limits; remote tools work like local ones."""
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from agentkit.tool_servers.python_sandbox import create_app as python_app
+from agentkit.tool_servers.search import create_app as search_app
+
+from agentkit.agent import rollout
+from agentkit.data import MultiHopKB
+from agentkit.testing.scripted import ScriptedEngine
+from agentkit.testing.servers import serve_in_thread
+from agentkit.tools.remote import RemoteTool
+from agentkit.tools.sandbox import SandboxConfig
+from agentkit.tools.search import SearchTool
+
+
+def _post(url, body, key=None, raw=None):
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+    req = urllib.request.Request(url, data=raw if raw is not None else json.dumps(body).encode(), headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+@pytest.fixture(scope="module")
+def python_server():
+    with serve_in_thread(python_app(SandboxConfig(pool_size=2, cpu_s=2, wall_s=5), api_key="k1",
+                                    max_concurrency=2)) as url:
+        yield url
+
+
+def test_python_server_contract_and_auth(python_server):
+    with urllib.request.urlopen(python_server + "/health") as r:
+        assert json.loads(r.read()) == {"status": "ok", "tool": "python"}  # no key needed
+    code, body = _post(python_server + "/v1/call", {"arguments": {"code": "print(1)"}})
+    assert code == 401 and body["error"]["type"] == "authentication_error"
+    code, body = _post(python_server + "/v1/call", None, key="k1", raw=b"{not json")
+    assert code == 400 and body["error"]["type"] == "invalid_request_error"
+    code, body = _post(python_server + "/v1/call", {"arguments": "nope"}, key="k1")
+    assert code == 400 and body["error"]["param"] == "arguments"
+    with urllib.request.urlopen(python_server + "/openapi.json") as r:
+        assert "/v1/call" in json.loads(r.read())["paths"]
+
+
+def test_remote_python_tool_with_sessions(python_server):
+    tool = RemoteTool(python_server, api_key="k1")
+    assert tool.name == "python" and tool.parameters["required"] == ["code"]
+    assert tool(code="print(6 * 7)").output == "42\n"
+    assert tool(code="x = 5", session_id="s").ok and tool(code="x + 1", session_id="s").output == "6\n"
+    bad = RemoteTool(python_server, api_key="k1")
+    bad.api_key = "wrong"
+    r = bad(code="print(1)")
+    assert not r.ok and "401" in r.output
+
+
+def test_remote_tools_in_the_agent_loop(python_server):
+    script = {"17 x 23": ["<python>print(17 * 23)</python>", "<answer>391</answer>"]}
+    (t,) = rollout(ScriptedEngine(script), ["17 x 23"], [RemoteTool(python_server, api_key="k1")])
+    assert t.answer == "391" and "391" in t.segments[1].text
+
+
+def test_concurrency_limit_answers_503_when_full():
+    with serve_in_thread(python_app(SandboxConfig(pool_size=1, wall_s=5), max_concurrency=1)) as url:
+
+        slow = threading.Thread(target=_post, args=(url + "/v1/call", {"arguments": {"code": "import time\ntime.sleep(1.5)"}}))
+        slow.start()
+        time.sleep(0.3)
+        codes = []
+        ts = [threading.Thread(target=lambda: codes.append(_post(url + "/v1/call", {"arguments": {"code": "1"}})[0]))
+              for _ in range(3)]
+        for t in ts:
+            t.start()
+        for t in ts + [slow]:
+            t.join()
+        assert codes.count(200) == 3  # waiting requests are served once the slot frees up
+    from agentkit.tool_servers.app import build_app
+
+    from agentkit.tools.python import PythonTool
+
+    tool = PythonTool(SandboxConfig(pool_size=1, wall_s=5))
+    try:
+        with serve_in_thread(build_app(tool, max_concurrency=1, max_queue=0)) as url:
+            slow = threading.Thread(target=_post, args=(url + "/v1/call", {"arguments": {"code": "import time\ntime.sleep(1)"}}))
+            slow.start()
+            time.sleep(0.3)
+            code, body = _post(url + "/v1/call", {"arguments": {"code": "1"}})
+            slow.join()
+            assert code == 503 and body["error"]["type"] == "server_busy"
+    finally:
+        tool.close()
+
+
+def test_search_server_matches_local(tmp_path):
+    kb = MultiHopKB.build(seed=3)
+    path = kb.write_corpus(tmp_path / "corpus.jsonl")
+    local = SearchTool(path)
+    with serve_in_thread(search_app(str(path))) as url:
+        remote = RemoteTool(url)
+        q = kb.questions(1, seed=3)[0].question
+        assert remote(query=q).output == local(query=q).output
+        assert not remote(query="").ok
+
+
+def test_cli_tool_server_subprocess(tmp_path):
+    kb = MultiHopKB.build(seed=4)
+    path = kb.write_corpus(tmp_path / "corpus.jsonl")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "agentkit", "tool-server", "search", "--corpus", str(path),
+                             "--port", str(port), "--api-key", "secret"], stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url + "/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        tool = RemoteTool(url, api_key="secret")
+        assert tool(query=kb.questions(1, seed=4)[0].question).output.startswith("[1] ")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    r = subprocess.run([sys.executable, "-m", "agentkit", "tool-server", "search"], capture_output=True, text=True)
+    assert r.returncode == 2 and "needs --corpus" in r.stderr

@@ -1,0 +1,13 @@
+"""``agentkit tool-server search --corpus FILE``: the search tool over HTTP (see agentkit.tool_servers.app)."""
+
+from __future__ import annotations
+
+from agentkit.tool_servers.app import build_app
+from fastapi import FastAPI
+
+from agentkit.tools.search import SearchTool
+
+
+def create_app(corpus, mode: str = "bm25", top_k: int = 3, api_key: str | None = None,
+               max_concurrency: int = 8) -> FastAPI:
+    return build_app(SearchTool(corpus, mode=mode, top_k=top_k), api_key=api_key, max_concurrency=max_concurrency)
