@@ -14,6 +14,7 @@ EPILOG = """examples:
   agentkit run quickstart --resume                 continue the latest interrupted run
   accelerate launch --config_file configs/accelerate/cpu.yaml -m agentkit run quickstart
   agentkit models list
+  agentkit serve --model smollm2-135m --agent tir --tools python --api-key KEY
   agentkit tool-server python --port 8100 --api-key KEY
   agentkit bench engine
   agentkit bench sandbox
@@ -47,6 +48,20 @@ def _parser() -> argparse.ArgumentParser:
     m.add_parser("list", help="name, family, parameters, installed or not, path")
     mp = m.add_parser("prepare", help="convert a catalog model into the safetensors cache now")
     mp.add_argument("name")
+
+    sv = sub.add_parser("serve", help="OpenAI-compatible API over an engine and agents", description=(
+        "Serve GET /v1/models, POST /v1/chat/completions (streaming, tools, logprobs) and POST /v1/completions. "
+        "With --agent tir, the model 'agentkit/tir' runs the tool loop server-side. Binds to 127.0.0.1 unless "
+        "--host says otherwise; with --api-key (or AGENTKIT_API_KEY) /v1 routes need 'Authorization: Bearer KEY'."))
+    sv.add_argument("--model", default="smollm2-135m", help="catalog name, local dir or hub id")
+    sv.add_argument("--engine", default="hf", choices=["hf", "vllm", "openai"])
+    sv.add_argument("--upstream", help="openai engine: the upstream server's base URL")
+    sv.add_argument("--agent", choices=["tir"], help="also serve the tool-using agent as 'agentkit/tir'")
+    sv.add_argument("--tools", default="python", help="agent tools, comma-separated: python,search")
+    sv.add_argument("--corpus", help="search tool: JSONL of {id, title, text}")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--api-key", default=None, help="required bearer key (default: $AGENTKIT_API_KEY, else none)")
 
     ts = sub.add_parser("tool-server", help="serve a tool over HTTP (FastAPI; loopback by default)", description=(
         "Serve one tool over HTTP: GET /health, GET /v1/tool (schema), POST /v1/call {arguments, session_id}. "
@@ -130,6 +145,36 @@ def _cmd_models(a) -> int:
     return 0
 
 
+def _cmd_serve(a) -> int:
+    import os
+
+    import uvicorn
+
+    from agentkit.engines import make_engine
+    from agentkit.server import create_app
+
+    key = a.api_key or os.environ.get("AGENTKIT_API_KEY")
+    if a.host not in ("127.0.0.1", "localhost", "::1") and not key:
+        print(f"warning: serving on {a.host} without an API key", file=sys.stderr)
+    engine = make_engine(a.engine, a.model, **({"base_url": a.upstream} if a.engine == "openai" else {}))
+    tools = None
+    if a.agent:
+        from agentkit.tools import TOOLS
+
+        tools = {}
+        for name in [t for t in a.tools.split(",") if t]:
+            if name == "search":
+                if not a.corpus:
+                    raise AgentkitError("the search tool needs --corpus FILE", "a JSONL file of {id, title, text}")
+                tools[name] = TOOLS.get(name)(a.corpus)
+            else:
+                tools[name] = TOOLS.get(name)()
+    app = create_app(engine, a.model, api_key=key, tools=tools)
+    print(f"serving {a.model}{' and agentkit/tir' if tools else ''} on http://{a.host}:{a.port}/v1", flush=True)
+    uvicorn.run(app, host=a.host, port=a.port, log_level="warning")
+    return 0
+
+
 def _cmd_tool_server(a) -> int:
     import os
 
@@ -172,7 +217,7 @@ def _cmd_bench(a) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handlers = {"run": _cmd_run, "recipes": _cmd_recipes, "models": _cmd_models, "bench": _cmd_bench,
-                "tool-server": _cmd_tool_server}
+                "tool-server": _cmd_tool_server, "serve": _cmd_serve}
     try:
         return handlers[args.command](args)
     except AgentkitError as e:

@@ -104,3 +104,39 @@ def test_agent_rollout_with_real_model_and_sandbox(smol_engine):
         first = t.segments[0]
         (s,) = smol_engine.score([t.prompt_ids], [first.token_ids])
         assert s.logprobs == pytest.approx(first.logprobs, abs=2e-3)
+
+
+def test_serve_cli_with_official_client(tmp_path):
+    """`agentkit serve` as a real process on loopback, the embedded model, the official openai client."""
+    import socket
+    import urllib.request
+
+    import openai
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "agentkit", "serve", "--model", "smollm2-135m", "--agent", "tir",
+                             "--port", str(port), "--api-key", "sk-e2e"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-e2e", max_retries=0)
+        r = client.chat.completions.create(model="smollm2-135m", temperature=0, max_tokens=12,
+                                           messages=[{"role": "user", "content": "What is the capital of France?"}])
+        assert "paris" in r.choices[0].message.content.lower() and r.choices[0].finish_reason in ("stop", "length")
+        text = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
+            model="smollm2-135m", temperature=0, max_tokens=12, stream=True,
+            messages=[{"role": "user", "content": "What is the capital of France?"}]) if c.choices)
+        assert text == r.choices[0].message.content
+        a = client.chat.completions.create(model="agentkit/tir", max_tokens=48, temperature=0,
+                                           messages=[{"role": "user", "content": "What is 17 * 23?"}])
+        assert a.model_extra["agentkit"][0]["finish"] and a.usage.total_tokens > 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -1,0 +1,150 @@
+"""Chat-completion logic of the server, independent of HTTP: requests → prompts → engine → OpenAI objects.
+
+Client-side tools: the tool list is described to the model in a system message in the hermes format, and
+``<tool_call>{…}</tool_call>`` in its output becomes ``message.tool_calls`` with ``finish_reason="tool_calls"``.
+A named ``tool_choice`` (or ``"required"``) pre-fills the start of the call, so the model can only complete it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+from agentkit.engines.base import Completion, SamplingParams
+from agentkit.server.protocol import ChatCompletionRequest, ChatMessage
+from agentkit.tools.parsers import format_hermes_call, parse_hermes_calls, parse_openai_tool_calls, to_openai
+
+TOOLS_PROMPT = ("You can call these functions:\n<tools>\n{tools}\n</tools>\nTo call one, reply with "
+                '<tool_call>{{"name": <function name>, "arguments": <JSON object>}}</tool_call>.')
+
+
+class RequestError(Exception):
+    def __init__(self, status: int, message: str, type_: str = "invalid_request_error", param: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.type, self.param = status, message, type_, param
+
+
+def sampling(req, default_max: int = 256) -> SamplingParams:
+    stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
+    max_tokens = getattr(req, "max_completion_tokens", None) or req.max_tokens
+    top_logprobs = (req.top_logprobs or 0) if getattr(req, "logprobs", False) is True else 0
+    if isinstance(getattr(req, "logprobs", None), int) and not isinstance(req.logprobs, bool):
+        top_logprobs = req.logprobs
+    return SamplingParams(n=req.n, temperature=1.0 if req.temperature is None else req.temperature,
+                          top_p=req.top_p or 1.0, top_k=max(0, req.top_k or 0),
+                          max_tokens=default_max if max_tokens is None else max_tokens, seed=req.seed, stop=stop,
+                          top_logprobs=top_logprobs)
+
+
+def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str]:
+    """Engine messages (tool calls and results rendered in hermes text) and the assistant pre-fill."""
+    msgs = []
+    for m in req.messages:
+        role = "system" if m.role == "developer" else m.role
+        if m.role == "assistant" and m.tool_calls:
+            calls = "".join(format_hermes_call(c) for c in parse_openai_tool_calls(m.tool_calls))
+            msgs.append({"role": "assistant", "content": (m.text() + calls).strip()})
+        elif m.role == "tool":
+            msgs.append({"role": "user", "content": f"<tool_response>\n{m.text()}\n</tool_response>"})
+        else:
+            msgs.append({"role": role, "content": m.text()})
+    prefill = ""
+    if req.tools and req.tool_choice != "none":
+        tools = "\n".join(json.dumps(t.function.model_dump()) for t in req.tools)
+        msgs.insert(0 if msgs[0]["role"] != "system" else 1, {"role": "system", "content": TOOLS_PROMPT.format(
+            tools=tools)})
+        choice = req.tool_choice
+        if isinstance(choice, dict):
+            name = (choice.get("function") or {}).get("name")
+            if name not in {t.function.name for t in req.tools}:
+                raise RequestError(400, f"tool_choice names an unknown function {name!r}", param="tool_choice")
+            prefill = '<tool_call>{"name": "' + name + '", "arguments": '
+        elif choice == "required":
+            prefill = '<tool_call>{"name": "'
+    return msgs, prefill
+
+
+def _logprobs(engine, c: Completion) -> dict[str, Any]:
+    tok = engine.tokenizer
+
+    def entry(t: int, lp: float, top: dict[int, float] | None) -> dict[str, Any]:
+        s = tok.decode([t])
+        return {"token": s, "logprob": lp, "bytes": list(s.encode()),
+                "top_logprobs": [{"token": tok.decode([a]), "logprob": v, "bytes": list(tok.decode([a]).encode())}
+                                 for a, v in (top or {}).items()]}
+
+    tops = c.top_logprobs or [None] * len(c.token_ids)
+    return {"content": [entry(t, lp, top) for t, lp, top in zip(c.token_ids, c.logprobs, tops)]}
+
+
+def choice_message(req: ChatCompletionRequest, prefill: str, c: Completion, engine, index: int) -> dict[str, Any]:
+    text = prefill + c.text
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    finish = c.finish_reason
+    if req.tools and req.tool_choice != "none":
+        content, calls = parse_hermes_calls(text, known={t.function.name for t in req.tools})
+        good = [x for x in calls if x.error is None]
+        if good:
+            if not req.parallel_tool_calls:
+                good = good[:1]
+            message = {"role": "assistant", "content": content or None, "tool_calls": [to_openai(x) for x in good]}
+            finish = "tool_calls"
+    out = {"index": index, "message": message, "finish_reason": finish, "logprobs": None}
+    if req.logprobs:
+        out["logprobs"] = _logprobs(engine, c)
+    return out
+
+
+def chat_response(req: ChatCompletionRequest, prefill: str, outs: list[Completion], prompt_tokens: int,
+                  engine, model: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    completion = sum(c.completion_tokens for c in outs)
+    resp = {"id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion", "created": int(time.time()),
+            "model": model, "choices": [choice_message(req, prefill, c, engine, i) for i, c in enumerate(outs)],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+                      "total_tokens": prompt_tokens + completion}}
+    if extra:
+        resp.update(extra)
+    return resp
+
+
+def stream_chunks(resp: dict[str, Any], include_usage: bool, progress: list[dict[str, Any]] | None = None):
+    """SSE events for a finished response: role delta, content deltas (or tool-call deltas), the finish chunk,
+    the usage chunk if asked, then ``[DONE]``. Agent progress events come first, in an ``agentkit`` field."""
+    base = {"id": resp["id"], "object": "chat.completion.chunk", "created": resp["created"], "model": resp["model"]}
+
+    def event(choices, **extra):
+        return "data: " + json.dumps({**base, "choices": choices, **({"usage": None} if include_usage else {}),
+                                      **extra}) + "\n\n"
+
+    for p in progress or []:
+        yield event([], agentkit=p)
+    for ch in resp["choices"]:
+        i, msg = ch["index"], ch["message"]
+        yield event([{"index": i, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+        content = msg.get("content") or ""
+        for piece in _pieces(content):
+            yield event([{"index": i, "delta": {"content": piece}, "finish_reason": None}])
+        for k, call in enumerate(msg.get("tool_calls") or []):
+            head = {"index": k, "id": call["id"], "type": "function",
+                    "function": {"name": call["function"]["name"], "arguments": ""}}
+            yield event([{"index": i, "delta": {"tool_calls": [head]}, "finish_reason": None}])
+            for piece in _pieces(call["function"]["arguments"]):
+                yield event([{"index": i, "delta": {"tool_calls": [{"index": k, "function": {"arguments": piece}}]},
+                              "finish_reason": None}])
+        yield event([{"index": i, "delta": {}, "finish_reason": ch["finish_reason"]}])
+    if include_usage:
+        yield "data: " + json.dumps({**base, "choices": [], "usage": resp["usage"]}) + "\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _pieces(text: str, size: int = 8) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def last_user_text(messages: list[ChatMessage]) -> str:
+    for m in reversed(messages):
+        if m.role == "user":
+            return m.text()
+    raise RequestError(400, "an agent model needs a user message", param="messages")

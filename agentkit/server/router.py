@@ -1,0 +1,192 @@
+"""The OpenAI-compatible HTTP API (FastAPI): /v1/models, /v1/chat/completions, /v1/completions, /health.
+
+Served models: the engine's model under its name, and each agent (``agentkit/tir``), which runs the tool loop
+server-side and returns the final answer with the trace in an ``agentkit`` extension field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import time
+import uuid
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import ValidationError
+
+from agentkit.server.chat import (
+    RequestError,
+    chat_response,
+    last_user_text,
+    sampling,
+    stream_chunks,
+    to_messages,
+)
+from agentkit.server.protocol import ChatCompletionRequest, CompletionRequest
+from agentkit.server.serving import BatchedEngine, Batcher
+
+
+def _error(status: int, message: str, type_: str = "invalid_request_error", param: str | None = None):
+    return JSONResponse(status_code=status, content={"error": {"message": message, "type": type_, "param": param,
+                                                               "code": status}})
+
+
+async def _parse(request: Request, cls):
+    try:
+        body = json.loads(await request.body())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise RequestError(400, f"the request body is not valid JSON ({e})") from None
+    try:
+        return cls.model_validate(body)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise RequestError(400, f"{where}: {err['msg']}", param=where) from None
+
+
+def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[str, Any] | None = None,
+               agent_name: str = "agentkit/tir", agent_config=None, window_s: float = 0.01) -> FastAPI:
+    from agentkit.agent import AgentConfig, rollout
+
+    app = FastAPI(title="agentkit", version="1", description="OpenAI-compatible API over agentkit engines and agents")
+    batcher = Batcher(engine, window_s=window_s)
+    app.state.batcher = batcher
+    agents = {agent_name: tools} if tools else {}
+    max_len = getattr(engine, "max_model_len", None)
+
+    @app.middleware("http")
+    async def auth(request: Request, call_next):
+        if api_key and request.url.path.startswith("/v1/"):
+            given = request.headers.get("authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
+                return _error(401, "missing or wrong API key (send 'Authorization: Bearer KEY')",
+                              "authentication_error")
+        return await call_next(request)
+
+    @app.exception_handler(RequestError)
+    async def request_error(_: Request, e: RequestError):
+        return _error(e.status, e.message, e.type, e.param)
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok"}
+
+    @app.get("/v1/models")
+    async def models():
+        now = int(time.time())
+        return {"object": "list", "data": [{"id": m, "object": "model", "created": now, "owned_by": "agentkit"}
+                                           for m in [model_name, *agents]]}
+
+    def check(model: str, prompt_ids: list[int], params) -> None:
+        if model != model_name and model not in agents:
+            raise RequestError(404, f"the model {model!r} does not exist; see GET /v1/models", "model_not_found",
+                               "model")
+        if max_len and len(prompt_ids) >= max_len:
+            raise RequestError(400, f"the prompt has {len(prompt_ids)} tokens; the model's context length is "
+                                    f"{max_len}", param="messages")
+
+    async def generate(prompts, params):
+        return await asyncio.wrap_future(batcher.submit(prompts, params))
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        req = await _parse(request, ChatCompletionRequest)
+        if req.model in agents:
+            return await run_agent(req)
+        msgs, prefill = to_messages(req)
+        ids = engine.encode(msgs) + (engine.tokenizer(prefill, add_special_tokens=False).input_ids if prefill else [])
+        params = sampling(req)
+        check(req.model, ids, params)
+        (outs,) = await generate([ids], params)
+        resp = chat_response(req, prefill, outs, len(ids), engine, req.model)
+        return _respond(req, resp)
+
+    async def run_agent(req: ChatCompletionRequest):
+        cfg = agent_config or AgentConfig()
+        params = sampling(req, default_max=cfg.max_tokens_per_turn)
+        cfg = type(cfg)(**{**cfg.__dict__, "temperature": params.temperature, "top_p": params.top_p,
+                           "seed": req.seed if req.seed is not None else cfg.seed, "n": req.n})
+        question = last_user_text(req.messages)
+        bengine = BatchedEngine(batcher)
+        trajs = await run_in_threadpool(rollout, bengine, [question], agents[req.model], cfg)
+        from agentkit.engines.base import Completion
+
+        outs, traces = [], []
+        for t in trajs:
+            final = t.answer if t.answer is not None else t.segments[-1].text if t.segments else ""
+            outs.append(Completion(text=final, token_ids=t.completion_ids, logprobs=[], finish_reason="stop",
+                                   prompt_tokens=len(t.prompt_ids)))
+            traces.append({"finish": t.finish, "tool_calls": t.tool_calls, "answer": t.answer,
+                           "trace": [{"kind": s.kind, "text": s.text, "tool": s.tool, "ok": s.ok}
+                                     for s in t.segments]})
+        plain = req.model_copy(update={"logprobs": False, "tools": None})
+        resp = chat_response(plain, "", outs, 0, engine, req.model, {"agentkit": traces})
+        resp["usage"] = {**bengine.usage, "total_tokens": sum(bengine.usage.values())}
+        progress = [{"tool": s["tool"], "ok": s["ok"], "output": s["text"]} for tr in traces for s in tr["trace"]
+                    if s["kind"] == "tool"]
+        return _respond(req, resp, progress)
+
+    def _respond(req, resp, progress=None):
+        if not req.stream:
+            return resp
+        include = bool(req.stream_options and req.stream_options.include_usage)
+        return StreamingResponse(stream_chunks(resp, include, progress), media_type="text/event-stream")
+
+    @app.post("/v1/completions")
+    async def completions(request: Request):
+        req = await _parse(request, CompletionRequest)
+        prompts = [req.prompt] if isinstance(req.prompt, str) or (req.prompt and isinstance(req.prompt[0], int)) \
+            else list(req.prompt)
+        params = sampling(req, default_max=16)
+        encoded = [engine.encode(p) for p in prompts]
+        for ids in encoded:
+            check(req.model, ids, params)
+        if req.echo and params.max_tokens == 0:
+            return _echo(req, encoded)
+        outs = await generate(encoded, params)
+        choices, used = [], 0
+        for cs in outs:
+            for c in cs:
+                lp = None
+                if req.logprobs is not None:
+                    toks = [engine.tokenizer.decode([t]) for t in c.token_ids]
+                    lp = {"tokens": toks, "token_logprobs": c.logprobs, "text_offset": _offsets(toks),
+                          "top_logprobs": [{engine.tokenizer.decode([a]): v for a, v in t.items()}
+                                           for t in (c.top_logprobs or [])]}
+                choices.append({"index": len(choices), "text": c.text, "finish_reason": c.finish_reason,
+                                "logprobs": lp})
+                used += c.completion_tokens
+        prompt_tokens = sum(len(e) for e in encoded)
+        return {"id": "cmpl-" + uuid.uuid4().hex, "object": "text_completion", "created": int(time.time()),
+                "model": req.model, "choices": choices,
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": used,
+                          "total_tokens": prompt_tokens + used}}
+
+    def _echo(req, encoded):
+        """Prompt logprobs (teacher scoring): token i given tokens < i; the first token has none."""
+        choices = []
+        for ids in encoded:
+            with batcher.lock:
+                scored = engine.score([ids[:1]], [ids[1:]])[0]
+            toks = [engine.tokenizer.decode([t]) for t in ids]
+            choices.append({"index": len(choices), "text": "".join(toks), "finish_reason": "length",
+                            "logprobs": {"tokens": toks, "token_logprobs": [None, *scored.logprobs],
+                                         "text_offset": _offsets(toks), "top_logprobs": None}})
+        n = sum(len(e) for e in encoded)
+        return {"id": "cmpl-" + uuid.uuid4().hex, "object": "text_completion", "created": int(time.time()),
+                "model": req.model, "choices": choices,
+                "usage": {"prompt_tokens": n, "completion_tokens": 0, "total_tokens": n}}
+
+    return app
+
+
+def _offsets(tokens: list[str]) -> list[int]:
+    out, pos = [], 0
+    for t in tokens:
+        out.append(pos)
+        pos += len(t)
+    return out

@@ -1,0 +1,90 @@
+"""Serving: requests from concurrent clients become shared engine calls.
+
+One thread owns the engine. ``Batcher.submit`` queues a request; the thread waits ``window_s`` for more, groups
+the queued requests by sampling parameters and runs each group as one ``engine.generate`` call.
+``BatchedEngine`` puts the Engine interface on a Batcher, so an agent's turns are batched with other clients'.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import asdict
+
+from agentkit.engines.base import Completion, Prompt, SamplingParams
+
+
+class Batcher:
+    def __init__(self, engine, window_s: float = 0.01, max_prompts: int = 64):
+        self.engine, self.window_s, self.max_prompts = engine, window_s, max_prompts
+        self._q: queue.Queue[tuple[list[Prompt], SamplingParams, Future]] = queue.Queue()
+        self.calls = 0  # engine calls made (for tests and metrics)
+        self.lock = threading.Lock()  # the engine runs one call at a time (generate here, score from callers)
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="agentkit-batcher")
+        self._thread.start()
+
+    def submit(self, prompts: list[Prompt], params: SamplingParams) -> Future:
+        fut: Future = Future()
+        self._q.put((prompts, params, fut))
+        return fut
+
+    def _loop(self) -> None:
+        while True:
+            batch = [self._q.get()]
+            deadline = time.monotonic() + self.window_s
+            while sum(len(b[0]) for b in batch) < self.max_prompts:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    batch.append(self._q.get(timeout=left))
+                except queue.Empty:
+                    break
+            groups: dict[str, list] = {}
+            for item in batch:
+                groups.setdefault(json.dumps(asdict(item[1]), sort_keys=True), []).append(item)
+            for items in groups.values():
+                self._run(items)
+
+    def _run(self, items) -> None:
+        prompts = [p for ps, _, _ in items for p in ps]
+        try:
+            self.calls += 1
+            with self.lock:
+                outs = self.engine.generate(prompts, items[0][1])
+        except Exception as e:  # every waiting request learns of the failure
+            for _, _, fut in items:
+                fut.set_exception(e)
+            return
+        i = 0
+        for ps, _, fut in items:
+            fut.set_result(outs[i:i + len(ps)])
+            i += len(ps)
+
+
+class BatchedEngine:
+    """The Engine interface over a Batcher (generate is batched; encode/tokenizer/score pass through)."""
+
+    def __init__(self, batcher: Batcher):
+        self.batcher = batcher
+        self.engine = batcher.engine
+        self.model_name = self.engine.model_name
+        self.tokenizer = self.engine.tokenizer
+        self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
+
+    def encode(self, prompt: Prompt) -> list[int]:
+        return self.engine.encode(prompt)
+
+    def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
+        outs = self.batcher.submit(prompts, params or SamplingParams()).result()
+        for cs in outs:  # usage over every internal call (agent turns included)
+            self.usage["prompt_tokens"] += cs[0].prompt_tokens if cs else 0
+            self.usage["completion_tokens"] += sum(c.completion_tokens for c in cs)
+        return outs
+
+    def score(self, contexts, continuations, entropy: bool = False):
+        with self.batcher.lock:
+            return self.engine.score(contexts, continuations, entropy)
