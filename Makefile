@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml setup.py Makefile
 	@touch $(STAMP)
 
 demo: setup
-	$(VENV)/bin/agentkit run quickstart
+	$(VENV)/bin/agentkit run serve_demo
 
 test: setup
 	$(PY) -m pytest -q
@@ -41,6 +41,7 @@ test-fast: setup
 	$(PY) -m pytest -q -m "not slow"
 
 bench: setup
+	$(VENV)/bin/agentkit bench serve --out outputs/bench/serve.json
 	$(VENV)/bin/agentkit bench engine --out outputs/bench/engine.json
 	$(VENV)/bin/agentkit bench sandbox --out outputs/bench/sandbox.json
 	$(VENV)/bin/agentkit bench agent --out outputs/bench/agent.json

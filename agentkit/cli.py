@@ -19,6 +19,7 @@ EPILOG = """examples:
   agentkit bench engine
   agentkit bench sandbox
   agentkit bench agent
+  agentkit bench serve
 """
 
 
@@ -91,6 +92,12 @@ def _parser() -> argparse.ArgumentParser:
     ba.add_argument("--turns", type=int, default=4)
     ba.add_argument("--tokens-per-turn", type=int, default=64)
     ba.add_argument("--out", help="also write the results as JSON here")
+    bv = b.add_parser("serve", help="load on agentkit serve: concurrent clients vs one by one")
+    bv.add_argument("--model", default="smollm2-135m")
+    bv.add_argument("--requests", type=int, default=200)
+    bv.add_argument("--clients", type=int, default=16)
+    bv.add_argument("--max-tokens", type=int, default=16)
+    bv.add_argument("--out", help="also write the results as JSON here")
     bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
     bs.add_argument("-n", type=int, default=50, help="calls per side")
     bs.add_argument("--out", help="also write the results as JSON here")
@@ -204,6 +211,10 @@ def _cmd_bench(a) -> int:
         from agentkit.eval.bench.agent import main as bench_agent
 
         return bench_agent(model=a.model, tasks=a.tasks, turns=a.turns, tokens_per_turn=a.tokens_per_turn, out=a.out)
+    if a.target == "serve":
+        from agentkit.eval.bench.serve import main as bench_serve
+
+        return bench_serve(model=a.model, requests=a.requests, clients=a.clients, max_tokens=a.max_tokens, out=a.out)
     if a.target == "sandbox":
         from agentkit.eval.bench.sandbox import main as bench_sandbox
 

@@ -108,8 +108,12 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
     async def run_agent(req: ChatCompletionRequest):
         cfg = agent_config or AgentConfig()
         params = sampling(req, default_max=cfg.max_tokens_per_turn)
+        turns = (req.model_extra or {}).get("max_turns")  # an extension field: extra_body={"max_turns": 3}
+        if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or not 1 <= turns <= 16):
+            raise RequestError(400, "max_turns must be an integer from 1 to 16", param="max_turns")
         cfg = type(cfg)(**{**cfg.__dict__, "temperature": params.temperature, "top_p": params.top_p,
-                           "seed": req.seed if req.seed is not None else cfg.seed, "n": req.n})
+                           "seed": req.seed if req.seed is not None else cfg.seed, "n": req.n,
+                           "max_tokens_per_turn": params.max_tokens, "max_turns": turns or cfg.max_turns})
         question = last_user_text(req.messages)
         bengine = BatchedEngine(batcher)
         trajs = await run_in_threadpool(rollout, bengine, [question], agents[req.model], cfg)

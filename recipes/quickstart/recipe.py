@@ -10,12 +10,11 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from agentkit.eval.metrics import extract_answer, parse_number, score_task
-from agentkit.recipes.quickstart.config import QuickstartConfig
-
 from agentkit.data import arithmetic_suite
 from agentkit.engines import SamplingParams
+from agentkit.eval.metrics import extract_answer, parse_number, score_task
 from agentkit.recipe import Recipe
+from agentkit.recipes.quickstart.config import QuickstartConfig
 
 
 class QuickstartRecipe(Recipe[QuickstartConfig]):

@@ -140,3 +140,15 @@ def test_serve_cli_with_official_client(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_serve_demo_recipe(tmp_path):
+    """The main job, small: the server starts, both models answer through the official client, it stops."""
+    r = subprocess.run([sys.executable, "-m", "agentkit", "run", "serve_demo", "--preset", "tiny", "--quiet",
+                        "--set", "num_problems=2", "--set", "max_tokens=16", "--output-dir", str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "accuracy without tools" in r.stdout
+    final = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert final["problems"] == 2 and 0 <= final["accuracy_with_python"] <= 1
+    assert (tmp_path / "run" / "serve_demo.png").stat().st_size > 1000

@@ -1,13 +1,13 @@
 import doctest
 import re
 
-import agentkit.eval.metrics as metrics
 import pytest
 
 import agentkit.engines.base
 import agentkit.engines.hf
 import agentkit.engines.sampling
 import agentkit.errors
+import agentkit.eval.metrics as metrics
 import agentkit.registry
 import agentkit.tools.parsers
 import agentkit.tools.search

@@ -10,13 +10,13 @@ import urllib.error
 import urllib.request
 
 import pytest
-from agentkit.tool_servers.python_sandbox import create_app as python_app
-from agentkit.tool_servers.search import create_app as search_app
 
 from agentkit.agent import rollout
 from agentkit.data import MultiHopKB
 from agentkit.testing.scripted import ScriptedEngine
 from agentkit.testing.servers import serve_in_thread
+from agentkit.tool_servers.python_sandbox import create_app as python_app
+from agentkit.tool_servers.search import create_app as search_app
 from agentkit.tools.remote import RemoteTool
 from agentkit.tools.sandbox import SandboxConfig
 from agentkit.tools.search import SearchTool
@@ -84,7 +84,6 @@ def test_concurrency_limit_answers_503_when_full():
             t.join()
         assert codes.count(200) == 3  # waiting requests are served once the slot frees up
     from agentkit.tool_servers.app import build_app
-
     from agentkit.tools.python import PythonTool
 
     tool = PythonTool(SandboxConfig(pool_size=1, wall_s=5))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agentkit.tool_servers.app import build_app
 from fastapi import FastAPI
 
+from agentkit.tool_servers.app import build_app
 from agentkit.tools.search import SearchTool
 
 

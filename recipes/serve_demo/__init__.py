@@ -1,0 +1,1 @@
+"""Recipe `serve_demo`."""

@@ -1,0 +1,24 @@
+"""Config of the serve_demo recipe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class ServeDemoConfig:
+    """Start `agentkit serve` on the embedded model, send suite (a) through the official openai client without
+    tools and with the python tool (the `agentkit/tir` agent), compare, and stop the server.
+
+    model: the served model. num_problems / seed: suite (a) problems. max_tokens: per answer (per agent turn).
+    max_turns: agent turns. concurrency: client threads sending requests at once.
+    """
+
+    model: str = "smollm2-135m"
+    num_problems: int = 32
+    seed: int = 0
+    max_tokens: int = 160
+    max_turns: int = 3
+    concurrency: int = 8
+    system_prompt: str = "Solve the problem step by step. End with: The answer is <number>."
+    startup_timeout_s: float = 300.0

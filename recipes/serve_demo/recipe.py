@@ -1,0 +1,118 @@
+"""serve_demo: the main job. The embedded model behind `agentkit serve`, queried with the official openai client,
+answers suite (a) once without tools and once as the `agentkit/tir` agent with the sandboxed python tool."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from agentkit.data import arithmetic_suite
+from agentkit.eval.metrics import numeric_match
+from agentkit.recipe import Recipe
+from agentkit.recipes.serve_demo.config import ServeDemoConfig
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServeDemoRecipe(Recipe[ServeDemoConfig]):
+    name = "serve_demo"
+    config_cls = ServeDemoConfig
+    description = "agentkit serve + official openai client: suite (a) without tools vs the python-tool agent"
+
+    def setup(self) -> None:
+        c = self.config
+        self.tasks = arithmetic_suite(c.num_problems, c.seed)
+        self.port, self.key = _free_port(), "sk-" + secrets.token_hex(8)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agentkit", "serve", "--model", c.model, "--agent", "tir", "--tools", "python",
+             "--port", str(self.port), "--api-key", self.key],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+        deadline = time.monotonic() + c.startup_timeout_s
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1)
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    err = self.proc.stderr.read().decode()[-2000:] if self.proc.stderr else ""
+                    self.proc.kill()
+                    raise RuntimeError(f"agentkit serve did not start:\n{err}") from None
+                time.sleep(0.2)
+
+    def evaluate(self) -> dict[str, Any]:
+        import openai
+
+        c = self.config
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{self.port}/v1", api_key=self.key, max_retries=2,
+                               timeout=900)
+        try:
+            plain = self._ask(client, c.model, lambda t: [{"role": "system", "content": c.system_prompt},
+                                                           {"role": "user", "content": t.question}])
+            tools = self._ask(client, "agentkit/tir", lambda t: [{"role": "user", "content": t.question}])
+        finally:
+            self.proc.terminate()
+            self.proc.wait(timeout=60)
+        return self._summarise(plain, tools)
+
+    def _ask(self, client, model: str, messages) -> list[dict[str, Any]]:
+        c = self.config
+        extra = {"max_turns": c.max_turns} if model.startswith("agentkit/") else None
+
+        def one(task):
+            t0 = time.perf_counter()
+            r = client.chat.completions.create(model=model, messages=messages(task), temperature=0,
+                                               max_tokens=c.max_tokens, seed=c.seed, extra_body=extra)
+            trace = (r.model_extra or {}).get("agentkit", [{}])[0]
+            answer = trace.get("answer") or r.choices[0].message.content or ""
+            return {"id": task.id, "question": task.question, "gold": task.answer, "output": answer,
+                    "correct": numeric_match(answer, task.answer), "tool_calls": trace.get("tool_calls", 0),
+                    "seconds": time.perf_counter() - t0, "tokens": r.usage.completion_tokens}
+
+        with ThreadPoolExecutor(c.concurrency) as pool:
+            rows = list(self.ctx.progress(pool.map(one, self.tasks), desc=model, total=len(self.tasks)))
+        self.ctx.record(model.replace("/", "_"), {r["id"]: r for r in rows})
+        return rows
+
+    def _summarise(self, plain, tools) -> dict[str, Any]:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        def acc(rows):
+            return sum(r["correct"] for r in rows) / len(rows)
+
+        m = {"accuracy_without_tools": acc(plain), "accuracy_with_python": acc(tools),
+             "mean_tool_calls": sum(r["tool_calls"] for r in tools) / len(tools),
+             "p50_latency_s_without_tools": sorted(r["seconds"] for r in plain)[len(plain) // 2],
+             "p50_latency_s_with_python": sorted(r["seconds"] for r in tools)[len(tools) // 2],
+             "problems": len(plain)}
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.4))
+        bars = a1.bar(["no tools", "python tool"], [m["accuracy_without_tools"], m["accuracy_with_python"]],
+                      color=["#8C8C8C", "#4C72B0"])
+        a1.bar_label(bars, labels=[f"{sum(r['correct'] for r in x):.0f}/{len(x)}" for x in (plain, tools)])
+        a1.set_ylim(0, 1)
+        a1.set_ylabel("accuracy")
+        a1.set_title(f"{self.config.model} via agentkit serve")
+        counts = [r["tool_calls"] for r in tools]
+        a2.hist(counts, bins=range(0, max(counts + [1]) + 2), color="#4C72B0", align="left")
+        a2.set_xlabel("python calls per problem")
+        a2.set_ylabel("problems")
+        self.ctx.save_plot(fig, "serve_demo", "Accuracy without tools and with the python tool; tool calls per problem")
+        shown = "\n".join(f"- **{r['question']}** gold `{r['gold']}`; agent ({r['tool_calls']} calls): "
+                          f"`{r['output'][-120:].strip()}`" for r in tools[:4])
+        self.ctx.add_section("Agent examples", shown)
+        print(f"\naccuracy without tools: {m['accuracy_without_tools']:.1%}   with the python tool: "
+              f"{m['accuracy_with_python']:.1%}   mean tool calls: {m['mean_tool_calls']:.2f}", flush=True)
+        return m
