@@ -24,6 +24,7 @@ from agentkit.engines.kv import (
 )
 from agentkit.engines.prefix_cache import PrefixCache
 from agentkit.engines.sampling import sample_next
+from agentkit.engines.streaming import DeltaStream, TextCallback
 
 
 class HFEngine:
@@ -94,8 +95,13 @@ class HFEngine:
 
     # ---- generation ---------------------------------------------------------------------------------------
     @torch.inference_mode()
-    def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
-        """Sample ``params.n`` completions for each prompt; returns them grouped per prompt, in order."""
+    def generate(self, prompts: list[Prompt], params: SamplingParams | None = None,
+                 on_text: TextCallback | None = None) -> list[list[Completion]]:
+        """Sample ``params.n`` completions for each prompt; returns them grouped per prompt, in order.
+
+        ``on_text(prompt_index, sample_index, delta)`` receives each completion's text as it is generated (text
+        that could still turn out to be part of a stop string is held back until it cannot).
+        """
         params = params or SamplingParams()
         self._check_weights()
         encoded = [self.encode(p) for p in prompts]
@@ -106,10 +112,13 @@ class HFEngine:
         seqs = sorted(((i, j) for i in range(len(prompts)) for j in range(params.n)),
                       key=lambda s: (-len(encoded[s[0]]), s[0], s[1]))
         out: list[list[Completion | None]] = [[None] * params.n for _ in prompts]
+        stream = DeltaStream(self.tokenizer, on_text, params.stop + self.default_stop) if on_text else None
         for start in range(0, len(seqs), self.max_batch_size):
             chunk = seqs[start:start + self.max_batch_size]
-            for (i, j), comp in zip(chunk, self._generate_batch(encoded, chunk, params)):
+            for (i, j), comp in zip(chunk, self._generate_batch(encoded, chunk, params, stream)):
                 out[i][j] = comp
+                if stream:
+                    stream.finish((i, j), comp.text)
         return out  # type: ignore[return-value]
 
     def _prefill(self, prompts: list[list[int]]):
@@ -185,7 +194,7 @@ class HFEngine:
         return parts
 
     def _generate_batch(self, encoded: list[list[int]], seqs: list[tuple[int, int]],
-                        params: SamplingParams) -> list[Completion]:
+                        params: SamplingParams, stream: DeltaStream | None = None) -> list[Completion]:
         unique = list(dict.fromkeys(i for i, _ in seqs))
         cache, logits, mask, pos = self._prefill([encoded[i] for i in unique])
         # Each distinct prompt was encoded once; repeat its cache rows for its samples.
@@ -241,6 +250,8 @@ class HFEngine:
                     finish[s] = ("length", None)
                 if finish[s] is not None:
                     ended.append((r, s))
+                elif stream:
+                    stream.step(seqs[s], toks[s])
             self._remember(cache, mask, ended, [encoded[seqs[s][0]] + toks[s][:-1] for _, s in ended])
             if all(finish[s] is not None for s in rows):
                 break

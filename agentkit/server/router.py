@@ -101,6 +101,8 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         ids = engine.encode(msgs) + (engine.tokenizer(prefill, add_special_tokens=False).input_ids if prefill else [])
         params = sampling(req)
         check(req.model, ids, params)
+        if req.stream and not (req.tools and req.tool_choice != "none"):
+            return StreamingResponse(live_stream(req, ids, params), media_type="text/event-stream")
         (outs,) = await generate([ids], params)
         resp = chat_response(req, prefill, outs, len(ids), engine, req.model)
         return _respond(req, resp)
@@ -133,6 +135,45 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         progress = [{"tool": s["tool"], "ok": s["ok"], "output": s["text"]} for tr in traces for s in tr["trace"]
                     if s["kind"] == "tool"]
         return _respond(req, resp, progress)
+
+    async def live_stream(req: ChatCompletionRequest, ids: list[int], params):
+        """Token-by-token SSE: deltas are sent as the engine produces them (requests with client-side tools
+        are streamed after generation, since their tool calls are parsed from the whole text)."""
+        loop = asyncio.get_running_loop()
+        deltas: asyncio.Queue = asyncio.Queue()
+        fut = batcher.submit([ids], params, lambda _i, j, d: loop.call_soon_threadsafe(deltas.put_nowait, (j, d)))
+        done = asyncio.wrap_future(fut)
+        base = {"id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": req.model}
+        include = bool(req.stream_options and req.stream_options.include_usage)
+
+        def event(choices):
+            return "data: " + json.dumps({**base, "choices": choices, **({"usage": None} if include else {})}) + "\n\n"
+
+        for j in range(params.n):
+            yield event([{"index": j, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+        while not done.done() or not deltas.empty():
+            getter = asyncio.ensure_future(deltas.get())
+            await asyncio.wait({getter, done}, return_when=asyncio.FIRST_COMPLETED)
+            if not getter.done():
+                getter.cancel()
+                continue
+            j, delta = getter.result()
+            yield event([{"index": j, "delta": {"content": delta}, "finish_reason": None}])
+        try:
+            (outs,) = done.result()
+        except Exception as e:  # after the stream began, an error is sent as a final event
+            yield "data: " + json.dumps({"error": {"message": str(e), "type": "server_error", "param": None,
+                                                   "code": 500}}) + "\n\n"
+            yield "data: [DONE]\n\n"
+            return
+        for j, c in enumerate(outs):
+            yield event([{"index": j, "delta": {}, "finish_reason": c.finish_reason}])
+        if include:
+            used = sum(c.completion_tokens for c in outs)
+            yield "data: " + json.dumps({**base, "choices": [], "usage": {
+                "prompt_tokens": len(ids), "completion_tokens": used, "total_tokens": len(ids) + used}}) + "\n\n"
+        yield "data: [DONE]\n\n"
 
     def _respond(req, resp, progress=None):
         if not req.stream:

@@ -7,6 +7,7 @@ the queued requests by sampling parameters and runs each group as one ``engine.g
 
 from __future__ import annotations
 
+import inspect
 import json
 import queue
 import threading
@@ -15,20 +16,22 @@ from concurrent.futures import Future
 from dataclasses import asdict
 
 from agentkit.engines.base import Completion, Prompt, SamplingParams
+from agentkit.engines.streaming import TextCallback
 
 
 class Batcher:
     def __init__(self, engine, window_s: float = 0.01, max_prompts: int = 64):
         self.engine, self.window_s, self.max_prompts = engine, window_s, max_prompts
-        self._q: queue.Queue[tuple[list[Prompt], SamplingParams, Future]] = queue.Queue()
+        self._q: queue.Queue[tuple[list[Prompt], SamplingParams, Future, TextCallback | None]] = queue.Queue()
         self.calls = 0  # engine calls made (for tests and metrics)
         self.lock = threading.Lock()  # the engine runs one call at a time (generate here, score from callers)
         self._thread = threading.Thread(target=self._loop, daemon=True, name="agentkit-batcher")
         self._thread.start()
 
-    def submit(self, prompts: list[Prompt], params: SamplingParams) -> Future:
+    def submit(self, prompts: list[Prompt], params: SamplingParams, on_text: TextCallback | None = None) -> Future:
+        """Queue a request; ``on_text(prompt_index, sample_index, delta)`` streams its text (HFEngine)."""
         fut: Future = Future()
-        self._q.put((prompts, params, fut))
+        self._q.put((prompts, params, fut, on_text))
         return fut
 
     def _loop(self) -> None:
@@ -50,17 +53,26 @@ class Batcher:
                 self._run(items)
 
     def _run(self, items) -> None:
-        prompts = [p for ps, _, _ in items for p in ps]
+        prompts = [p for ps, *_ in items for p in ps]
+        owner = [(cb, k) for ps, _, _, cb in items for k in range(len(ps))]  # global prompt -> (callback, local)
+
+        def on_text(i: int, j: int, delta: str) -> None:
+            cb, k = owner[i]
+            if cb is not None:
+                cb(k, j, delta)
+
+        streaming = any(cb is not None for *_, cb in items) and "on_text" in inspect.signature(
+            self.engine.generate).parameters
         try:
             self.calls += 1
             with self.lock:
-                outs = self.engine.generate(prompts, items[0][1])
+                outs = self.engine.generate(prompts, items[0][1], **({"on_text": on_text} if streaming else {}))
         except Exception as e:  # every waiting request learns of the failure
-            for _, _, fut in items:
+            for _, _, fut, _ in items:
                 fut.set_exception(e)
             return
         i = 0
-        for ps, _, fut in items:
+        for ps, _, fut, _ in items:
             fut.set_result(outs[i:i + len(ps)])
             i += len(ps)
 

@@ -164,3 +164,16 @@ def test_prefix_cache_is_dropped_when_weights_change():
         eng.model.lm_head.weight.mul_(1.0)  # an in-place update, as an optimizer step makes
     eng.generate(["xyz"], SamplingParams(max_tokens=2, temperature=0))
     assert all(k[:3] != tuple(eng.encode("abc")) for k in eng.prefix_cache.entries)
+
+
+def test_streamed_deltas_add_up_to_the_text(tiny_engine):
+    base = tiny_engine.generate(["stream me"], SamplingParams(max_tokens=24, temperature=0, ignore_eos=True))[0][0]
+    stop = base.text[10:12]
+    got: dict = {}
+    outs = tiny_engine.generate(["stream me", "and me"], SamplingParams(n=2, max_tokens=24, temperature=0,
+                                                                         ignore_eos=True, stop=[stop]),
+                                on_text=lambda i, j, d: got.setdefault((i, j), []).append(d))
+    for i, cs in enumerate(outs):
+        for j, c in enumerate(cs):
+            assert "".join(got.get((i, j), [])) == c.text
+    assert len(got[(1, 0)]) > 1  # it really came in pieces

@@ -136,3 +136,18 @@ def test_agent_model_runs_tools_server_side(client):
     chunks = list(client.chat.completions.create(model="agentkit/tir", stream=True, max_tokens=8, seed=0,
                                                  messages=[{"role": "user", "content": "What is 2+2?"}]))
     assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_live_stream_with_n_samples(client):
+    kw = dict(model="tiny", messages=[{"role": "user", "content": "two"}], max_tokens=10, seed=4, n=2)
+    full = [c.message.content for c in client.chat.completions.create(**kw).choices]
+    parts = {0: [], 1: []}
+    finishes = {}
+    for chunk in client.chat.completions.create(stream=True, **kw):
+        for ch in chunk.choices:
+            if ch.delta.content:
+                parts[ch.index].append(ch.delta.content)
+            if ch.finish_reason:
+                finishes[ch.index] = ch.finish_reason
+    assert ["".join(parts[0]), "".join(parts[1])] == full and set(finishes) == {0, 1}
+    assert len(parts[0]) > 1  # token by token, not one block
