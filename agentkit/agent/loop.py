@@ -16,8 +16,17 @@ from typing import Any
 
 from agentkit.agent.trajectory import Segment, Trajectory
 from agentkit.engines.base import SamplingParams
-from agentkit.tools.base import Tool, ToolResult
-from agentkit.tools.parsers import ToolCall, format_tag_result, parse_answer, parse_tag_call, tag_stop_strings
+from agentkit.tools.base import Tool, ToolResult, openai_schema
+from agentkit.tools.parsers import (
+    ToolCall,
+    format_hermes_result,
+    format_tag_result,
+    hermes_tools_prompt,
+    parse_answer,
+    parse_hermes_calls,
+    parse_tag_call,
+    tag_stop_strings,
+)
 
 TIR_SYSTEM_PROMPT = (
     "You solve problems step by step and may use tools. To run Python, write code between <python> and </python>; "
@@ -34,6 +43,9 @@ class AgentConfig:
     new tokens per model turn. max_total_tokens: completion tokens per trajectory, tool results included.
     max_wall_s: wall time of the whole rollout; unfinished trajectories end as ``wall_time``.
     n: trajectories per task. tool_workers: tool calls run at once.
+    style: ``tags`` (``<python>…</python>``, the TIR papers) or ``json`` (hermes ``<tool_call>{…}</tool_call>``,
+    results in ``<tool_response>``; the tools' JSON schemas are added to the system prompt, and a turn without
+    a call is the final answer).
     """
 
     max_turns: int = 4
@@ -49,6 +61,7 @@ class AgentConfig:
     entropy: bool = True
     system_prompt: str = TIR_SYSTEM_PROMPT
     tool_workers: int = 8
+    style: str = "tags"
 
 
 def _task_fields(task: Any, i: int) -> tuple[str, str]:
@@ -67,12 +80,16 @@ def rollout(engine, tasks: list[Any], tools: dict[str, Tool] | list[Tool], confi
     trajs = []
     for i, task in enumerate(tasks):
         task_id, question = _task_fields(task, i)
-        prompt = [{"role": "system", "content": cfg.system_prompt}, {"role": "user", "content": question}]
+        system = cfg.system_prompt if cfg.style == "tags" else (
+            hermes_tools_prompt([openai_schema(t)["function"] for t in tools.values()]))
+        prompt = [{"role": "system", "content": system}, {"role": "user", "content": question}]
         ids = engine.encode(prompt)
         trajs += [Trajectory(task_id, prompt, ids, meta={"sample": j, "turns": 0, "seconds_generate": 0.0,
                                                           "seconds_tools": 0.0}) for j in range(cfg.n)]
     start = time.perf_counter()
-    stops = tag_stop_strings(tuple(tools))
+    if cfg.style not in ("tags", "json"):
+        raise ValueError(f"unknown tool-call style {cfg.style!r} (tags or json)")
+    stops = tag_stop_strings(tuple(tools)) if cfg.style == "tags" else ["</tool_call>"]
     with ThreadPoolExecutor(max_workers=cfg.tool_workers) as pool:
         for turn in range(cfg.max_turns):
             active = [t for t in trajs if t.finish == "running"]
@@ -109,26 +126,40 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
             t.finish = "max_tokens"
             continue
         t.segments.append(Segment("model", c.text, list(c.token_ids), list(c.logprobs), c.entropies))
-        if "</answer>" in c.text or c.stop_reason == "</answer>":
-            t.answer, t.finish = parse_answer(c.text), "answer"
-        elif (call := parse_tag_call(c.text, tuple(tools))) is not None:
-            if t.tool_calls >= cfg.max_tool_calls:
+        answer, found = _parse_turn(c.text, c.stop_reason, tools, cfg.style)
+        if answer is not None:
+            t.answer, t.finish = answer, "answer"
+        elif found:
+            if t.tool_calls + len(found) > cfg.max_tool_calls:
                 t.finish = "max_tool_calls"
             else:
-                calls.append((t, call))
+                calls += [(t, call) for call in found]
         elif c.finish_reason == "stop":
-            t.finish = "no_call"  # the model ended its turn without a call or an answer
+            t.finish = "no_call" if cfg.style == "tags" else "answer"  # json style: a reply without a call ends it
+            if cfg.style == "json":
+                t.answer = c.text.strip()
         if t.finish == "running" and len(t.completion_ids) >= cfg.max_total_tokens:
             t.finish = "max_tokens"
     results = list(pool.map(lambda tc: _call_tool(tools, *tc), calls))
     for (t, call), (res, secs) in zip(calls, results):
-        text = format_tag_result(res.output)
+        text = format_tag_result(res.output) if cfg.style == "tags" else format_hermes_result(res.output)
         ids = engine.tokenizer(text, add_special_tokens=False).input_ids
         t.segments.append(Segment("tool", text, ids, tool=call.name, arguments=call.arguments, ok=res.ok,
                                   seconds=secs))
         t.meta["seconds_tools"] += secs
         if len(t.completion_ids) >= cfg.max_total_tokens:
             t.finish = "max_tokens"
+
+
+def _parse_turn(text: str, stop_reason, tools, style: str) -> tuple[str | None, list[ToolCall]]:
+    """(final answer or None, tool calls) of one model turn."""
+    if style == "tags":
+        if "</answer>" in text or stop_reason == "</answer>":
+            return parse_answer(text), []
+        call = parse_tag_call(text, tuple(tools))
+        return None, [call] if call is not None else []
+    _, found = parse_hermes_calls(text, known=set(tools))
+    return None, found
 
 
 def _call_tool(tools: dict[str, Tool], traj: Trajectory, call: ToolCall) -> tuple[ToolResult, float]:

@@ -14,10 +14,13 @@ from typing import Any
 
 from agentkit.engines.base import Completion, SamplingParams
 from agentkit.server.protocol import ChatCompletionRequest, ChatMessage
-from agentkit.tools.parsers import format_hermes_call, parse_hermes_calls, parse_openai_tool_calls, to_openai
-
-TOOLS_PROMPT = ("You can call these functions:\n<tools>\n{tools}\n</tools>\nTo call one, reply with "
-                '<tool_call>{{"name": <function name>, "arguments": <JSON object>}}</tool_call>.')
+from agentkit.tools.parsers import (
+    format_hermes_call,
+    hermes_tools_prompt,
+    parse_hermes_calls,
+    parse_openai_tool_calls,
+    to_openai,
+)
 
 
 class RequestError(Exception):
@@ -52,9 +55,8 @@ def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str]:
             msgs.append({"role": role, "content": m.text()})
     prefill = ""
     if req.tools and req.tool_choice != "none":
-        tools = "\n".join(json.dumps(t.function.model_dump()) for t in req.tools)
-        msgs.insert(0 if msgs[0]["role"] != "system" else 1, {"role": "system", "content": TOOLS_PROMPT.format(
-            tools=tools)})
+        msgs.insert(0 if msgs[0]["role"] != "system" else 1, {"role": "system", "content": hermes_tools_prompt(
+            [t.function.model_dump() for t in req.tools])})
         choice = req.tool_choice
         if isinstance(choice, dict):
             name = (choice.get("function") or {}).get("name")

@@ -1,8 +1,9 @@
 """A scripted engine for fast agent-loop tests: it replies from a script instead of a model.
 
 ``ScriptedEngine({"question text": ["turn 1 reply", "turn 2 reply", ...]})`` answers a prompt whose user
-message contains the question with the reply for the current turn (the number of ``<result>`` blocks already
-in the assistant's part of the prompt). Token ids come from the tiny model's byte-level tokenizer, so masks and lengths are real.
+message contains the question with the reply for the current turn: the number of ``<result>`` or
+``<tool_response>`` blocks already in the assistant's part of the prompt. Token ids come from the tiny model's
+byte-level tokenizer, so masks and lengths are real.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ class ScriptedEngine:
             text = self.tokenizer.decode(self.encode(p))
             key = next(k for k in self.script if k in text)
             turns = self.script[key]
-            done = text.split("<|im_start|>assistant")[-1].count("<result>")  # tool results fed back so far
+            tail = text.split("<|im_start|>assistant")[-1]
+            done = tail.count("<result>") + tail.count("<tool_response>")  # tool results fed back so far
             reply = turns[min(done, len(turns) - 1)]
             stop = next((s for s in params.stop if s in reply), None)
             if stop is not None:

@@ -100,6 +100,17 @@ def parse_answer(text: str) -> str | None:
 
 # ---- JSON style -----------------------------------------------------------------------------------------------
 _HERMES = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.S)
+HERMES_TOOLS_PROMPT = ("You can call these functions:\n<tools>\n{tools}\n</tools>\nTo call one, reply with "
+                       '<tool_call>{{"name": <function name>, "arguments": <JSON object>}}</tool_call>.')
+
+
+def hermes_tools_prompt(functions: list[dict[str, Any]]) -> str:
+    """The system text that describes ``functions`` (OpenAI ``function`` objects) in the hermes format."""
+    return HERMES_TOOLS_PROMPT.format(tools="\n".join(json.dumps(f) for f in functions))
+
+
+def format_hermes_result(output: str) -> str:
+    return f"\n<tool_response>\n{output.rstrip()}\n</tool_response>\n"
 
 
 def parse_hermes_calls(text: str, known: set[str] | None = None) -> tuple[str, list[ToolCall]]:

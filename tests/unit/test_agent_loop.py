@@ -107,3 +107,23 @@ def test_prefix_cache_gives_identical_rollouts(python_tool):
     for x, y in zip(a, b):
         for sx, sy in zip(x.segments, y.segments):
             assert sx.logprobs == pytest.approx(sy.logprobs, abs=1e-4)
+
+
+def test_json_style_tool_calls(python_tool):
+    script = {"json please": [
+        'Let me compute. <tool_call>{"name": "python", "arguments": {"code": "print(17 * 23)"}}</tool_call>',
+        '<tool_call>{"name": "python", "arguments": {"code": "print(1)"}}</tool_call>'
+        '<tool_call>{"name": "python", "arguments": {"code": "print(2)"}}</tool_call>',
+        "The result is 391."],
+        "bad json": ['<tool_call>{"name": "python", "arguments": </tool_call>', "I give up."]}
+    eng = ScriptedEngine(script)
+    good, bad = rollout(eng, ["json please", "bad json"], [python_tool], AgentConfig(style="json", max_turns=4))
+    assert '"name": "python"' in eng.tokenizer.decode(good.prompt_ids)  # the tool schema is in the system prompt
+    # the second turn stops at its first closing tag, so it makes one call
+    assert good.finish == "answer" and good.answer == "The result is 391." and good.tool_calls == 2
+    assert good.segments[1].text == "\n<tool_response>\n391\n</tool_response>\n"
+    assert good.segments[3].text == "\n<tool_response>\n1\n</tool_response>\n"
+    assert bad.segments[1].text.startswith("\n<tool_response>\nError: the tool call is not valid JSON")
+    assert bad.answer == "I give up."
+    with pytest.raises(ValueError, match="style"):
+        rollout(eng, ["json please"], [python_tool], AgentConfig(style="xml"))
