@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -73,8 +74,13 @@ def _task_fields(task: Any, i: int) -> tuple[str, str]:
 
 
 def rollout(engine, tasks: list[Any], tools: dict[str, Tool] | list[Tool], config: AgentConfig | None = None,
-            ) -> list[Trajectory]:
-    """Run the agent on ``tasks`` (Task objects, ``{"id", "question"}`` dicts or strings); ``config.n`` each."""
+            on_event: Callable[[dict[str, Any]], None] | None = None) -> list[Trajectory]:
+    """Run the agent on ``tasks`` (Task objects, ``{"id", "question"}`` dicts or strings); ``config.n`` each.
+
+    ``on_event`` (optional) is told of progress as it happens: ``{"type": "turn", "task_id", "sample", "turn",
+    "text"}`` after each model turn and ``{"type": "tool", "task_id", "sample", "tool", "arguments", "ok",
+    "output"}`` after each tool call.
+    """
     cfg = config or AgentConfig()
     tools = tools if isinstance(tools, dict) else {t.name: t for t in tools}
     trajs = []
@@ -99,14 +105,14 @@ def rollout(engine, tasks: list[Any], tools: dict[str, Tool] | list[Tool], confi
                 for t in active:
                     t.finish = "wall_time"
                 break
-            _turn(engine, active, tools, cfg, turn, stops, pool)
+            _turn(engine, active, tools, cfg, turn, stops, pool, on_event or (lambda _e: None))
     for t in trajs:
         if t.finish == "running":
             t.finish = "max_turns"
     return trajs
 
 
-def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, stops, pool) -> None:
+def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, stops, pool, emit) -> None:
     budget = [cfg.max_total_tokens - len(t.completion_ids) for t in active]
     params = SamplingParams(max_tokens=max(1, min(cfg.max_tokens_per_turn, max(budget))), stop=stops,
                             include_stop_str_in_output=True, temperature=cfg.temperature, top_p=cfg.top_p,
@@ -126,6 +132,7 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
             t.finish = "max_tokens"
             continue
         t.segments.append(Segment("model", c.text, list(c.token_ids), list(c.logprobs), c.entropies))
+        emit({"type": "turn", "task_id": t.task_id, "sample": t.meta["sample"], "turn": turn, "text": c.text})
         answer, found = _parse_turn(c.text, c.stop_reason, tools, cfg.style)
         if answer is not None:
             t.answer, t.finish = answer, "answer"
@@ -147,6 +154,8 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
         t.segments.append(Segment("tool", text, ids, tool=call.name, arguments=call.arguments, ok=res.ok,
                                   seconds=secs))
         t.meta["seconds_tools"] += secs
+        emit({"type": "tool", "task_id": t.task_id, "sample": t.meta["sample"], "tool": call.name,
+              "arguments": call.arguments, "ok": res.ok, "output": res.output})
         if len(t.completion_ids) >= cfg.max_total_tokens:
             t.finish = "max_tokens"
 

@@ -111,17 +111,14 @@ def chat_response(req: ChatCompletionRequest, prefill: str, outs: list[Completio
     return resp
 
 
-def stream_chunks(resp: dict[str, Any], include_usage: bool, progress: list[dict[str, Any]] | None = None):
+def stream_chunks(resp: dict[str, Any], include_usage: bool):
     """SSE events for a finished response: role delta, content deltas (or tool-call deltas), the finish chunk,
-    the usage chunk if asked, then ``[DONE]``. Agent progress events come first, in an ``agentkit`` field."""
+    the usage chunk if asked, then ``[DONE]``."""
     base = {"id": resp["id"], "object": "chat.completion.chunk", "created": resp["created"], "model": resp["model"]}
 
-    def event(choices, **extra):
-        return "data: " + json.dumps({**base, "choices": choices, **({"usage": None} if include_usage else {}),
-                                      **extra}) + "\n\n"
+    def event(choices):
+        return "data: " + json.dumps({**base, "choices": choices, **({"usage": None} if include_usage else {})}) + "\n\n"
 
-    for p in progress or []:
-        yield event([], agentkit=p)
     for ch in resp["choices"]:
         i, msg = ch["index"], ch["message"]
         yield event([{"index": i, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])

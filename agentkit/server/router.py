@@ -118,7 +118,37 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
                            "max_tokens_per_turn": params.max_tokens, "max_turns": turns or cfg.max_turns})
         question = last_user_text(req.messages)
         bengine = BatchedEngine(batcher)
+        if req.stream:  # progress events go out while the loop runs
+            loop = asyncio.get_running_loop()
+            events: asyncio.Queue = asyncio.Queue()
+            work = loop.run_in_executor(None, lambda: rollout(bengine, [question], agents[req.model], cfg,
+                                                              lambda e: loop.call_soon_threadsafe(events.put_nowait, e)))
+            return StreamingResponse(agent_stream(req, bengine, work, events), media_type="text/event-stream")
         trajs = await run_in_threadpool(rollout, bengine, [question], agents[req.model], cfg)
+        return _agent_response(req, bengine, trajs)
+
+    async def agent_stream(req, bengine, work, events: asyncio.Queue):
+        base = {"id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": req.model}
+        while not work.done() or not events.empty():
+            getter = asyncio.ensure_future(events.get())
+            await asyncio.wait({getter, work}, return_when=asyncio.FIRST_COMPLETED)
+            if not getter.done():
+                getter.cancel()
+                continue
+            yield "data: " + json.dumps({**base, "choices": [], "agentkit": getter.result()}) + "\n\n"
+        try:
+            resp = _agent_response(req, bengine, work.result())
+        except Exception as e:  # after the stream began, an error is sent as a final event
+            yield "data: " + json.dumps({"error": {"message": str(e), "type": "server_error", "param": None,
+                                                   "code": 500}}) + "\n\n"
+            yield "data: [DONE]\n\n"
+            return
+        include = bool(req.stream_options and req.stream_options.include_usage)
+        for chunk in stream_chunks(resp, include):
+            yield chunk
+
+    def _agent_response(req, bengine, trajs):
         from agentkit.engines.base import Completion
 
         outs, traces = [], []
@@ -132,9 +162,7 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         plain = req.model_copy(update={"logprobs": False, "tools": None})
         resp = chat_response(plain, "", outs, 0, engine, req.model, {"agentkit": traces})
         resp["usage"] = {**bengine.usage, "total_tokens": sum(bengine.usage.values())}
-        progress = [{"tool": s["tool"], "ok": s["ok"], "output": s["text"]} for tr in traces for s in tr["trace"]
-                    if s["kind"] == "tool"]
-        return _respond(req, resp, progress)
+        return resp
 
     async def live_stream(req: ChatCompletionRequest, ids: list[int], params):
         """Token-by-token SSE: deltas are sent as the engine produces them (requests with client-side tools
@@ -175,11 +203,11 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
                 "prompt_tokens": len(ids), "completion_tokens": used, "total_tokens": len(ids) + used}}) + "\n\n"
         yield "data: [DONE]\n\n"
 
-    def _respond(req, resp, progress=None):
+    def _respond(req, resp):
         if not req.stream:
             return resp
         include = bool(req.stream_options and req.stream_options.include_usage)
-        return StreamingResponse(stream_chunks(resp, include, progress), media_type="text/event-stream")
+        return StreamingResponse(stream_chunks(resp, include), media_type="text/event-stream")
 
     @app.post("/v1/completions")
     async def completions(request: Request):

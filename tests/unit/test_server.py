@@ -136,6 +136,10 @@ def test_agent_model_runs_tools_server_side(client):
     chunks = list(client.chat.completions.create(model="agentkit/tir", stream=True, max_tokens=8, seed=0,
                                                  messages=[{"role": "user", "content": "What is 2+2?"}]))
     assert chunks[-1].choices[0].finish_reason == "stop"
+    progress = [i for i, c in enumerate(chunks) if (c.model_extra or {}).get("agentkit")]
+    first_content = next(i for i, c in enumerate(chunks) if c.choices)
+    assert progress and max(progress) < first_content  # progress arrives during the loop, before the answer
+    assert chunks[progress[0]].model_extra["agentkit"]["type"] == "turn"
 
 
 def test_live_stream_with_n_samples(client):
