@@ -14,16 +14,15 @@ the OpenAI shape ``{"error": {"message", "type", "param", "code"}}``.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import inspect
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from agentkit.server.http import openai_error, require_bearer_key
 from agentkit.tools.base import Tool
 
 
@@ -38,31 +37,19 @@ class CallResponse(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
 
 
-def error(status: int, message: str, type_: str, param: str | None = None) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"error": {"message": message, "type": type_, "param": param,
-                                                               "code": status}})
-
-
 def build_app(tool: Tool, api_key: str | None = None, max_concurrency: int = 8, max_queue: int = 64) -> FastAPI:
     app = FastAPI(title=f"agentkit tool server: {tool.name}", version="1", description=tool.description)
     slots = asyncio.Semaphore(max_concurrency)
     state = {"waiting": 0}
     takes_session = "session_id" in inspect.signature(tool.__call__).parameters
 
-    @app.middleware("http")
-    async def auth(request: Request, call_next):
-        if api_key and request.url.path.startswith("/v1/"):
-            given = request.headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
-                return error(401, "missing or wrong API key (send 'Authorization: Bearer KEY')",
-                             "authentication_error")
-        return await call_next(request)
+    require_bearer_key(app, api_key)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_: Request, exc: RequestValidationError):
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(x) for x in first.get("loc", []) if x != "body")
-        return error(400, f"invalid request: {where or 'body'}: {first.get('msg', 'malformed')}",
+        return openai_error(400, f"invalid request: {where or 'body'}: {first.get('msg', 'malformed')}",
                      "invalid_request_error", where or None)
 
     @app.get("/health")
@@ -76,7 +63,7 @@ def build_app(tool: Tool, api_key: str | None = None, max_concurrency: int = 8, 
     @app.post("/v1/call", response_model=CallResponse)
     async def call(req: CallRequest):
         if state["waiting"] >= max_queue:
-            return error(503, "the tool server is at its concurrency limit; retry later", "server_busy")
+            return openai_error(503, "the tool server is at its concurrency limit; retry later", "server_busy")
         state["waiting"] += 1
         try:
             await slots.acquire()
@@ -88,7 +75,7 @@ def build_app(tool: Tool, api_key: str | None = None, max_concurrency: int = 8, 
                 kwargs["session_id"] = req.session_id
             res = await run_in_threadpool(lambda: tool(**kwargs))
         except Exception as e:  # a tool bug is a 500 in the OpenAI error shape, not a dropped connection
-            return error(500, f"the tool failed: {type(e).__name__}: {e}", "server_error")
+            return openai_error(500, f"the tool failed: {type(e).__name__}: {e}", "server_error")
         finally:
             slots.release()
         return CallResponse(output=res.output, ok=res.ok, meta=res.meta)

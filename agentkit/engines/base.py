@@ -100,6 +100,19 @@ class Engine(Protocol):
               entropy: bool = False) -> list[Scored]: ...
 
 
+def encode_prompt(tokenizer, prompt: Prompt) -> list[int]:
+    """Token ids of a prompt: text gets the tokenizer's special tokens, a chat goes through the chat template,
+    token ids pass through."""
+    if isinstance(prompt, str):
+        return tokenizer(prompt).input_ids
+    if not prompt:
+        raise ValueError("empty prompt")
+    if isinstance(prompt[0], int):
+        return list(prompt)  # type: ignore[arg-type]
+    text = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+    return tokenizer(text, add_special_tokens=False).input_ids
+
+
 def topk_entropy(logprobs: list[float]) -> float:
     """Entropy estimate from the top-k logprobs only: -Σ_{i≤k} p_i log p_i (unnormalised, as Tool-Light does).
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
-from agentkit.engines.base import Completion, Prompt, SamplingParams, Scored
+from agentkit.engines.base import Completion, Prompt, SamplingParams, Scored, encode_prompt
 from agentkit.engines.kv import (
     growing_only,
     make_cache,
@@ -72,15 +72,7 @@ class HFEngine:
         return {i for i in ids if i is not None}
 
     def encode(self, prompt: Prompt) -> list[int]:
-        """Token ids of a prompt: chats go through the chat template, text gets the tokenizer's specials."""
-        if isinstance(prompt, str):
-            return self.tokenizer(prompt).input_ids
-        if not prompt:
-            raise ValueError("empty prompt")
-        if isinstance(prompt[0], int):
-            return list(prompt)  # type: ignore[arg-type]
-        text = self.tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-        return self.tokenizer(text, add_special_tokens=False).input_ids
+        return encode_prompt(self.tokenizer, prompt)
 
     def _left_pad(self, seqs: Sequence[list[int]]):
         width = max(len(s) for s in seqs)

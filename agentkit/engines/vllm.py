@@ -7,7 +7,7 @@ uses k=50). ``score`` uses ``prompt_logprobs`` with one generated token.
 
 from __future__ import annotations
 
-from agentkit.engines.base import Completion, Prompt, SamplingParams, Scored, topk_entropy
+from agentkit.engines.base import Completion, Prompt, SamplingParams, Scored, encode_prompt, topk_entropy
 
 
 class VLLMEngine:
@@ -32,13 +32,7 @@ class VLLMEngine:
         self.tokenizer = self.llm.get_tokenizer()
 
     def encode(self, prompt: Prompt) -> list[int]:
-        """Token ids of a prompt, as HFEngine.encode (chats through the chat template)."""
-        if isinstance(prompt, str):
-            return self.tokenizer(prompt).input_ids
-        if prompt and isinstance(prompt[0], int):
-            return list(prompt)  # type: ignore[arg-type]
-        text = self.tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-        return self.tokenizer(text, add_special_tokens=False).input_ids
+        return encode_prompt(self.tokenizer, prompt)
 
     def _inputs(self, prompts: list[Prompt]):
         return [{"prompt": p} if isinstance(p, str) else {"prompt_token_ids": self.encode(p)} for p in prompts]

@@ -7,7 +7,6 @@ server-side and returns the final answer with the trace in an ``agentkit`` exten
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import time
 import uuid
@@ -15,7 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
 from agentkit.server.chat import (
@@ -26,13 +25,9 @@ from agentkit.server.chat import (
     stream_chunks,
     to_messages,
 )
+from agentkit.server.http import openai_error, require_bearer_key
 from agentkit.server.protocol import ChatCompletionRequest, CompletionRequest
 from agentkit.server.serving import BatchedEngine, Batcher
-
-
-def _error(status: int, message: str, type_: str = "invalid_request_error", param: str | None = None):
-    return JSONResponse(status_code=status, content={"error": {"message": message, "type": type_, "param": param,
-                                                               "code": status}})
 
 
 async def _parse(request: Request, cls):
@@ -58,18 +53,11 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
     agents = {agent_name: tools} if tools else {}
     max_len = getattr(engine, "max_model_len", None)
 
-    @app.middleware("http")
-    async def auth(request: Request, call_next):
-        if api_key and request.url.path.startswith("/v1/"):
-            given = request.headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
-                return _error(401, "missing or wrong API key (send 'Authorization: Bearer KEY')",
-                              "authentication_error")
-        return await call_next(request)
+    require_bearer_key(app, api_key)
 
     @app.exception_handler(RequestError)
     async def request_error(_: Request, e: RequestError):
-        return _error(e.status, e.message, e.type, e.param)
+        return openai_error(e.status, e.message, e.type, e.param)
 
     @app.get("/health")
     async def health():

@@ -8,7 +8,7 @@ byte-level tokenizer, so masks and lengths are real.
 
 from __future__ import annotations
 
-from agentkit.engines.base import Completion, Prompt, SamplingParams
+from agentkit.engines.base import Completion, Prompt, SamplingParams, encode_prompt
 
 
 class ScriptedEngine:
@@ -22,12 +22,7 @@ class ScriptedEngine:
         self.calls: list[int] = []  # batch size of each generate call
 
     def encode(self, prompt: Prompt) -> list[int]:
-        if isinstance(prompt, str):
-            return self.tokenizer(prompt).input_ids
-        if prompt and isinstance(prompt[0], int):
-            return list(prompt)  # type: ignore[arg-type]
-        text = self.tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-        return self.tokenizer(text, add_special_tokens=False).input_ids
+        return encode_prompt(self.tokenizer, prompt)
 
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         params = params or SamplingParams()

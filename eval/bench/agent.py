@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import time
 
+from agentkit.eval.bench import write_json
+
 
 def run(model: str = "smollm2-135m", tasks: int = 32, turns: int = 4, tokens_per_turn: int = 64) -> dict:
     from agentkit.agent import AgentConfig, rollout
@@ -52,10 +54,5 @@ def main(model: str = "smollm2-135m", tasks: int = 32, turns: int = 4, tokens_pe
     print(f"\n{tasks} tasks x up to {turns} turns: {res['prefix-cache']['trajectories_per_min']} trajectories/min "
           f"with the prefix cache vs {res['re-encode']['trajectories_per_min']} re-encoding: {res['speedup']}x "
           f"(identical trajectories: {res['identical_trajectories']})")
-    if out:
-        from pathlib import Path
-
-        from agentkit.recipe import atomic_write
-
-        atomic_write(Path(out), json.dumps(res, indent=2))
+    write_json(out, res)
     return 0

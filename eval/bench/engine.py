@@ -21,6 +21,8 @@ import time
 
 import torch
 
+from agentkit.eval.bench import write_json
+
 
 def matmul_peak_gflops(n: int = 2048, reps: int = 8) -> float:
     a, b = torch.randn(n, n), torch.randn(n, n)
@@ -110,10 +112,5 @@ def main(model: str = "smollm2-135m", batch_sizes=(1, 8, 32, 64), max_tokens: in
         print(f"{r['mode']:>7} {r['batch']:>5} {r['generate_per_prompt']:>16.1f} {r['generate_batched']:>17.1f} "
               f"{r['hfengine_entropy']:>17.1f} {r['ratio_vs_batched']:>9.2f} {r['ratio_vs_per_prompt']:>12.2f} "
               f"{r['peak_fraction_hfengine']:>16.1%} {r['peak_fraction_batched']:>15.1%}")
-    if out:
-        from pathlib import Path
-
-        from agentkit.recipe import atomic_write
-
-        atomic_write(Path(out), json.dumps(res, indent=2))
+    write_json(out, res)
     return 0

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from agentkit.eval.bench import write_json
+
 
 def _percentiles(xs: list[float]) -> dict[str, float]:
     xs = sorted(xs)
@@ -46,10 +48,5 @@ def main(n: int = 50, out: str | None = None) -> int:
     print(f"\nprint(1+1): sandbox p50 {res['sandbox']['p50_ms']} ms (p95 {res['sandbox']['p95_ms']}), "
           f"fresh `python -c` p50 {res['python_c']['p50_ms']} ms (p95 {res['python_c']['p95_ms']}); "
           f"{res['speedup_p50']}x faster, isolation: {res['isolation']}")
-    if out:
-        from pathlib import Path
-
-        from agentkit.recipe import atomic_write
-
-        atomic_write(Path(out), json.dumps(res, indent=2))
+    write_json(out, res)
     return 0

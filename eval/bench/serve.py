@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+
+from agentkit.eval.bench import write_json
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -27,19 +28,13 @@ def run(model: str = "smollm2-135m", requests: int = 200, clients: int = 16, max
     import openai
 
     from agentkit.data import arithmetic_suite
+    from agentkit.server.http import free_port, wait_until_healthy
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "agentkit", "serve", "--model", model, "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
     try:
-        for _ in range(3000):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_until_healthy(f"http://127.0.0.1:{port}/health", 300, proc)
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0, timeout=600)
         questions = [t.question for t in arithmetic_suite(requests, seed=11)]
 
@@ -80,10 +75,5 @@ def main(model: str = "smollm2-135m", requests: int = 200, clients: int = 16, ma
     print(f"\n{requests} requests: {clients} clients {c['requests_per_s']} req/s (p50 {c['p50_s']} s, p95 {c['p95_s']} s, "
           f"{c['failures']} failures) vs one by one {o['requests_per_s']} req/s (p50 {o['p50_s']} s): "
           f"{res['throughput_ratio']}x")
-    if out:
-        from pathlib import Path
-
-        from agentkit.recipe import atomic_write
-
-        atomic_write(Path(out), json.dumps(res, indent=2))
+    write_json(out, res)
     return 0

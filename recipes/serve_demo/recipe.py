@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -17,12 +15,7 @@ from agentkit.data import arithmetic_suite
 from agentkit.eval.metrics import numeric_match
 from agentkit.recipe import Recipe
 from agentkit.recipes.serve_demo.config import ServeDemoConfig
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from agentkit.server.http import free_port, wait_until_healthy
 
 
 class ServeDemoRecipe(Recipe[ServeDemoConfig]):
@@ -33,22 +26,17 @@ class ServeDemoRecipe(Recipe[ServeDemoConfig]):
     def setup(self) -> None:
         c = self.config
         self.tasks = arithmetic_suite(c.num_problems, c.seed)
-        self.port, self.key = _free_port(), "sk-" + secrets.token_hex(8)
+        self.port, self.key = free_port(), "sk-" + secrets.token_hex(8)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agentkit", "serve", "--model", c.model, "--agent", "tir", "--tools", "python",
              "--port", str(self.port), "--api-key", self.key],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
-        deadline = time.monotonic() + c.startup_timeout_s
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1)
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    err = self.proc.stderr.read().decode()[-2000:] if self.proc.stderr else ""
-                    self.proc.kill()
-                    raise RuntimeError(f"agentkit serve did not start:\n{err}") from None
-                time.sleep(0.2)
+        try:
+            wait_until_healthy(f"http://127.0.0.1:{self.port}/health", c.startup_timeout_s, self.proc)
+        except RuntimeError:
+            self.proc.kill()
+            err = self.proc.stderr.read().decode()[-2000:] if self.proc.stderr else ""
+            raise RuntimeError(f"agentkit serve did not start:\n{err}") from None
 
     def evaluate(self) -> dict[str, Any]:
         import openai

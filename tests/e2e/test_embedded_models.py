@@ -108,24 +108,16 @@ def test_agent_rollout_with_real_model_and_sandbox(smol_engine):
 
 def test_serve_cli_with_official_client(tmp_path):
     """`agentkit serve` as a real process on loopback, the embedded model, the official openai client."""
-    import socket
-    import urllib.request
-
     import openai
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from agentkit.server.http import free_port, wait_until_healthy
+
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "agentkit", "serve", "--model", "smollm2-135m", "--agent", "tir",
                              "--port", str(port), "--api-key", "sk-e2e"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_until_healthy(f"http://127.0.0.1:{port}/health", 120, proc)
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-e2e", max_retries=0)
         r = client.chat.completions.create(model="smollm2-135m", temperature=0, max_tokens=12,
                                            messages=[{"role": "user", "content": "What is the capital of France?"}])

@@ -1,7 +1,6 @@
 """Tool servers on loopback: contract, auth, errors, concurrency limits; remote tools work like local ones."""
 
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -13,6 +12,7 @@ import pytest
 
 from agentkit.agent import rollout
 from agentkit.data import MultiHopKB
+from agentkit.server.http import free_port, wait_until_healthy
 from agentkit.testing.scripted import ScriptedEngine
 from agentkit.testing.servers import serve_in_thread
 from agentkit.tool_servers.python_sandbox import create_app as python_app
@@ -113,19 +113,12 @@ def test_search_server_matches_local(tmp_path):
 def test_cli_tool_server_subprocess(tmp_path):
     kb = MultiHopKB.build(seed=4)
     path = kb.write_corpus(tmp_path / "corpus.jsonl")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "agentkit", "tool-server", "search", "--corpus", str(path),
                              "--port", str(port), "--api-key", "secret"], stderr=subprocess.PIPE)
     try:
         url = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(url + "/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_until_healthy(url + "/health", 60, proc)
         tool = RemoteTool(url, api_key="secret")
         assert tool(query=kb.questions(1, seed=4)[0].question).output.startswith("[1] ")
     finally:
