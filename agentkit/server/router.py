@@ -118,19 +118,12 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
     async def agent_stream(req, bengine, work, events: asyncio.Queue):
         base = {"id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion.chunk",
                 "created": int(time.time()), "model": req.model}
-        while not work.done() or not events.empty():
-            getter = asyncio.ensure_future(events.get())
-            await asyncio.wait({getter, work}, return_when=asyncio.FIRST_COMPLETED)
-            if not getter.done():
-                getter.cancel()
-                continue
-            yield "data: " + json.dumps({**base, "choices": [], "agentkit": getter.result()}) + "\n\n"
+        async for progress in _drain(events, work):
+            yield "data: " + json.dumps({**base, "choices": [], "agentkit": progress}) + "\n\n"
         try:
             resp = _agent_response(req, bengine, work.result())
-        except Exception as e:  # after the stream began, an error is sent as a final event
-            yield "data: " + json.dumps({"error": {"message": str(e), "type": "server_error", "param": None,
-                                                   "code": 500}}) + "\n\n"
-            yield "data: [DONE]\n\n"
+        except Exception as e:
+            yield _sse_error(e)
             return
         include = bool(req.stream_options and req.stream_options.include_usage)
         for chunk in stream_chunks(resp, include):
@@ -168,20 +161,12 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
 
         for j in range(params.n):
             yield event([{"index": j, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
-        while not done.done() or not deltas.empty():
-            getter = asyncio.ensure_future(deltas.get())
-            await asyncio.wait({getter, done}, return_when=asyncio.FIRST_COMPLETED)
-            if not getter.done():
-                getter.cancel()
-                continue
-            j, delta = getter.result()
+        async for j, delta in _drain(deltas, done):
             yield event([{"index": j, "delta": {"content": delta}, "finish_reason": None}])
         try:
             (outs,) = done.result()
-        except Exception as e:  # after the stream began, an error is sent as a final event
-            yield "data: " + json.dumps({"error": {"message": str(e), "type": "server_error", "param": None,
-                                                   "code": 500}}) + "\n\n"
-            yield "data: [DONE]\n\n"
+        except Exception as e:
+            yield _sse_error(e)
             return
         for j, c in enumerate(outs):
             yield event([{"index": j, "delta": {}, "finish_reason": c.finish_reason}])
@@ -243,6 +228,23 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
                 "usage": {"prompt_tokens": n, "completion_tokens": 0, "total_tokens": n}}
 
     return app
+
+
+async def _drain(items: asyncio.Queue, done: asyncio.Future):
+    """What is put on ``items`` until ``done`` completes, including what was queued before it did."""
+    while not done.done() or not items.empty():
+        getter = asyncio.ensure_future(items.get())
+        await asyncio.wait({getter, done}, return_when=asyncio.FIRST_COMPLETED)
+        if getter.done():
+            yield getter.result()
+        else:
+            getter.cancel()
+
+
+def _sse_error(e: Exception) -> str:
+    """An error after a stream began: a final event carrying the OpenAI error object, then ``[DONE]``."""
+    return ("data: " + json.dumps({"error": {"message": str(e), "type": "server_error", "param": None,
+                                             "code": 500}}) + "\n\ndata: [DONE]\n\n")
 
 
 def _offsets(tokens: list[str]) -> list[int]:
