@@ -89,9 +89,9 @@ def test_concurrency_limit_answers_503_when_full():
     tool = PythonTool(SandboxConfig(pool_size=1, wall_s=5))
     try:
         with serve_in_thread(build_app(tool, max_concurrency=1, max_queue=0)) as url:
-            slow = threading.Thread(target=_post, args=(url + "/v1/call", {"arguments": {"code": "import time\ntime.sleep(1)"}}))
+            slow = threading.Thread(target=_post, args=(url + "/v1/call", {"arguments": {"code": "import time\ntime.sleep(2)"}}))
             slow.start()
-            time.sleep(0.3)
+            time.sleep(0.8)  # the slow call holds the only slot by now
             code, body = _post(url + "/v1/call", {"arguments": {"code": "1"}})
             slow.join()
             assert code == 503 and body["error"]["type"] == "server_busy"
