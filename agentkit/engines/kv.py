@@ -93,27 +93,29 @@ def repeat_rows(cache: DynamicCache, rows: int, config) -> DynamicCache:
     return out
 
 
-def merge_right_aligned(parts: list[tuple[DynamicCache, list[int]]], n_rows: int, config) -> DynamicCache:
-    """Merge caches of disjoint row groups into one ``n_rows`` cache, each group right-aligned to the longest.
-
-    Keys carry their positions (RoPE is applied before caching), so where a key sits in the buffer does not
-    matter, only that the attention mask marks the left filler as padding (see ``HFEngine._prefill``).
-    """
-    width = max(c.get_seq_length() for c, _ in parts)
+def _right_aligned(pieces: list[tuple[list[tuple[torch.Tensor, torch.Tensor]], list[int]]], n_rows: int,
+                   config) -> DynamicCache:
+    """One ``n_rows`` cache from pieces ``(per-layer (keys, values) [b, H, n, D], their rows)``, each piece
+    right-aligned to the longest: keys carry their positions (RoPE is applied before caching), so where a key
+    sits in the buffer does not matter, only that the attention mask marks the left filler as padding."""
+    width = max(kv[0][0].shape[-2] for kv, _ in pieces)
     out = make_cache(config)
     for i, layer in enumerate(out.layers):
-        ref = parts[0][0].layers[i]
-        b, h, d = n_rows, ref.keys.shape[1], ref.keys.shape[-1]
-        k = ref.keys.new_zeros(b, h, width, d)
-        v = ref.values.new_zeros(b, h, width, ref.values.shape[-1])
-        for cache, rows in parts:
-            src = cache.layers[i]
-            n = src.get_seq_length()
+        ref_k, ref_v = pieces[0][0][i]
+        k = ref_k.new_zeros(n_rows, ref_k.shape[1], width, ref_k.shape[-1])
+        v = ref_v.new_zeros(n_rows, ref_v.shape[1], width, ref_v.shape[-1])
+        for kv, rows in pieces:
+            pk, pv = kv[i]
             idx = torch.tensor(rows, device=k.device)
-            k[idx, :, width - n:] = src.keys
-            v[idx, :, width - n:] = src.values
+            k[idx, :, width - pk.shape[-2]:], v[idx, :, width - pv.shape[-2]:] = pk, pv
         layer.update(k, v)
     return out
+
+
+def merge_right_aligned(parts: list[tuple[DynamicCache, list[int]]], n_rows: int, config) -> DynamicCache:
+    """Merge caches of disjoint row groups into one ``n_rows`` cache, each group right-aligned to the longest."""
+    return _right_aligned([([(layer.keys, layer.values) for layer in c.layers], rows) for c, rows in parts],
+                          n_rows, config)
 
 
 def snapshot_row(cache: DynamicCache, row: int, mask_row: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -124,17 +126,10 @@ def snapshot_row(cache: DynamicCache, row: int, mask_row: torch.Tensor) -> list[
 
 def stack_rows(rows: list[list[tuple[torch.Tensor, torch.Tensor]]], config) -> tuple[DynamicCache, torch.Tensor]:
     """A batch cache from row snapshots, right-aligned, and its attention mask ``[B, W]`` (0 on the filler)."""
-    width = max(kv[0][0].shape[1] for kv in rows)
-    out = make_cache(config)
+    lengths = [kv[0][0].shape[1] for kv in rows]
+    width = max(lengths)
     mask = torch.zeros(len(rows), width, dtype=torch.long, device=rows[0][0][0].device)
-    for i, kv in enumerate(rows):
-        mask[i, width - kv[0][0].shape[1]:] = 1
-    for li, layer in enumerate(out.layers):
-        h, d = rows[0][li][0].shape[0], rows[0][li][0].shape[-1]
-        k = rows[0][li][0].new_zeros(len(rows), h, width, d)
-        v = rows[0][li][1].new_zeros(len(rows), h, width, rows[0][li][1].shape[-1])
-        for i, kv in enumerate(rows):
-            n = kv[li][0].shape[1]
-            k[i, :, width - n:], v[i, :, width - n:] = kv[li]
-        layer.update(k, v)
-    return out, mask
+    for i, n in enumerate(lengths):
+        mask[i, width - n:] = 1
+    pieces = [([(k[None], v[None]) for k, v in kv], [i]) for i, kv in enumerate(rows)]
+    return _right_aligned(pieces, len(rows), config), mask
