@@ -51,24 +51,27 @@ class OpenAIEngine:
             out = []
             for ch in r.choices:
                 items = (ch.logprobs.content or []) if ch.logprobs else []
-                tops = [{t.token: t.logprob for t in (it.top_logprobs or [])} for it in items]
+                alts = [[(t.token, t.logprob) for t in (it.top_logprobs or [])] for it in items]
                 out.append(self._completion(ch.message.content or "", [it.token for it in items],
-                                            [it.logprob for it in items], tops, ch.finish_reason, r.usage, p, k))
+                                            [it.logprob for it in items], alts, ch.finish_reason, r.usage, p, k))
             return out
         r = self.client.completions.create(prompt=prompt, logprobs=k or 1, **kw)
         out = []
         for ch in r.choices:
             lp = ch.logprobs
-            tops = [dict(t or {}) for t in (lp.top_logprobs or [])] if lp else []
+            alts = [list((t or {}).items()) for t in (lp.top_logprobs or [])] if lp else []
             out.append(self._completion(ch.text, lp.tokens if lp else [], list(lp.token_logprobs or []) if lp else [],
-                                        tops, ch.finish_reason, r.usage, p, k))
+                                        alts, ch.finish_reason, r.usage, p, k))
         return out
 
-    def _completion(self, text, tokens, lps, tops, finish, usage, p: SamplingParams, k: int) -> Completion:
+    def _completion(self, text, tokens, lps, alts, finish, usage, p: SamplingParams, k: int) -> Completion:
+        """``alts``: per token, the (token string, logprob) alternatives. The entropy is computed from this list,
+        not from a dict keyed by token string: different tokens can decode to the same string."""
         # Remote servers return token strings, not ids; ids are filled where the string is an integer id (vLLM's
         # `return_tokens_as_token_ids`), else left as -1 so lengths still align.
         ids = [int(t[9:]) if isinstance(t, str) and t.startswith("token_id:") else -1 for t in tokens]
-        ents = [topk_entropy(list(t.values())[:k]) for t in tops] if p.entropy else None
+        ents = [topk_entropy([lp for _, lp in a][:k]) for a in alts] if p.entropy else None
+        tops = [dict(a) for a in alts]
         return Completion(text=text, token_ids=ids, logprobs=[x if x is not None else 0.0 for x in lps],
                           finish_reason="length" if finish == "length" else "stop",
                           prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0, entropies=ents,

@@ -38,7 +38,8 @@ def sampling(req, default_max: int = 256) -> SamplingParams:
     return SamplingParams(n=req.n, temperature=1.0 if req.temperature is None else req.temperature,
                           top_p=req.top_p or 1.0, top_k=max(0, req.top_k or 0),
                           max_tokens=default_max if max_tokens is None else max_tokens, seed=req.seed, stop=stop,
-                          top_logprobs=top_logprobs)
+                          top_logprobs=top_logprobs, ignore_eos=req.ignore_eos,
+                          include_stop_str_in_output=req.include_stop_str_in_output)
 
 
 def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str]:

@@ -51,6 +51,8 @@ class _Sampling(_Lenient):
     seed: int | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
+    ignore_eos: bool = False  # vLLM extensions, sent by OpenAIEngine in extra_body
+    include_stop_str_in_output: bool = False
 
 
 class ChatCompletionRequest(_Sampling):

@@ -1,1 +1,1 @@
-"""Test helpers: a minimal OpenAI-shaped HTTP server over any Engine, for exercising OpenAIEngine offline."""
+"""Test helpers: a scripted engine for agent-loop tests, and uvicorn in a thread for server tests."""

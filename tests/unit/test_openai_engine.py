@@ -1,17 +1,38 @@
-"""OpenAIEngine against a real HTTP server on loopback (backed by HFEngine on the tiny model)."""
+"""OpenAIEngine against the real `agentkit serve` app on loopback (backed by HFEngine on the tiny model)."""
 
+import asyncio
 
 import openai
 import pytest
+from fastapi.responses import JSONResponse
 
 from agentkit.engines import SamplingParams
 from agentkit.engines.openai import OpenAIEngine
-from agentkit.testing.openai_server import EngineServer
+from agentkit.server import create_app
+from agentkit.testing.servers import serve_in_thread
+
+
+def _app(engine, fail_first: int = 0, delay_s: float = 0.0):
+    """The real server, optionally with injected faults in front of it: 503s first, or a slow answer."""
+    app = create_app(engine, "tiny")
+    hits = {"n": 0}
+    if fail_first or delay_s:
+        @app.middleware("http")
+        async def faults(request, call_next):
+            hits["n"] += 1
+            if delay_s:  # answer only after the client has given up; the engine is never reached
+                await asyncio.sleep(delay_s)
+                return JSONResponse(status_code=503, content={"error": {"message": "slow", "type": "server_error"}})
+            if hits["n"] <= fail_first:
+                return JSONResponse(status_code=503, content={"error": {"message": "busy", "type": "server_error"}})
+            return await call_next(request)
+    return app, hits
 
 
 def test_chat_and_completions_with_logprobs(tiny_engine):
-    with EngineServer(tiny_engine) as srv:
-        eng = OpenAIEngine("tiny", base_url=srv.url, api_key="k", entropy_top_k=20)
+    app, _ = _app(tiny_engine)
+    with serve_in_thread(app) as url:
+        eng = OpenAIEngine("tiny", base_url=url + "/v1", api_key="k", entropy_top_k=20)
         p = SamplingParams(n=2, max_tokens=6, seed=5, entropy=True, ignore_eos=True)
         chat = eng.generate([[{"role": "user", "content": "hi"}]], p)[0]
         local = tiny_engine.generate([[{"role": "user", "content": "hi"}]], p)[0]
@@ -25,23 +46,26 @@ def test_chat_and_completions_with_logprobs(tiny_engine):
 
 
 def test_score_via_echo(tiny_engine):
-    with EngineServer(tiny_engine) as srv:
-        eng = OpenAIEngine("tiny", base_url=srv.url)
+    app, _ = _app(tiny_engine)
+    with serve_in_thread(app) as url:
+        eng = OpenAIEngine("tiny", base_url=url + "/v1")
         (remote,) = eng.score(["the context"], [" and more"])
         (local,) = tiny_engine.score(["the context"], [" and more"])
         assert remote.logprobs == pytest.approx(local.logprobs, abs=1e-4)
 
 
 def test_retries_then_succeeds(tiny_engine):
-    with EngineServer(tiny_engine, fail_first=2) as srv:
-        eng = OpenAIEngine("tiny", base_url=srv.url, max_retries=3)
+    app, hits = _app(tiny_engine, fail_first=2)
+    with serve_in_thread(app) as url:
+        eng = OpenAIEngine("tiny", base_url=url + "/v1", max_retries=3)
         out = eng.generate(["x"], SamplingParams(max_tokens=2))
-        assert srv.hits == 3 and out[0][0].completion_tokens >= 0
+        assert hits["n"] == 3 and out[0][0].completion_tokens >= 0
 
 
 def test_timeout_raises_after_retries(tiny_engine):
-    with EngineServer(tiny_engine, delay_s=1.5) as srv:
-        eng = OpenAIEngine("tiny", base_url=srv.url, timeout=0.3, max_retries=1)
+    app, hits = _app(tiny_engine, delay_s=1.5)
+    with serve_in_thread(app) as url:
+        eng = OpenAIEngine("tiny", base_url=url + "/v1", timeout=0.3, max_retries=1)
         with pytest.raises(openai.APITimeoutError):
             eng.generate(["x"], SamplingParams(max_tokens=2))
-        assert srv.hits == 2  # the first try and one retry
+        assert hits["n"] == 2  # the first try and one retry
