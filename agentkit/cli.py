@@ -91,6 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     ba.add_argument("--tasks", type=int, default=32)
     ba.add_argument("--turns", type=int, default=4)
     ba.add_argument("--tokens-per-turn", type=int, default=64)
+    ba.add_argument("--workloads", default="python,search",
+                    help="python (suite a, sandbox) and/or search (suite b, BM25 over the knowledge base)")
     ba.add_argument("--out", help="also write the results as JSON here")
     bv = b.add_parser("serve", help="load on agentkit serve: concurrent clients vs one by one")
     bv.add_argument("--model", default="smollm2-135m")
@@ -210,7 +212,8 @@ def _cmd_bench(a) -> int:
     if a.target == "agent":
         from agentkit.eval.bench.agent import main as bench_agent
 
-        return bench_agent(model=a.model, tasks=a.tasks, turns=a.turns, tokens_per_turn=a.tokens_per_turn, out=a.out)
+        return bench_agent(model=a.model, tasks=a.tasks, turns=a.turns, tokens_per_turn=a.tokens_per_turn, out=a.out,
+                           workloads=a.workloads)
     if a.target == "serve":
         from agentkit.eval.bench.serve import main as bench_serve
 

@@ -12,7 +12,7 @@ import inspect
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentkit.agent.trajectory import Segment, Trajectory
@@ -35,6 +35,25 @@ TIR_SYSTEM_PROMPT = (
     "<search> and </search>. Give the final answer between <answer> and </answer>, e.g. <answer>42</answer>."
 )
 
+# Two worked tag-style exchanges, for models never tuned for tools: with them SmolLM2-135M-Instruct writes a
+# <python> call on 30 of 32 suite-(a) tasks and answers 16 (none and 0 without; see README "Agent loop").
+TIR_EXAMPLES = [
+    {"role": "user", "content": "What is 386 × 47 - 1250?"},
+    {"role": "assistant", "content": "<python>print(386 * 47 - 1250)</python>\n<result>\n16892\n</result>\n"
+                                     "<answer>16892</answer>"},
+    {"role": "user", "content": "Solve for x: 12x + 30 = 354."},
+    {"role": "assistant", "content": "<python>print((354 - 30) / 12)</python>\n<result>\n27.0\n</result>\n"
+                                     "<answer>27</answer>"},
+]
+# The same for <search> over suite (b): two hops, results in SearchTool's format (invented names).
+SEARCH_EXAMPLES = [
+    {"role": "user", "content": "In which city was the founder of Morvane Optics born?"},
+    {"role": "assistant", "content": "<search>founder of Morvane Optics</search>\n<result>\n[1] Morvane Optics "
+     "(doc-morvane-optics)\nMorvane Optics is a company founded in 1971 by Tessa Kulir.\n</result>\n"
+     "<search>Tessa Kulir born</search>\n<result>\n[1] Tessa Kulir (doc-tessa-kulir)\nTessa Kulir is an "
+     "architect born in 1940 in the city of Brevik.\n</result>\n<answer>Brevik</answer>"},
+]
+
 
 @dataclass
 class AgentConfig:
@@ -47,6 +66,8 @@ class AgentConfig:
     style: ``tags`` (``<python>…</python>``, the TIR papers) or ``json`` (hermes ``<tool_call>{…}</tool_call>``,
     results in ``<tool_response>``; the tools' JSON schemas are added to the system prompt, and a turn without
     a call is the final answer).
+    examples: few-shot demonstrations, chat messages placed between the system prompt and the question (small
+    models that were never tuned for tools follow the format only when shown it; see ``TIR_EXAMPLES``).
     """
 
     max_turns: int = 4
@@ -63,6 +84,7 @@ class AgentConfig:
     system_prompt: str = TIR_SYSTEM_PROMPT
     tool_workers: int = 8
     style: str = "tags"
+    examples: list[dict[str, str]] = field(default_factory=list)
 
 
 def _task_fields(task: Any, i: int) -> tuple[str, str]:
@@ -88,7 +110,7 @@ def rollout(engine, tasks: list[Any], tools: dict[str, Tool] | list[Tool], confi
         task_id, question = _task_fields(task, i)
         system = cfg.system_prompt if cfg.style == "tags" else (
             hermes_tools_prompt([openai_schema(t)["function"] for t in tools.values()]))
-        prompt = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+        prompt = [{"role": "system", "content": system}, *cfg.examples, {"role": "user", "content": question}]
         ids = engine.encode(prompt)
         trajs += [Trajectory(task_id, prompt, ids, meta={"sample": j, "turns": 0, "seconds_generate": 0.0,
                                                           "seconds_tools": 0.0}) for j in range(cfg.n)]

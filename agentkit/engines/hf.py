@@ -56,6 +56,10 @@ class HFEngine:
                 self.tokenizer.pad_token = self.tokenizer.eos_token
         self.default_stop = stop_strings_for(self.model_name, self.tokenizer)
         self.device = next(self.model.parameters()).device
+        # transformers renamed forward's `past_key_values` to `cache` (5.2x; the old name warns, then goes away).
+        import inspect
+
+        self._cache_kw = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
         self.max_batch_size = max_batch_size
         self.score_budget = score_budget_mb * 2**20
         self.max_model_len = max_model_len or getattr(self.model.config, "max_position_embeddings", 2048)
@@ -156,7 +160,7 @@ class HFEngine:
         mask = torch.cat([past_mask.to(tail_mask.device), tail_mask], dim=1)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos[:, past_mask.shape[1]:],
-                         past_key_values=cache, use_cache=True, logits_to_keep=1)
+                         use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
         return cache, rows, mask, out.logits[:, -1], pos[:, -1:]
 
     def _encode_fresh(self, prompts: list[list[int]], rows: list[int], first, mergeable: bool):
@@ -169,7 +173,7 @@ class HFEngine:
         if shared:
             head = make_cache(cfg)
             ids = torch.tensor([prompts[0][:shared]], device=self.device)
-            self.model(input_ids=ids, attention_mask=torch.ones_like(ids), past_key_values=head, use_cache=True,
+            self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True, **{self._cache_kw: head},
                        logits_to_keep=1)
         groups = _length_groups([len(p) - shared for p in prompts]) if mergeable else [list(range(len(prompts)))]
         parts = []
@@ -249,8 +253,8 @@ class HFEngine:
                 break
             mask = torch.cat([mask, mask.new_ones(len(rows), 1)], dim=1)
             pos = pos + 1
-            out = self.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos, past_key_values=cache,
-                             use_cache=True)
+            out = self.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos, use_cache=True,
+                             **{self._cache_kw: cache})
             logits = out.logits[:, -1]
         return [self._completion(encoded[i], toks[s], lps[s], ents[s] if params.entropy else None,
                                  tops[s] if params.top_logprobs else None, finish[s], params)  # type: ignore[arg-type]

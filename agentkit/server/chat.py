@@ -143,8 +143,15 @@ def _pieces(text: str, size: int = 8) -> list[str]:
     return [text[i:i + size] for i in range(0, len(text), size)]
 
 
-def last_user_text(messages: list[ChatMessage]) -> str:
-    for m in reversed(messages):
-        if m.role == "user":
-            return m.text()
-    raise RequestError(400, "an agent model needs a user message", param="messages")
+def agent_conversation(messages: list[ChatMessage]) -> tuple[str, list[dict[str, str]], str]:
+    """(question, earlier turns, client system text) of a request to an agent model.
+
+    The last user message is the task; the user/assistant messages before it reach the agent as conversation
+    history (few-shot demonstrations work this way); system/developer text is added to the agent's own prompt.
+    """
+    last = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+    if last is None:
+        raise RequestError(400, "an agent model needs a user message", param="messages")
+    history = [{"role": m.role, "content": m.text()} for m in messages[:last] if m.role in ("user", "assistant")]
+    system = "\n".join(m.text() for m in messages if m.role in ("system", "developer"))
+    return messages[last].text(), history, system

@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from agentkit.server.chat import (
     RequestError,
+    agent_conversation,
     chat_response,
-    last_user_text,
     sampling,
     stream_chunks,
     to_messages,
@@ -104,7 +104,10 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         cfg = type(cfg)(**{**cfg.__dict__, "temperature": params.temperature, "top_p": params.top_p,
                            "seed": req.seed if req.seed is not None else cfg.seed, "n": req.n,
                            "max_tokens_per_turn": params.max_tokens, "max_turns": turns or cfg.max_turns})
-        question = last_user_text(req.messages)
+        question, history, system = agent_conversation(req.messages)
+        cfg.examples = [*cfg.examples, *history]
+        if system:
+            cfg.system_prompt = f"{cfg.system_prompt}\n\n{system}"
         bengine = BatchedEngine(batcher)
         if req.stream:  # progress events go out while the loop runs
             loop = asyncio.get_running_loop()

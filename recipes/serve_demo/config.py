@@ -12,6 +12,9 @@ class ServeDemoConfig:
 
     model: the served model. num_problems / seed: suite (a) problems. max_tokens: per answer (per agent turn).
     max_turns: agent turns. concurrency: client threads sending requests at once.
+    few_shot: send two worked examples before each question, as earlier chat turns (the same two problems
+    for both requests: solved in words without tools, with a <python> call for the agent). SmolLM2 was never
+    tuned for tools and writes no call without them.
     """
 
     model: str = "smollm2-135m"
@@ -20,5 +23,6 @@ class ServeDemoConfig:
     max_tokens: int = 160
     max_turns: int = 3
     concurrency: int = 8
+    few_shot: bool = True
     system_prompt: str = "Solve the problem step by step. End with: The answer is <number>."
     startup_timeout_s: float = 300.0

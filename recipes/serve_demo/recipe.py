@@ -11,11 +11,20 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from agentkit.agent.loop import TIR_EXAMPLES
 from agentkit.data import arithmetic_suite
 from agentkit.eval.metrics import numeric_match
 from agentkit.recipe import Recipe
 from agentkit.recipes.serve_demo.config import ServeDemoConfig
 from agentkit.server.http import free_port, wait_until_healthy
+
+# The problems of TIR_EXAMPLES, worked in words: the baseline sees the same demonstrations, minus the tool.
+PLAIN_EXAMPLES = [
+    {"role": "user", "content": TIR_EXAMPLES[0]["content"]},
+    {"role": "assistant", "content": "386 × 47 = 18142, and 18142 - 1250 = 16892. The answer is 16892."},
+    {"role": "user", "content": TIR_EXAMPLES[2]["content"]},
+    {"role": "assistant", "content": "12x = 354 - 30 = 324, so x = 324 / 12 = 27. The answer is 27."},
+]
 
 
 class ServeDemoRecipe(Recipe[ServeDemoConfig]):
@@ -45,9 +54,11 @@ class ServeDemoRecipe(Recipe[ServeDemoConfig]):
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{self.port}/v1", api_key=self.key, max_retries=2,
                                timeout=900)
         try:
+            plain_shots = PLAIN_EXAMPLES if c.few_shot else []
+            tool_shots = TIR_EXAMPLES if c.few_shot else []
             plain = self._ask(client, c.model, lambda t: [{"role": "system", "content": c.system_prompt},
-                                                           {"role": "user", "content": t.question}])
-            tools = self._ask(client, "agentkit/tir", lambda t: [{"role": "user", "content": t.question}])
+                                                           *plain_shots, {"role": "user", "content": t.question}])
+            tools = self._ask(client, "agentkit/tir", lambda t: [*tool_shots, {"role": "user", "content": t.question}])
         finally:
             self.proc.terminate()
             self.proc.wait(timeout=60)

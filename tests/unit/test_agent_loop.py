@@ -127,3 +127,10 @@ def test_json_style_tool_calls(python_tool):
     assert bad.answer == "I give up."
     with pytest.raises(ValueError, match="style"):
         rollout(eng, ["json please"], [python_tool], AgentConfig(style="xml"))
+
+
+def test_few_shot_examples_sit_between_system_and_question(python_tool):
+    shots = [{"role": "user", "content": "What is 1+1?"}, {"role": "assistant", "content": "<answer>2</answer>"}]
+    (t,) = rollout(ScriptedEngine(SCRIPT), ["17 x 23"], [python_tool], AgentConfig(examples=shots))
+    assert [m["role"] for m in t.prompt] == ["system", "user", "assistant", "user"]
+    assert t.prompt[1:3] == shots and t.answer == "391"

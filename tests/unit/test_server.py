@@ -155,3 +155,17 @@ def test_live_stream_with_n_samples(client):
                 finishes[ch.index] = ch.finish_reason
     assert ["".join(parts[0]), "".join(parts[1])] == full and set(finishes) == {0, 1}
     assert len(parts[0]) > 1  # token by token, not one block
+
+
+def test_agent_conversation_keeps_history_and_client_system_text():
+    from agentkit.server.chat import RequestError, agent_conversation
+    from agentkit.server.protocol import ChatCompletionRequest
+
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+1?"},
+            {"role": "assistant", "content": "<answer>2</answer>"}, {"role": "user", "content": "17*23?"}]
+    req = ChatCompletionRequest(model="agentkit/tir", messages=msgs)
+    question, history, system = agent_conversation(req.messages)
+    assert question == "17*23?" and system == "Be brief."
+    assert history == [{"role": "user", "content": "1+1?"}, {"role": "assistant", "content": "<answer>2</answer>"}]
+    with pytest.raises(RequestError, match="needs a user message"):
+        agent_conversation(ChatCompletionRequest(model="agentkit/tir", messages=msgs[:1]).messages)
