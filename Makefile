@@ -45,6 +45,7 @@ bench: setup
 	$(VENV)/bin/agentkit bench engine --out outputs/bench/engine.json
 	$(VENV)/bin/agentkit bench sandbox --out outputs/bench/sandbox.json
 	$(VENV)/bin/agentkit bench agent --out outputs/bench/agent.json
+	$(VENV)/bin/agentkit bench uncertainty --out outputs/bench/uncertainty.json
 
 lint: setup
 	$(VENV)/bin/ruff check .

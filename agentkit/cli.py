@@ -20,6 +20,8 @@ EPILOG = """examples:
   agentkit bench sandbox
   agentkit bench agent
   agentkit bench serve
+  agentkit uncertainty generate --models smollm2-135m,gemma3-270m --tasks multihop-open:200 --out gens.jsonl
+  agentkit uncertainty score gens.jsonl --similarity embedding
 """
 
 
@@ -100,10 +102,75 @@ def _parser() -> argparse.ArgumentParser:
     bv.add_argument("--clients", type=int, default=16)
     bv.add_argument("--max-tokens", type=int, default=16)
     bv.add_argument("--out", help="also write the results as JSON here")
+    bu = b.add_parser("uncertainty", help="scoring 2,000 questions x 2 models x 5 samples: vectorised vs a per-pair loop")
+    bu.add_argument("--questions", type=int, default=2000)
+    bu.add_argument("--samples", type=int, default=5)
+    bu.add_argument("--out", help="also write the results as JSON here")
     bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
     bs.add_argument("-n", type=int, default=50, help="calls per side")
     bs.add_argument("--out", help="also write the results as JSON here")
+    _uncertainty_parser(sub)
     return p
+
+
+def _uncertainty_parser(sub) -> None:
+    u = sub.add_parser("uncertainty", help="black-box uncertainty (AU, cross-model EU, TU) on saved generations"
+                       ).add_subparsers(dest="action", required=True)
+    g = u.add_parser("generate", help="sample K answers per question from several models", description=(
+        "Sample --samples answers per question (plus one greedy answer, the one judged) from each model and save "
+        "one row per question. Models: catalog names or paths (embedded engine), vllm:NAME, openai:NAME@URL "
+        "(key from OPENAI_API_KEY), mixed. Rerunning the same command resumes an interrupted run."))
+    g.add_argument("--models", required=True, help="comma-separated model specs, e.g. smollm2-135m,gemma3-270m")
+    g.add_argument("--tasks", required=True, help="FILE.jsonl (id, question, answer[, kind, metric]) or suites "
+                   "NAME[:N] joined by commas: arithmetic, arithmetic-easy, multihop, multihop-open")
+    g.add_argument("--samples", type=int, default=5)
+    g.add_argument("--temperature", type=float, default=0.7)
+    g.add_argument("--top-p", type=float, default=1.0)
+    g.add_argument("--max-tokens", type=int, default=24)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--no-few-shot", action="store_true", help="do not show worked examples before each question")
+    g.add_argument("--out", required=True, help="GENS.jsonl, GENS.parquet, or a directory for an HF dataset")
+    s = u.add_parser("score", help="AU / EU / TU and baselines, metrics and a report", description=(
+        "Score saved generations (JSONL, Parquet or an HF dataset directory; see `agentkit.uncertainty.schema`). "
+        "Writes report.md (tables, accuracy-rejection and reliability plots), metrics.json and scores.jsonl."))
+    s.add_argument("generations")
+    s.add_argument("--reference-model", help="the model whose answers are judged (default: the first in the file)")
+    s.add_argument("--models", help="ensemble, comma-separated (default: every model in the file)")
+    s.add_argument("--similarity", default="embedding", choices=["embedding", "nli", "rougeL", "exact"])
+    s.add_argument("--nli-model", help="path or hub id of an NLI cross-encoder (for --similarity nli)")
+    s.add_argument("--text", default="full", choices=["full", "answer"],
+                   help="compare whole samples (the paper) or their extracted answers")
+    s.add_argument("--label", default="auto", choices=["auto", "em", "f1", "numeric", "contains"],
+                   help="correctness against the reference (auto: numeric tasks numerically, else contains)")
+    s.add_argument("--inter", default="pooled", choices=["pooled", "member"], help="how cross-model pairs average")
+    s.add_argument("--clip-eu", action="store_true", help="clip EU at 0")
+    s.add_argument("--skip-bad", action="store_true", help="skip malformed rows (counted in the report)")
+    s.add_argument("--out", help="report directory (default: GENERATIONS.uncertainty/)")
+
+
+def _cmd_uncertainty(a) -> int:
+    if a.action == "generate":
+        from agentkit.uncertainty.generate import generate, load_tasks
+
+        out = generate(a.models.split(","), load_tasks(a.tasks, a.seed), a.out, samples=a.samples,
+                       temperature=a.temperature, top_p=a.top_p, max_tokens=a.max_tokens, seed=a.seed,
+                       few_shot=not a.no_few_shot)
+        print(f"saved generations: {out}")
+        return 0
+    from agentkit.uncertainty.score import ScoreConfig, score
+
+    cfg = ScoreConfig(reference_model=a.reference_model, models=a.models.split(",") if a.models else None,
+                      similarity=a.similarity, nli_model=a.nli_model, text=a.text, label=a.label, inter=a.inter,
+                      clip_eu=a.clip_eu, skip_bad=a.skip_bad)
+    out = a.out or str(a.generations).rstrip("/") + ".uncertainty"
+    res = score(a.generations, cfg, out)
+    print(f"{res['questions']} questions, reference {res['reference_model']} accuracy {res['accuracy']:.1%}"
+          + (f", {res['skipped']['count']} rows skipped" if res["skipped"]["count"] else ""))
+    print(f"{'estimator':18s} {'AUROC':>7s} {'PRR':>7s} {'AURAC':>7s} {'ECE':>7s}")
+    for name, m in res["estimators"].items():
+        print(f"{name:18s} " + " ".join(f"{m[k]:7.3f}" for k in ("auroc", "prr", "aurac", "ece")))
+    print(f"report: {out}/report.md")
+    return 0
 
 
 def _cmd_run(a) -> int:
@@ -218,6 +285,10 @@ def _cmd_bench(a) -> int:
         from agentkit.eval.bench.serve import main as bench_serve
 
         return bench_serve(model=a.model, requests=a.requests, clients=a.clients, max_tokens=a.max_tokens, out=a.out)
+    if a.target == "uncertainty":
+        from agentkit.eval.bench.uncertainty import main as bench_uncertainty
+
+        return bench_uncertainty(questions=a.questions, samples=a.samples, out=a.out)
     if a.target == "sandbox":
         from agentkit.eval.bench.sandbox import main as bench_sandbox
 
@@ -231,7 +302,7 @@ def _cmd_bench(a) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handlers = {"run": _cmd_run, "recipes": _cmd_recipes, "models": _cmd_models, "bench": _cmd_bench,
-                "tool-server": _cmd_tool_server, "serve": _cmd_serve}
+                "tool-server": _cmd_tool_server, "serve": _cmd_serve, "uncertainty": _cmd_uncertainty}
     try:
         return handlers[args.command](args)
     except AgentkitError as e:

@@ -7,6 +7,8 @@ Seeded and deterministic: ``arithmetic_suite(n, seed)`` returns the same tasks o
 - ``word``:   shop / warehouse stories with 2-3 steps       (e.g. crates × items − sold)
 - ``linear``: "Solve for x: 37x + 412 = 2189."              (integer solution by construction)
 
+``EASY_KINDS`` (``add``, ``sub``, ``small_mul``: "What is 47 + 38?") are small-number problems, opt-in only.
+
 Answers are integers (as strings); score with ``agentkit.eval.metrics.numeric_match``.
 """
 
@@ -56,7 +58,26 @@ def _linear(r: random.Random) -> tuple[str, int, dict]:
     return f"Solve for x: {a}x {sign} {abs(b)} = {c}.", x, {}
 
 
-_GEN = {"mul": _mul, "chain": _chain, "word": _word, "linear": _linear}
+def _add(r: random.Random) -> tuple[str, int, dict]:
+    a, b = r.randint(10, 99), r.randint(10, 99)
+    return f"What is {a} + {b}?", a + b, {}
+
+
+def _sub(r: random.Random) -> tuple[str, int, dict]:
+    a, b = r.randint(50, 99), r.randint(10, 49)
+    return f"What is {a} - {b}?", a - b, {}
+
+
+def _small_mul(r: random.Random) -> tuple[str, int, dict]:
+    a, b = r.randint(2, 9), r.randint(2, 12)
+    return f"What is {a} × {b}?", a * b, {}
+
+
+# Small-number kinds, not in the default KINDS: problems small models get right part of the time (useful where
+# a mix of right and wrong answers is the point, e.g. uncertainty scoring).
+EASY_KINDS = ("add", "sub", "small_mul")
+_GEN = {"mul": _mul, "chain": _chain, "word": _word, "linear": _linear, "add": _add, "sub": _sub,
+        "small_mul": _small_mul}
 
 
 def arithmetic_suite(n: int = 100, seed: int = 0, kinds: tuple[str, ...] | list[str] = KINDS) -> list[Task]:

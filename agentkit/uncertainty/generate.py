@@ -1,0 +1,173 @@
+"""``agentkit uncertainty generate``: K sampled answers per question from each model, saved for scoring.
+
+Models are given as specs, mixed freely: a catalog name or path (``smollm2-135m``: the embedded HFEngine),
+``vllm:NAME`` (VLLMEngine, GPU) or ``openai:NAME@URL`` (any OpenAI-compatible server; the key comes from
+``OPENAI_API_KEY``). Each model answers every question K times at ``temperature`` plus once greedily (the answer
+that is judged). Finished questions are appended to ``OUT.partial/<model>.jsonl`` as they complete, so an
+interrupted run resumes where it stopped; the final file is written atomically when every model is done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentkit.data.tasks import Task
+from agentkit.errors import AgentkitError
+
+SYSTEM = "Answer the question. Reply with the answer only, no explanation."
+# Worked examples shown before each question (by the task's metric): small models answer in a word only when
+# shown the format. The facts are invented, like suite (b)'s.
+FEW_SHOT = {
+    "numeric": [("What is 23 + 45?", "68"), ("What is 7 × 6?", "42"), ("What is 81 - 27?", "54")],
+    "em_f1": [("Velra Optics: Velra Optics is a company founded in 1961 by Onna Traskel.\nOnna Traskel: Onna "
+               "Traskel is a chemist born in 1930 in the city of Brevik.\n\nQuestion: In which city was the "
+               "founder of Velra Optics born?", "Brevik"),
+              ("In which year was Tomas Eldrin born?", "1954")],
+}
+SUITE_NAMES = ("arithmetic", "arithmetic-easy", "multihop", "multihop-open")
+
+
+def load_tasks(spec: str, seed: int = 0) -> list[Task]:
+    """Tasks from a JSONL file (``Task`` fields) or suite specs ``NAME[:N]`` joined by commas.
+
+    ``arithmetic`` is suite (a); ``arithmetic-easy`` its small-number kinds (add, sub, small_mul), where small
+    models are right part of the time; ``multihop`` is suite (b) closed-book (the entities are invented, so
+    a model can only guess); ``multihop-open`` puts the supporting documents before the question.
+    """
+    path = Path(spec)
+    if path.suffix == ".jsonl" or path.is_file():
+        from agentkit.data.tasks import read_jsonl
+
+        rows = read_jsonl(path, required=("id", "question", "answer"))
+        return [Task(str(r["id"]), r["question"], str(r["answer"]), r.get("kind", ""), r.get("metric", "em_f1"),
+                     r.get("meta", {})) for r in rows]
+    from agentkit.data import arithmetic_suite
+    from agentkit.data.arithmetic import EASY_KINDS
+    from agentkit.data.multihop import MultiHopKB
+
+    tasks: list[Task] = []
+    for part in spec.split(","):
+        name, _, n = part.strip().partition(":")
+        if name not in SUITE_NAMES:
+            from agentkit.errors import did_you_mean
+
+            raise AgentkitError(f"--tasks: {name!r} is neither a file nor a suite", did_you_mean(name, SUITE_NAMES))
+        count = int(n) if n else 100
+        if name == "arithmetic":
+            tasks += arithmetic_suite(count, seed)
+        elif name == "arithmetic-easy":
+            tasks += [Task("easy-" + t.id, t.question, t.answer, t.kind, t.metric, t.meta)
+                      for t in arithmetic_suite(count, seed, kinds=EASY_KINDS)]
+        else:
+            kb = MultiHopKB.build(seed)
+            docs = {d["id"]: d for d in kb.corpus()}
+            for t in kb.questions(count, seed):
+                if name == "multihop-open":
+                    ctx = "\n".join(f"{docs[i]['title']}: {docs[i]['text']}" for i in t.meta["support"])
+                    t = Task(t.id + "-open", f"{ctx}\n\nQuestion: {t.question}", t.answer, t.kind, t.metric, t.meta)
+                tasks.append(t)
+    dup = len(tasks) - len({t.id for t in tasks})
+    if dup:
+        raise AgentkitError(f"--tasks {spec!r} repeats {dup} question(s)", "name each suite once")
+    return tasks
+
+
+@dataclass
+class ModelSpec:
+    spec: str
+    kind: str
+    name: str
+    base_url: str | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> ModelSpec:
+        if spec.startswith("openai:"):
+            name, _, url = spec[len("openai:"):].partition("@")
+            if not name or not url:
+                raise AgentkitError(f"model spec {spec!r}: expected openai:NAME@URL")
+            return cls(spec, "openai", name, url)
+        if spec.startswith("vllm:"):
+            return cls(spec, "vllm", spec[len("vllm:"):])
+        return cls(spec, "hf", spec)
+
+    @property
+    def key(self) -> str:
+        """The model's name in the saved rows (``samples`` keys)."""
+        return self.name
+
+    def build(self):
+        from agentkit.engines import make_engine
+
+        if self.kind == "openai":
+            return make_engine("openai", self.name, base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY"))
+        return make_engine(self.kind, self.name)
+
+
+def _done(partial: Path) -> dict[str, dict[str, Any]]:
+    out = {}
+    if partial.exists():
+        for line in partial.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by a crash: that question is redone
+                continue
+            out[row["id"]] = row
+    return out
+
+
+def _prompt(task: Task, system: str, few_shot: bool) -> list[dict[str, str]]:
+    msgs = [{"role": "system", "content": system}]
+    for q, a in FEW_SHOT.get(task.metric, []) if few_shot else []:
+        msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    return msgs + [{"role": "user", "content": task.question}]
+
+
+def generate(models: list[str], tasks: list[Task], out: str | Path, samples: int = 5, temperature: float = 0.7,
+             top_p: float = 1.0, max_tokens: int = 24, seed: int = 0, chunk: int = 32, system: str = SYSTEM,
+             few_shot: bool = True, progress: bool = True) -> Path:
+    from tqdm.auto import tqdm
+
+    from agentkit.engines.base import SamplingParams
+    from agentkit.uncertainty.schema import GenerationRow, write_generations
+
+    if samples < 2:
+        raise AgentkitError(f"--samples {samples}: AU needs at least 2 samples per question")
+    specs = [ModelSpec.parse(m.strip()) for m in models if m.strip()]
+    if len({s.key for s in specs}) != len(specs):
+        raise AgentkitError("--models names a model twice")
+    out = Path(out)
+    state = out.with_name(out.name + ".partial")
+    state.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    for spec in specs:
+        partial = state / f"{spec.key.replace('/', '_')}.jsonl"
+        done = _done(partial)
+        todo = [t for t in tasks if t.id not in done]
+        if todo:
+            engine = spec.build()
+            bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=spec.key, disable=not progress,
+                       dynamic_ncols=True)
+            for start in range(0, len(todo), chunk):
+                part = todo[start:start + chunk]
+                prompts = [_prompt(t, system, few_shot) for t in part]
+                sampled = engine.generate(prompts, SamplingParams(n=samples, temperature=temperature, top_p=top_p,
+                                                                  max_tokens=max_tokens, seed=seed, entropy=False))
+                greedy = engine.generate(prompts, SamplingParams(temperature=0, max_tokens=max_tokens, entropy=False))
+                with open(partial, "a") as f:
+                    for t, outs, (g,) in zip(part, sampled, greedy):
+                        row = {"id": t.id, "samples": [c.text.strip() for c in outs], "greedy": g.text.strip()}
+                        done[t.id] = row
+                        f.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                bar.update(len(part))
+            bar.close()
+        results[spec.key] = done
+    rows = [GenerationRow(t.id, t.question, {k: results[k][t.id]["samples"] for k in results}, t.answer, t.kind,
+                          t.metric, {k: results[k][t.id]["greedy"] for k in results}, t.meta) for t in tasks]
+    write_generations(out, rows)
+    return out
