@@ -37,11 +37,13 @@ class HFEngine:
         score_budget_mb: memory budget for the ``[B, T, V]`` logits of one scoring micro-batch.
         prefix_cache_mb: memory for the keys/values of finished sequences, so that a prompt continuing one
             (the agent's next turn) encodes only its new tokens; 0 turns it off.
+        share_prefix: encode the longest common prefix of a call's prompts (a shared system prompt) once;
+            False encodes every prompt in full (a baseline for benchmarks).
     """
 
     def __init__(self, model="smollm2-135m", tokenizer=None, *, dtype: str = "float32", device: str | None = None,
                  max_batch_size: int = 64, score_budget_mb: int = 512, max_model_len: int | None = None,
-                 prefix_cache_mb: int = 1024):
+                 prefix_cache_mb: int = 1024, share_prefix: bool = True):
         from agentkit.models import load_model, stop_strings_for
 
         if isinstance(model, str):
@@ -55,6 +57,7 @@ class HFEngine:
             if self.tokenizer.pad_token is None:
                 self.tokenizer.pad_token = self.tokenizer.eos_token
         self.default_stop = stop_strings_for(self.model_name, self.tokenizer)
+        self.share_prefix = share_prefix
         self.device = next(self.model.parameters()).device
         # transformers renamed forward's `past_key_values` to `cache` (5.2x; the old name warns, then goes away).
         import inspect
@@ -165,7 +168,7 @@ class HFEngine:
 
     def _encode_fresh(self, prompts: list[list[int]], rows: list[int], first, mergeable: bool):
         cfg = self.model.config
-        shared = _common_prefix_len(prompts) if len(prompts) > 1 else 0
+        shared = _common_prefix_len(prompts) if len(prompts) > 1 and self.share_prefix else 0
         shared = min(shared, min(len(p) for p in prompts) - 1)
         if shared < 8:  # not worth a separate forward call
             shared = 0

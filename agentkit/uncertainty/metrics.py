@@ -79,7 +79,8 @@ def reliability(correct: np.ndarray, confidence: np.ndarray, bins: int = 10) -> 
     keep = n > 0
     conf = np.bincount(b, weights=p, minlength=bins)[keep] / n[keep]
     acc = np.bincount(b, weights=c, minlength=bins)[keep] / n[keep]
-    return {"confidence": conf.tolist(), "accuracy": acc.tolist(), "count": n[keep].tolist()}
+    centre = (np.arange(bins)[keep] + 0.5) / bins
+    return {"confidence": conf.tolist(), "accuracy": acc.tolist(), "count": n[keep].tolist(), "centre": centre.tolist()}
 
 
 def ece(correct: np.ndarray, confidence: np.ndarray, bins: int = 10) -> float:

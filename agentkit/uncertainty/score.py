@@ -166,20 +166,22 @@ def confident_failures(correct: np.ndarray, au: np.ndarray, eu: np.ndarray, low_
                        eu_q: float = 0.5) -> dict[str, Any]:
     """Errors the self-consistency signal misses, and how many of them EU flags.
 
-    Low AU: AU ≤ its ``low_au_q`` quantile over all questions. EU flags: EU > its ``eu_q`` quantile. The flag
+    Low AU: AU ≤ its ``low_au_q`` quantile over all questions (< when that quantile is the maximum, e.g. when
+    most questions have AU 1, so that "low" never means "all"). EU flags: EU > its ``eu_q`` quantile. The flag
     rate among confident *failures* is compared with the rate among confident *correct* answers: EU helps
     when the first is higher.
     """
-    low = au <= np.quantile(au, low_au_q)
+    thr = np.quantile(au, low_au_q)
+    low = au < thr if thr >= au.max() else au <= thr
     flag = eu > np.quantile(eu, eu_q)
     fail, ok = low & (correct == 0), low & (correct == 1)
     err = correct == 0
-    au_flag = au > np.quantile(au, low_au_q)
+    au_flag = ~low
 
     def rate(m):
         return float(flag[m].mean()) if m.any() else float("nan")
 
-    return {"low_au_threshold": float(np.quantile(au, low_au_q)), "eu_flag_threshold": float(np.quantile(eu, eu_q)),
+    return {"low_au_threshold": float(thr), "eu_flag_threshold": float(np.quantile(eu, eu_q)),
             "confident_failures": int(fail.sum()), "confident_failures_flagged_by_eu": int((fail & flag).sum()),
             "eu_flag_rate_confident_failures": rate(fail), "eu_flag_rate_confident_correct": rate(ok),
             "errors": int(err.sum()), "errors_flagged_by_eu_not_au": int((err & flag & ~au_flag).sum()),
@@ -240,12 +242,14 @@ def write_report(out: Path, res: dict[str, Any], cfg: ScoreConfig, source: str) 
     for ax, name in zip(axes[0], shown):
         rel = res["curves"][name]["reliability"]
         ax.plot([0, 1], [0, 1], color="grey", ls=":")
-        ax.bar(rel["confidence"], rel["accuracy"], width=0.08, alpha=0.7)
+        ax.bar(rel["centre"], rel["accuracy"], width=0.9 / cfg.bins, alpha=0.7, label="accuracy per bin")
+        ax.plot(rel["confidence"], rel["accuracy"], "o", color="C1", ms=3, label="at mean confidence")
         ax.set_title(f"{name}: ECE {res['estimators'][name]['ece']:.3f}")
         ax.set_xlabel("confidence")
         ax.set_ylabel("accuracy")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
+    axes[0][0].legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(out / "reliability.png", dpi=120)
     plt.close(fig)

@@ -144,3 +144,20 @@ def test_serve_demo_recipe(tmp_path):
     final = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[-1])
     assert final["problems"] == 2 and 0 <= final["accuracy_with_python"] <= 1
     assert (tmp_path / "run" / "serve_demo.png").stat().st_size > 1000
+
+
+def test_uncertainty_cli_with_both_embedded_models(tmp_path):
+    """generate with SmolLM2 and Gemma through the CLI (a new process each), then score with MiniLM."""
+    gens = tmp_path / "gens.jsonl"
+    cmd = [sys.executable, "-m", "agentkit", "uncertainty", "generate", "--models", "smollm2-135m,gemma3-270m",
+           "--tasks", "arithmetic-easy:3,multihop-open:3", "--samples", "3", "--max-tokens", "12", "--out", str(gens)]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=600)
+    rows = [json.loads(x) for x in gens.read_text().splitlines()]
+    assert len(rows) == 6 and all(len(r["samples"][m]) == 3 for r in rows for m in ("smollm2-135m", "gemma3-270m"))
+    assert all(r["greedy"]["smollm2-135m"] for r in rows)
+    out = subprocess.run([sys.executable, "-m", "agentkit", "uncertainty", "score", str(gens), "--out",
+                          str(tmp_path / "rep")], check=True, capture_output=True, text=True, timeout=300).stdout
+    assert "reference smollm2-135m" in out and "TU" in out
+    metrics = json.loads((tmp_path / "rep" / "metrics.json").read_text())
+    au, eu = (metrics["curves"][k]["rejection"] for k in ("AU", "EU"))
+    assert len(au) == len(eu) == 6 and metrics["questions"] == 6
