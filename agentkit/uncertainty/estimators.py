@@ -69,47 +69,16 @@ def s_inter(stats: Stats, inter: str = "pooled") -> np.ndarray:
 
 
 @dataclass
-class AU:
-    """Aleatoric uncertainty from self-consistency: 1 − S_intra."""
-
-    name: str = "AU"
-
-    def __call__(self, stats: Stats) -> np.ndarray:
-        return 1.0 - s_intra(stats)
-
-
-@dataclass
-class EU:
-    """Epistemic uncertainty from cross-model disagreement: S_intra − S_inter (optionally clipped at 0)."""
-
-    inter: str = "pooled"
-    clip_eu: bool = False
-    name: str = "EU"
-
-    def __call__(self, stats: Stats) -> np.ndarray:
-        eu = s_intra(stats) - s_inter(stats, self.inter)
-        return np.maximum(eu, 0.0) if self.clip_eu else eu
-
-
-@dataclass
-class TU:
-    """Total uncertainty: AU + EU (= 1 − S_inter without clipping)."""
-
-    inter: str = "pooled"
-    clip_eu: bool = False
-    name: str = "TU"
-
-    def __call__(self, stats: Stats) -> np.ndarray:
-        return AU()(stats) + EU(self.inter, self.clip_eu)(stats)
-
-
 class CrossModelUncertainty:
-    """(AU, EU, TU) in one pass; ``__call__`` returns TU, ``components`` all three."""
+    """(AU, EU, TU) in one pass: ``components(stats)``; as an estimator it returns ``part`` (TU by default)."""
 
-    name = "TU"
+    inter: str = "pooled"
+    clip_eu: bool = False
+    part: str = "TU"
 
-    def __init__(self, inter: str = "pooled", clip_eu: bool = False):
-        self.inter, self.clip_eu = inter, clip_eu
+    @property
+    def name(self) -> str:
+        return self.part
 
     def components(self, stats: Stats) -> dict[str, np.ndarray]:
         intra, cross = s_intra(stats), s_inter(stats, self.inter)
@@ -119,7 +88,22 @@ class CrossModelUncertainty:
         return {"AU": 1.0 - intra, "EU": eu, "TU": 1.0 - intra + eu}
 
     def __call__(self, stats: Stats) -> np.ndarray:
-        return self.components(stats)["TU"]
+        return self.components(stats)[self.part]
+
+
+def AU() -> CrossModelUncertainty:  # noqa: N802 (estimator names as in the paper)
+    """Aleatoric uncertainty from self-consistency: 1 − S_intra."""
+    return CrossModelUncertainty(part="AU")
+
+
+def EU(inter: str = "pooled", clip_eu: bool = False) -> CrossModelUncertainty:  # noqa: N802
+    """Epistemic uncertainty from cross-model disagreement: S_intra − S_inter (optionally clipped at 0)."""
+    return CrossModelUncertainty(inter, clip_eu, "EU")
+
+
+def TU(inter: str = "pooled", clip_eu: bool = False) -> CrossModelUncertainty:  # noqa: N802
+    """Total uncertainty: AU + EU (= 1 − S_inter without clipping)."""
+    return CrossModelUncertainty(inter, clip_eu, "TU")
 
 
 def _ref_block(stats: Stats, key: str = "sim") -> tuple[np.ndarray, np.ndarray]:

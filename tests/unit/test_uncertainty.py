@@ -179,3 +179,45 @@ def test_padding_does_not_leak_between_questions():
     for q in range(3):
         for name in together:
             assert together[name][q] == pytest.approx(alone[q][name][0], abs=1e-6), (q, name)
+
+
+def test_generate_mixes_local_and_remote_engines(tmp_path, tiny_engine, monkeypatch):
+    """The same model served over the OpenAI API on loopback and run in-process gives the same samples."""
+    from agentkit.server import create_app
+    from agentkit.testing.servers import serve_in_thread
+    from agentkit.uncertainty.generate import generate, load_tasks
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-gen")
+    tasks = load_tasks("arithmetic-easy:2")
+    with serve_in_thread(create_app(tiny_engine, "tiny", api_key="sk-gen")) as url:
+        generate(["tiny-random", f"openai:tiny@{url}/v1"], tasks, tmp_path / "g.jsonl", samples=3, max_tokens=5,
+                 progress=False)
+    rows = [r for _, r in iter_generations(tmp_path / "g.jsonl")]
+    assert all(set(r.samples) == {"tiny-random", "tiny"} for r in rows)
+    assert [r.samples["tiny"] for r in rows] == [r.samples["tiny-random"] for r in rows]
+    assert [r.greedy["tiny"] for r in rows] == [r.greedy["tiny-random"] for r in rows]
+
+
+def test_nli_similarity_with_a_local_cross_encoder(tmp_path):
+    """The nli backend's plumbing with a small randomly initialised MNLI-shaped classifier (no NLI model is
+    installable offline): symmetric, diagonal 1, values in [0, 1]; without a model, a clear error."""
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from agentkit.errors import AgentkitError
+    from agentkit.models.catalog import resolve
+
+    tok = AutoTokenizer.from_pretrained(str(resolve("minilm-l6")))
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=64, num_labels=3,
+                     id2label={0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"},
+                     label2id={"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2})
+    BertForSequenceClassification(cfg).save_pretrained(tmp_path / "nli")
+    tok.save_pretrained(tmp_path / "nli")
+    texts = ["Paris", "It is Paris.", "Lyon"]
+    index = np.array([[0, 1, 2], [2, 0, -1]])
+    W = similarity_matrices(texts, index, "nli", nli_model=str(tmp_path / "nli"))
+    assert W.shape == (2, 3, 3) and np.allclose(W, W.transpose(0, 2, 1))
+    assert np.allclose(W[0].diagonal(), 1) and W[1, 2, 2] == 0 and ((W >= 0) & (W <= 1)).all()
+    assert W[0, 0, 2] == pytest.approx(W[1, 1, 0])  # the same pair of texts, wherever it sits
+    with pytest.raises(AgentkitError, match="--nli-model"):
+        similarity_matrices(texts, index, "nli")
