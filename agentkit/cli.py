@@ -95,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     ba.add_argument("--tokens-per-turn", type=int, default=64)
     ba.add_argument("--workloads", default="python,search",
                     help="python (suite a, sandbox) and/or search (suite b, BM25 over the knowledge base)")
+    ba.add_argument("--no-examples", action="store_true",
+                    help="no few-shot examples (for a model trained on the tag format, e.g. toollight_sft's)")
     ba.add_argument("--out", help="also write the results as JSON here")
     bv = b.add_parser("serve", help="load on agentkit serve: concurrent clients vs one by one")
     bv.add_argument("--model", default="smollm2-135m")
@@ -280,7 +282,7 @@ def _cmd_bench(a) -> int:
         from agentkit.eval.bench.agent import main as bench_agent
 
         return bench_agent(model=a.model, tasks=a.tasks, turns=a.turns, tokens_per_turn=a.tokens_per_turn, out=a.out,
-                           workloads=a.workloads)
+                           workloads=a.workloads, examples=not a.no_examples)
     if a.target == "serve":
         from agentkit.eval.bench.serve import main as bench_serve
 

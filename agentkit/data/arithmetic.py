@@ -9,7 +9,8 @@ Seeded and deterministic: ``arithmetic_suite(n, seed)`` returns the same tasks o
 
 ``EASY_KINDS`` (``add``, ``sub``, ``small_mul``: "What is 47 + 38?") are small-number problems, opt-in only.
 
-Answers are integers (as strings); score with ``agentkit.eval.metrics.numeric_match``.
+Answers are integers (as strings); score with ``agentkit.eval.metrics.numeric_match``. The default kinds carry
+``meta["expr"]``, a Python expression that computes the answer (for tool-use training data).
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ _NAMES = ["Amara", "Bogdan", "Chen", "Dalia", "Emeka", "Farah", "Goran", "Hana",
 
 def _mul(r: random.Random) -> tuple[str, int, dict]:
     a, b = r.randint(101, 999), r.randint(23, 999)
-    return f"What is {a} × {b}?", a * b, {"a": a, "b": b}
+    return f"What is {a} × {b}?", a * b, {"a": a, "b": b, "expr": f"{a} * {b}"}
 
 
 def _chain(r: random.Random) -> tuple[str, int, dict]:
     a, b = r.randint(1000, 9999), r.randint(100, 999)
     c, d = r.randint(12, 99), r.randint(100, 999)
-    return f"Compute ({a} - {b}) × {c} + {d}.", (a - b) * c + d, {}
+    return f"Compute ({a} - {b}) × {c} + {d}.", (a - b) * c + d, {"expr": f"({a} - {b}) * {c} + {d}"}
 
 
 def _word(r: random.Random) -> tuple[str, int, dict]:
@@ -43,11 +44,11 @@ def _word(r: random.Random) -> tuple[str, int, dict]:
     if r.random() < 0.5:
         q = (f"{name} has {n} {box} with {per} {item} in each. {name} sells {sold} {item}. "
              f"How many {item} are left?")
-        return q, n * per - sold, {}
+        return q, n * per - sold, {"expr": f"{n} * {per} - {sold}"}
     price = r.randint(3, 29)
     q = (f"{name} packs {n} {box} of {per} {item} and sells every {item[:-1] if item.endswith('s') else item} "
          f"for {price} dollars. How many dollars does {name} earn?")
-    return q, n * per * price, {}
+    return q, n * per * price, {"expr": f"{n} * {per} * {price}"}
 
 
 def _linear(r: random.Random) -> tuple[str, int, dict]:
@@ -55,7 +56,7 @@ def _linear(r: random.Random) -> tuple[str, int, dict]:
     b = r.randint(-999, 999)
     c = a * x + b
     sign = "+" if b >= 0 else "-"
-    return f"Solve for x: {a}x {sign} {abs(b)} = {c}.", x, {}
+    return f"Solve for x: {a}x {sign} {abs(b)} = {c}.", x, {"expr": f"({c} - ({b})) // {a}"}
 
 
 def _add(r: random.Random) -> tuple[str, int, dict]:

@@ -1,7 +1,8 @@
 """``agentkit bench agent``: agent rollouts per minute with HFEngine's prefix cache against re-encoding.
 
 Two workloads, 32 tasks each, greedy, up to ``turns`` model turns of at most ``tokens_per_turn`` tokens, with
-few-shot demonstrations so the embedded model really calls its tool:
+few-shot demonstrations so the embedded model really calls its tool (``examples=False`` for a model trained
+on the format, e.g. the output of the ``toollight_sft`` recipe):
 
 - ``python``: suite (a) with the real python sandbox (short tool results);
 - ``search``: suite (b) with BM25 search over the knowledge base (results of ~170 tokens, as search agents see).
@@ -41,7 +42,7 @@ def _workload(name: str, tasks: int):
 
 
 def run(model: str = "smollm2-135m", tasks: int = 32, turns: int = 4, tokens_per_turn: int = 64,
-        workloads: tuple[str, ...] = WORKLOADS) -> dict:
+        workloads: tuple[str, ...] = WORKLOADS, examples: bool = True) -> dict:
     from agentkit.agent import AgentConfig, rollout
     from agentkit.engines.hf import HFEngine
 
@@ -49,11 +50,13 @@ def run(model: str = "smollm2-135m", tasks: int = 32, turns: int = 4, tokens_per
     fresh = HFEngine(reuse.model, reuse.tokenizer, prefix_cache_mb=0)
     plain = HFEngine(reuse.model, reuse.tokenizer, prefix_cache_mb=0, share_prefix=False)
     fresh.default_stop = plain.default_stop = reuse.default_stop
-    res = {"model": model, "tasks": tasks, "max_turns": turns, "tokens_per_turn": tokens_per_turn}
+    res = {"model": model, "tasks": tasks, "max_turns": turns, "tokens_per_turn": tokens_per_turn,
+           "few_shot_examples": examples}
     for wl in workloads:
-        work, tool, examples = _workload(wl, tasks)
+        work, tool, shots = _workload(wl, tasks)
         cfg = AgentConfig(max_turns=turns, max_tool_calls=turns, max_tokens_per_turn=tokens_per_turn,
-                          max_total_tokens=turns * (tokens_per_turn + 256), temperature=0, examples=examples)
+                          max_total_tokens=turns * (tokens_per_turn + 256), temperature=0,
+                          examples=shots if examples else [])
         rows, outs = {}, {}
         try:
             rollout(reuse, work[:2], [tool], AgentConfig(max_turns=1, max_tokens_per_turn=4))  # warm-up
@@ -80,13 +83,13 @@ def run(model: str = "smollm2-135m", tasks: int = 32, turns: int = 4, tokens_per
 
 
 def main(model: str = "smollm2-135m", tasks: int = 32, turns: int = 4, tokens_per_turn: int = 64,
-         out: str | None = None, workloads: str = ",".join(WORKLOADS)) -> int:
+         out: str | None = None, workloads: str = ",".join(WORKLOADS), examples: bool = True) -> int:
     chosen = tuple(w.strip() for w in workloads.split(",") if w.strip())
     bad = [w for w in chosen if w not in WORKLOADS]
     if bad or not chosen:
         from agentkit.errors import AgentkitError
         raise AgentkitError(f"unknown workload(s) {bad or workloads!r}; choose from {', '.join(WORKLOADS)}")
-    res = run(model, tasks, turns, tokens_per_turn, chosen)
+    res = run(model, tasks, turns, tokens_per_turn, chosen, examples)
     print(json.dumps(res, indent=2))
     for wl in chosen:
         r = res[wl]

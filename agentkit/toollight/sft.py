@@ -1,0 +1,80 @@
+"""Supervised fine-tuning on tool-integrated trajectories with TRL's ``SFTTrainer``.
+
+The dataset is pre-tokenised (``input_ids``, ``labels``): ``labels`` is -100 on the prompt and on every
+tool-result token, so the loss is ``−Σ_t m_t log p(x_t | x_<t) / Σ_t m_t`` with ``m_t = 1`` only on tokens the
+model wrote. TRL uses a ``labels`` column as is, so nothing re-tokenises text and the mask cannot drift from the
+ids (the failure mode of trl#5144).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentkit.agent.trajectory import Trajectory
+
+
+def to_sft_dataset(trajectories: list[Trajectory], max_length: int | None = None):
+    """``datasets.Dataset`` with ``input_ids`` = prompt + completion and ``labels`` masked (-100) outside the
+    model's own tokens. Rows longer than ``max_length`` are dropped (a cut row would train on a broken call)."""
+    import datasets
+
+    rows = []
+    for t in trajectories:
+        ids = t.prompt_ids + t.completion_ids
+        labels = [-100] * len(t.prompt_ids) + [x if m else -100 for x, m in zip(t.completion_ids, t.mask)]
+        if max_length is None or len(ids) <= max_length:
+            rows.append({"input_ids": ids, "labels": labels, "task_id": t.task_id})
+    return datasets.Dataset.from_list(rows)
+
+
+@dataclass
+class SFTSettings:
+    """epochs, learning_rate, batch_size (per device), grad_accum, max_length (tokens; longer rows dropped),
+    warmup_ratio, seed. Full fine-tuning by default; lora_r > 0 trains LoRA adapters (PEFT) instead."""
+
+    epochs: float = 2.0
+    learning_rate: float = 5e-5
+    batch_size: int = 8
+    grad_accum: int = 1
+    max_length: int = 1024
+    warmup_ratio: float = 0.05
+    lora_r: int = 0
+    seed: int = 0
+
+
+def train_sft(model, tokenizer, dataset, settings: SFTSettings, output_dir: str | Path, progress: bool = True):
+    """Train ``model`` in place on ``dataset`` (from ``to_sft_dataset``); returns the trainer's log history."""
+    import math
+
+    from trl import SFTConfig, SFTTrainer
+
+    steps = math.ceil(len(dataset) / (settings.batch_size * settings.grad_accum)) * settings.epochs
+
+    args = SFTConfig(output_dir=str(output_dir), num_train_epochs=settings.epochs,
+                     learning_rate=settings.learning_rate, per_device_train_batch_size=settings.batch_size,
+                     gradient_accumulation_steps=settings.grad_accum, max_length=settings.max_length,
+                     warmup_steps=settings.warmup_ratio, lr_scheduler_type="cosine",
+                     logging_steps=max(1, int(steps) // 20),  # < 1: a ratio
+                     save_strategy="no", report_to=[], seed=settings.seed, disable_tqdm=not progress,
+                     use_cpu=not _has_gpu(), bf16=False, dataset_num_proc=None)
+    peft_config = None
+    if settings.lora_r:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=settings.lora_r, lora_alpha=2 * settings.lora_r, task_type="CAUSAL_LM",
+                                 target_modules="all-linear")
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset.remove_columns(["task_id"]),
+                         processing_class=tokenizer, peft_config=peft_config)
+    model.train()
+    trainer.train()
+    model.eval()
+    if peft_config is not None:
+        trainer.model = trainer.model.merge_and_unload()
+    return trainer.state.log_history, trainer.model
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
