@@ -1,0 +1,30 @@
+"""Config of the toollight_analyze recipe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ToolLightAnalyzeConfig:
+    """Tool-Light's entropy analysis for any model and suite: sample tool-integrated trajectories, then plot the
+    token entropy aligned at tool-result boundaries and the chain entropy against the number of tool calls.
+
+    model: a catalog name, directory (e.g. RUN/sft-model from toollight_sft) or hub id. suites: arithmetic
+    (python tool) and/or multihop (search tool). num_tasks: questions per suite (seed). samples / temperature /
+    top_p: trajectories per question. few_shot: show TIR_EXAMPLES / SEARCH_EXAMPLES (a model never tuned for
+    tools needs them). boundary_k: tokens on each side of a tool result in the profile.
+    """
+
+    model: str = "smollm2-135m"
+    suites: list[str] = field(default_factory=lambda: ["arithmetic", "multihop"])
+    num_tasks: int = 32
+    seed: int = 3
+    samples: int = 2
+    temperature: float = 0.7
+    top_p: float = 1.0
+    few_shot: bool = True
+    search_top_k: int = 3
+    max_turns: int = 4
+    max_tokens_per_turn: int = 64
+    boundary_k: int = 20

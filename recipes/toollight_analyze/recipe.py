@@ -1,0 +1,107 @@
+"""toollight_analyze: Tool-Light's entropy analysis. Samples trajectories with exact per-token entropies, then
+reports the entropy profile around tool results and chain entropy against the number of tool calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentkit.errors import AgentkitError
+from agentkit.recipe import Recipe
+from agentkit.recipes.toollight_analyze.config import ToolLightAnalyzeConfig
+
+SUITES = ("arithmetic", "multihop")
+
+
+class ToolLightAnalyzeRecipe(Recipe[ToolLightAnalyzeConfig]):
+    name = "toollight_analyze"
+    config_cls = ToolLightAnalyzeConfig
+    description = "Tool-Light entropy analysis: entropy around tool results, chain entropy vs tool calls"
+
+    def setup(self) -> None:
+        from agentkit.data import arithmetic_suite
+        from agentkit.data.multihop import MultiHopKB
+        from agentkit.engines.hf import HFEngine
+
+        c = self.config
+        bad = [s for s in c.suites if s not in SUITES]
+        if bad or not c.suites:
+            raise AgentkitError(f"suites: unknown {bad or c.suites}", f"choose from {', '.join(SUITES)}")
+        self.kb = MultiHopKB.build(0)
+        self.tasks = {"arithmetic": lambda: arithmetic_suite(c.num_tasks, c.seed),
+                      "multihop": lambda: self.kb.questions(c.num_tasks, c.seed)}
+        self.engine = HFEngine(c.model)
+
+    def evaluate(self) -> dict[str, Any]:
+        from agentkit.agent import AgentConfig, rollout
+        from agentkit.agent.loop import SEARCH_EXAMPLES, TIR_EXAMPLES
+        from agentkit.agent.trajectory import Trajectory, to_dataset
+        from agentkit.tools.python import PythonTool
+        from agentkit.tools.search import SearchTool
+
+        c = self.config
+        trajs: dict[str, list[Trajectory]] = {}
+        for suite in self.ctx.progress(c.suites, desc="suites"):
+            done = self.ctx.done("trajectories").get(suite)
+            if done is not None:
+                trajs[suite] = [Trajectory.from_dict(d) for d in done]
+                continue
+            tool = PythonTool() if suite == "arithmetic" else SearchTool(self.kb.corpus(), top_k=c.search_top_k)
+            shots = (TIR_EXAMPLES if suite == "arithmetic" else SEARCH_EXAMPLES) if c.few_shot else []
+            cfg = AgentConfig(max_turns=c.max_turns, max_tool_calls=c.max_turns,
+                              max_tokens_per_turn=c.max_tokens_per_turn,
+                              max_total_tokens=c.max_turns * (c.max_tokens_per_turn + 256), n=c.samples,
+                              temperature=c.temperature, top_p=c.top_p, seed=c.seed, entropy=True, examples=shots)
+            try:
+                trajs[suite] = rollout(self.engine, self.tasks[suite](), [tool], cfg)
+            finally:
+                getattr(tool, "close", lambda: None)()
+            self.ctx.record("trajectories", {suite: [t.to_dict() for t in trajs[suite]]})
+        to_dataset([t for ts in trajs.values() for t in ts]).save_to_disk(str(self.ctx.run_dir / "trajectories"))
+        return self._analyse(trajs)
+
+    def _analyse(self, trajs) -> dict[str, Any]:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import numpy as np
+
+        from agentkit.toollight.entropy import boundary_profile, chain_entropy, entropy_by_tool_calls, window_means
+
+        c = self.config
+        metrics: dict[str, Any] = {}
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
+        rows = []
+        for n, (suite, ts) in enumerate(trajs.items()):
+            prof = boundary_profile(ts, c.boundary_k)
+            k = c.boundary_k
+            a1.plot(range(-k, 0), prof["before"], marker=".", color=f"C{n}", label=f"{suite}: end of the calling turn")
+            a1.plot(range(1, k + 1), prof["after"], marker=".", color=f"C{n}", ls="--", label=f"{suite}: after the result")
+            w = window_means(prof, (5, 10, k))
+            groups = entropy_by_tool_calls(ts)
+            xs = sorted(groups)
+            a2.errorbar(xs, [groups[x]["mean"] for x in xs], yerr=[groups[x]["std"] for x in xs], marker="o",
+                        capsize=3, color=f"C{n}", label=suite)
+            calls = [t.tool_calls for t in ts]
+            chains = [chain_entropy(t) for t in ts]
+            metrics.update({f"{suite}/trajectories": len(ts), f"{suite}/mean_tool_calls": float(np.mean(calls)),
+                            f"{suite}/boundaries": int(max(prof["after_count"] + prof["before_count"] + [0])),
+                            f"{suite}/chain_entropy": float(np.nanmean(chains)),
+                            **{f"{suite}/entropy_{key}": v for key, v in w.items()}})
+            rows += [f"| {suite} | {n} | {g['n']} | {g['mean']:.3f} ± {g['std']:.3f} |" for n, g in groups.items()]
+        a1.axvline(0, color="grey", ls=":")
+        a1.set_xlabel("token position relative to the tool result")
+        a1.set_ylabel("mean entropy (nats)")
+        a1.set_title("Entropy around tool results")
+        a1.legend(fontsize=7)
+        a2.set_xlabel("tool calls in the trajectory")
+        a2.xaxis.get_major_locator().set_params(integer=True)
+        a2.set_ylabel("chain entropy (mean over model tokens)")
+        a2.set_title("Chain entropy vs tool calls")
+        a2.legend(fontsize=7)
+        fig.tight_layout()
+        self.ctx.save_plot(fig, "entropy", "Left: token entropy aligned at tool-result boundaries. Right: chain "
+                                           "entropy by number of tool calls (mean ± std)")
+        self.ctx.add_section("Chain entropy by tool calls", "| suite | tool calls | trajectories | chain entropy |\n"
+                             "|---|---|---|---|\n" + "\n".join(rows))
+        return metrics
