@@ -46,6 +46,7 @@ bench: setup
 	$(VENV)/bin/agentkit bench sandbox --out outputs/bench/sandbox.json
 	$(VENV)/bin/agentkit bench agent --out outputs/bench/agent.json
 	$(VENV)/bin/agentkit bench uncertainty --out outputs/bench/uncertainty.json
+	$(VENV)/bin/agentkit bench toollight-sampling --out outputs/bench/toollight-sampling.json
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -104,6 +104,14 @@ def _parser() -> argparse.ArgumentParser:
     bv.add_argument("--clients", type=int, default=16)
     bv.add_argument("--max-tokens", type=int, default=16)
     bv.add_argument("--out", help="also write the results as JSON here")
+    bt = b.add_parser("toollight-sampling", help="entropy-guided branching: prefix cache vs re-encoding each prefix")
+    bt.add_argument("--model", default="smollm2-135m")
+    bt.add_argument("--tasks", type=int, default=16)
+    bt.add_argument("--top-b", type=int, default=3, help="branch points per main chain")
+    bt.add_argument("--branches", type=int, default=3, help="continuations per branch point")
+    bt.add_argument("--no-examples", action="store_true", help="no few-shot examples (a tool-trained model)")
+    bt.add_argument("--workload", default="python", help="python (suite a) or search (suite b)")
+    bt.add_argument("--out", help="also write the results as JSON here")
     bu = b.add_parser("uncertainty", help="scoring 2,000 questions x 2 models x 5 samples: vectorised vs a per-pair loop")
     bu.add_argument("--questions", type=int, default=2000)
     bu.add_argument("--samples", type=int, default=5)
@@ -287,6 +295,11 @@ def _cmd_bench(a) -> int:
         from agentkit.eval.bench.serve import main as bench_serve
 
         return bench_serve(model=a.model, requests=a.requests, clients=a.clients, max_tokens=a.max_tokens, out=a.out)
+    if a.target == "toollight-sampling":
+        from agentkit.eval.bench.toollight_sampling import main as bench_tl
+
+        return bench_tl(model=a.model, tasks=a.tasks, top_b=a.top_b, branches=a.branches,
+                        examples=not a.no_examples, out=a.out, workload=a.workload)
     if a.target == "uncertainty":
         from agentkit.eval.bench.uncertainty import main as bench_uncertainty
 

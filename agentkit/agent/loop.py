@@ -114,13 +114,29 @@ def rollout(engine, tasks: list[Any], tools: dict[str, Tool] | list[Tool], confi
         ids = engine.encode(prompt)
         trajs += [Trajectory(task_id, prompt, ids, meta={"sample": j, "turns": 0, "seconds_generate": 0.0,
                                                           "seconds_tools": 0.0}) for j in range(cfg.n)]
+    return continue_rollout(engine, trajs, tools, cfg, on_event)
+
+
+def continue_rollout(engine, trajectories: list[Trajectory], tools: dict[str, Tool] | list[Tool],
+                     config: AgentConfig | None = None,
+                     on_event: Callable[[dict[str, Any]], None] | None = None) -> list[Trajectory]:
+    """Run the loop on trajectories already under way (``finish == "running"``), e.g. branches cut from finished
+    chains. Turns and tool calls already in a trajectory count against ``max_turns`` / ``max_tool_calls``. If
+    ``meta["open_turn"]`` is set, the last model segment is an unfinished turn: the next generation continues
+    it and is merged into it before the turn is parsed."""
+    cfg = config or AgentConfig()
+    tools = tools if isinstance(tools, dict) else {t.name: t for t in tools}
+    trajs = trajectories
+    for t in trajs:
+        for key, default in (("sample", 0), ("turns", 0), ("seconds_generate", 0.0), ("seconds_tools", 0.0)):
+            t.meta.setdefault(key, default)
     start = time.perf_counter()
     if cfg.style not in ("tags", "json"):
         raise ValueError(f"unknown tool-call style {cfg.style!r} (tags or json)")
     stops = tag_stop_strings(tuple(tools)) if cfg.style == "tags" else ["</tool_call>"]
     with ThreadPoolExecutor(max_workers=cfg.tool_workers) as pool:
         for turn in range(cfg.max_turns):
-            active = [t for t in trajs if t.finish == "running"]
+            active = [t for t in trajs if t.finish == "running" and t.meta["turns"] < cfg.max_turns]
             if not active:
                 break
             if time.perf_counter() - start > cfg.max_wall_s:
@@ -147,15 +163,20 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
     for t, (c,), left in zip(active, outs, budget):
         t.meta["turns"] += 1
         t.meta["seconds_generate"] += gen_s / len(active)
+        opened = t.meta.pop("open_turn", False)
+        head = t.segments.pop() if opened and t.segments and t.segments[-1].kind == "model" else None
         if len(c.token_ids) > left:  # one engine call serves all rows; hold each row to its own token budget
             ids = list(c.token_ids[:left])
-            t.segments.append(Segment("model", engine.tokenizer.decode(ids, skip_special_tokens=True), ids,
-                                      list(c.logprobs[:left]), c.entropies[:left] if c.entropies else None))
+            seg = Segment("model", engine.tokenizer.decode(ids, skip_special_tokens=True), ids,
+                          list(c.logprobs[:left]), c.entropies[:left] if c.entropies else None)
+            t.segments.append(_merge(head, seg) if head else seg)
             t.finish = "max_tokens"
             continue
-        t.segments.append(Segment("model", c.text, list(c.token_ids), list(c.logprobs), c.entropies))
-        emit({"type": "turn", "task_id": t.task_id, "sample": t.meta["sample"], "turn": turn, "text": c.text})
-        answer, found = _parse_turn(c.text, c.stop_reason, tools, cfg.style)
+        seg = Segment("model", c.text, list(c.token_ids), list(c.logprobs), c.entropies)
+        seg = _merge(head, seg) if head else seg
+        t.segments.append(seg)
+        emit({"type": "turn", "task_id": t.task_id, "sample": t.meta["sample"], "turn": turn, "text": seg.text})
+        answer, found = _parse_turn(seg.text, c.stop_reason, tools, cfg.style)
         if answer is not None:
             t.answer, t.finish = answer, "answer"
         elif found:
@@ -180,6 +201,13 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
               "arguments": call.arguments, "ok": res.ok, "output": res.output})
         if len(t.completion_ids) >= cfg.max_total_tokens:
             t.finish = "max_tokens"
+
+
+def _merge(head: Segment, tail: Segment) -> Segment:
+    """An unfinished model turn and its continuation as one segment."""
+    ents = (head.entropies or []) + (tail.entropies or []) if head.entropies or tail.entropies else None
+    return Segment("model", head.text + tail.text, head.token_ids + tail.token_ids,
+                   (head.logprobs or []) + (tail.logprobs or []), ents)
 
 
 def _parse_turn(text: str, stop_reason, tools, style: str) -> tuple[str | None, list[ToolCall]]:

@@ -58,6 +58,7 @@ class HFEngine:
                 self.tokenizer.pad_token = self.tokenizer.eos_token
         self.default_stop = stop_strings_for(self.model_name, self.tokenizer)
         self.share_prefix = share_prefix
+        self.prefill_tokens = 0  # prompt tokens run through the model so far (cache hits excluded), for benchmarks
         self.device = next(self.model.parameters()).device
         # transformers renamed forward's `past_key_values` to `cache` (5.2x; the old name warns, then goes away).
         import inspect
@@ -136,7 +137,11 @@ class HFEngine:
         mergeable = growing_only(first)  # sliding-window layers (Gemma 3) cannot be merged: one part then
         hits = {}
         if self.prefix_cache is not None and mergeable:
-            hits = {i: f for i, p in enumerate(prompts) if (f := self.prefix_cache.longest(p)) is not None}
+            # A stored sequence must share more than the batch's own common prefix (a system prompt), which the
+            # shared-prefix path below encodes once for all rows anyway.
+            floor = (_common_prefix_len(prompts) if len(prompts) > 1 else 0) + 16
+            hits = {i: f for i, p in enumerate(prompts)
+                    if (f := self.prefix_cache.longest(p, min_shared=floor)) is not None}
         parts = []
         if hits:
             rows = sorted(hits)
@@ -160,6 +165,7 @@ class HFEngine:
     def _encode_part(self, cache, rows: list[int], past_mask: torch.Tensor, suffixes: list[list[int]]):
         """Encode ``suffixes`` after what ``cache`` holds (``past_mask`` marks its valid slots)."""
         ids, tail_mask, _ = self._left_pad(suffixes)
+        self.prefill_tokens += int(tail_mask.sum())
         mask = torch.cat([past_mask.to(tail_mask.device), tail_mask], dim=1)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos[:, past_mask.shape[1]:],
@@ -176,6 +182,7 @@ class HFEngine:
         if shared:
             head = make_cache(cfg)
             ids = torch.tensor([prompts[0][:shared]], device=self.device)
+            self.prefill_tokens += shared
             self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True, **{self._cache_kw: head},
                        logits_to_keep=1)
         groups = _length_groups([len(p) - shared for p in prompts]) if mergeable else [list(range(len(prompts)))]

@@ -1,8 +1,11 @@
 """Keys/values of finished sequences, kept to continue them later without re-encoding (agent turns).
 
 After a turn the agent loop sends ``prompt + turn + tool result`` back to the engine. HFEngine stores each
-finished row's keys/values under its token ids (``put``), and the next call looks up the longest stored prefix
-of each prompt (``longest``), so only the tool result and what follows it are encoded. Keys carry their
+finished row's keys/values under its token ids (``put``), and the next call looks up, for each prompt, the
+stored sequence sharing the longest common prefix with it (``longest``): a stored sequence that the prompt
+continues (an agent's next turn), or one the prompt branches off (Tool-Light's entropy-guided branching
+restarts from the middle of a finished chain), whose keys/values are then cut to the shared part. Only the rest
+of the prompt is encoded. Keys carry their
 positions (RoPE is applied before caching), so a stored row is valid wherever it is placed in a later batch.
 LRU eviction holds the store to ``budget_mb``.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy as np
 import torch
 
 KV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: keys and values [H, n, D]
@@ -20,7 +24,7 @@ class PrefixCache:
     def __init__(self, budget_mb: int = 1024):
         self.budget = budget_mb * 2**20
         self.entries: OrderedDict[tuple[int, ...], KV] = OrderedDict()
-        self.lengths: dict[int, int] = {}  # length -> number of entries of that length
+        self.arrays: dict[tuple[int, ...], np.ndarray] = {}  # the keys as arrays, for the common-prefix scan
         self.bytes = 0
         self.hits = self.misses = self.reused_tokens = 0
 
@@ -34,30 +38,40 @@ class PrefixCache:
         if key in self.entries or size > self.budget:
             return
         self.entries[key] = kv
-        self.lengths[len(key)] = self.lengths.get(len(key), 0) + 1
+        self.arrays[key] = np.asarray(key, dtype=np.int64)
         self.bytes += size
         while self.bytes > self.budget:
             old, old_kv = self.entries.popitem(last=False)
+            del self.arrays[old]
             self.bytes -= self._size(old_kv)
-            self.lengths[len(old)] -= 1
-            if not self.lengths[len(old)]:
-                del self.lengths[len(old)]
 
-    def longest(self, ids: list[int]) -> tuple[tuple[int, ...], KV] | None:
-        """The longest stored sequence that is a strict prefix of ``ids`` (at least one token must remain to
-        encode, for the next-token logits)."""
-        for n in sorted((n for n in self.lengths if n < len(ids)), reverse=True):
-            key = tuple(ids[:n])
-            kv = self.entries.get(key)
-            if kv is not None:
-                self.entries.move_to_end(key)
-                self.hits += 1
-                self.reused_tokens += n
-                return key, kv
-        self.misses += 1
-        return None
+    def longest(self, ids: list[int], min_shared: int = 16) -> tuple[tuple[int, ...], KV] | None:
+        """The stored keys/values covering the longest common prefix of ``ids`` with any stored sequence, cut to
+        that prefix, as ``(prefix ids, kv)``; None when no sequence shares ``min_shared`` tokens. At least one
+        token of ``ids`` is always left to encode (for the next-token logits)."""
+        cap = len(ids) - 1
+        q = np.asarray(ids[:cap], dtype=np.int64)
+        best, best_key = 0, None
+        for key, arr in self.arrays.items():
+            n = min(len(arr), cap)
+            if n <= best:
+                continue
+            eq = arr[:n] == q[:n]
+            lcp = n if eq.all() else int(eq.argmin())
+            if lcp > best:
+                best, best_key = lcp, key
+        if best_key is None or best < min_shared:
+            self.misses += 1
+            return None
+        self.entries.move_to_end(best_key)
+        self.hits += 1
+        self.reused_tokens += best
+        kv = self.entries[best_key]
+        if best < len(best_key):  # a branch off the stored sequence: its first `best` positions are still valid
+            kv = [(k[:, :best], v[:, :best]) for k, v in kv]
+        return tuple(ids[:best]), kv
 
     def clear(self) -> None:
         self.entries.clear()
-        self.lengths.clear()
+        self.arrays.clear()
         self.bytes = 0

@@ -154,6 +154,26 @@ def test_prefix_cache_continuation_matches_fresh_encoding():
         assert g[0].entropies == pytest.approx(w[0].entropies, abs=1e-4)
 
 
+def test_prefix_cache_serves_a_branch_off_a_stored_sequence():
+    """A prompt that branches off the middle of a finished sequence (Tool-Light's entropy-guided branching)
+    reuses the stored keys/values cut to the shared part, and generates what a fresh encoding would."""
+    from agentkit.engines.hf import HFEngine
+
+    cached = HFEngine("tiny-random", max_batch_size=8)
+    fresh = HFEngine(cached.model, cached.tokenizer, prefix_cache_mb=0)
+    greedy = SamplingParams(max_tokens=10, temperature=0, ignore_eos=True, entropy=True)
+    prompt = cached.encode("a prompt long enough to share more than sixteen tokens")
+    (first,) = cached.generate([prompt], greedy)
+    branch = prompt + first[0].token_ids[:5]
+    reused = cached.prefix_cache.reused_tokens
+    (got,) = cached.generate([branch], SamplingParams(max_tokens=8, temperature=1.0, seed=3, entropy=True))
+    assert cached.prefix_cache.reused_tokens - reused == len(branch) - 1  # all but the token that gives logits
+    (want,) = fresh.generate([branch], SamplingParams(max_tokens=8, temperature=1.0, seed=3, entropy=True))
+    assert got[0].token_ids == want[0].token_ids
+    assert got[0].logprobs == pytest.approx(want[0].logprobs, abs=1e-4)
+    assert cached.prefix_cache.longest(cached.encode("short")) is None  # under min_shared: no partial reuse
+
+
 def test_prefix_cache_is_dropped_when_weights_change():
     from agentkit.engines.hf import HFEngine
 

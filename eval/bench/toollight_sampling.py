@@ -1,0 +1,71 @@
+"""``agentkit bench toollight-sampling``: entropy-guided branching with the prefix cache against re-encoding.
+
+Main chains are sampled once (SmolLM2 with few-shot examples on suite (a) with python or suite (b) with
+search, at the official sampling settings: temperature 1, top_p 0.8, top_k 20), then the same
+branches (top-B steps × M continuations, seeded) are generated twice from the same cut points: by an engine
+whose prefix cache still holds the main chains (a branch encodes only its last prefix token onwards), and by
+an engine without it (each branch re-encodes its whole prefix, as the official code does with vLLM). Same
+weights, same process; the bench checks the branches are identical and reports the prompt tokens each side
+ran through the model and its wall time.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from agentkit.eval.bench import write_json
+
+
+def run(model: str = "smollm2-135m", tasks: int = 16, top_b: int = 3, branches: int = 3, examples: bool = True,
+        tokens_per_turn: int = 64, workload: str = "python") -> dict:
+    import copy
+
+    from agentkit.agent import AgentConfig, rollout
+    from agentkit.engines.hf import HFEngine
+    from agentkit.eval.bench.agent import _workload
+    from agentkit.toollight.sampling import entropy_guided_rollouts
+
+    cached = HFEngine(model)
+    naive = HFEngine(cached.model, cached.tokenizer, prefix_cache_mb=0)
+    naive.default_stop = cached.default_stop
+    work, tool, shots = _workload(workload, tasks)
+    cfg = AgentConfig(max_turns=4, max_tool_calls=4, max_tokens_per_turn=tokens_per_turn,
+                      max_total_tokens=4 * (tokens_per_turn + 256), temperature=1.0, top_p=0.8, top_k=20, seed=0,
+                      examples=shots if examples else [])
+    try:
+        main = rollout(cached, work, [tool], cfg)
+        res = {"model": model, "workload": workload, "tasks": tasks, "top_b": top_b, "branches": branches,
+               "main_tool_calls": sum(t.tool_calls for t in main)}
+        outs = {}
+        for name, engine in (("re-encode", naive), ("prefix-cache", cached)):
+            before = engine.prefill_tokens
+            t = time.perf_counter()
+            _, br = entropy_guided_rollouts(engine, work, [tool], cfg, top_b, branches, main=copy.deepcopy(main))
+            secs = time.perf_counter() - t
+            outs[name] = [x.completion_ids for x in br]
+            res[name] = {"seconds": round(secs, 2), "prompt_tokens_encoded": engine.prefill_tokens - before,
+                         "branches": len(br), "branch_tool_calls": sum(x.tool_calls for x in br)}
+    finally:
+        getattr(tool, "close", lambda: None)()
+    r, c = res["re-encode"], res["prefix-cache"]
+    res.update({"identical_branches": outs["re-encode"] == outs["prefix-cache"],
+                "token_ratio": round(c["prompt_tokens_encoded"] / max(1, r["prompt_tokens_encoded"]), 3),
+                "time_ratio": round(c["seconds"] / r["seconds"], 3)})
+    return res
+
+
+def main(model: str = "smollm2-135m", tasks: int = 16, top_b: int = 3, branches: int = 3, examples: bool = True,
+         out: str | None = None, workload: str = "python") -> int:
+    if workload not in ("python", "search"):
+        from agentkit.errors import AgentkitError
+
+        raise AgentkitError(f"unknown workload {workload!r}", "choose python or search")
+    res = run(model, tasks, top_b, branches, examples, workload=workload)
+    print(json.dumps(res, indent=2))
+    print(f"\n{res['prefix-cache']['branches']} branches: the prefix cache encodes "
+          f"{res['prefix-cache']['prompt_tokens_encoded']} prompt tokens vs {res['re-encode']['prompt_tokens_encoded']}"
+          f" ({res['token_ratio']}x) in {res['prefix-cache']['seconds']} s vs {res['re-encode']['seconds']} s "
+          f"({res['time_ratio']}x); identical branches: {res['identical_branches']}")
+    write_json(out, res)
+    return 0
