@@ -1,0 +1,139 @@
+"""Preference-pair selection for Tool-Light's DPO stages: declarative rules, every threshold in ``PairRules``.
+
+The official repository does not release these rules (its README defers to the paper), so they are written
+from the paper, Sec. 3.3; the source of each is named below. A sample is *correct* when the task's scorer says
+so (the paper: F1 = 1). Candidates are the samples of one question (vanilla rollouts, or a main chain with its
+entropy-guided branches).
+
+**Difficulty** by the question's correct rate r: easy if r ≥ ``easy_at``, otherwise hard if r ≤ ``hard_at``,
+otherwise the question gives no pair. Vanilla data: easy ≥ 70 %, hard ≤ 40 %; entropy-guided data:
+easy ≥ 50 %, hard ≤ 50 % (r = 50 % counts as easy).
+
+**Pre-aligned round** (Criterion 1):
+- entropy-guided data: chosen = the correct sample with the fewest tool calls, ties to the lowest chain
+  entropy (if none is correct, the SFT trajectory of the question, when given); rejected = a wrong sample with
+  more tool calls than the chosen one (the most calls; ties to the highest entropy);
+- vanilla data: chosen = the shortest correct sample (model tokens); rejected = a wrong sample that is longer
+  or makes more calls (the longest; ties to more calls).
+
+**Mixing:** hard : easy = 2 : 1 within each source, vanilla : entropy-guided = 13 : 7 overall; the largest
+mix the available pairs allow, drawn with a seed.
+
+**Self-evolved rounds** (Criterion 2), on samples of the current model: a question is hard when
+#correct < ``self_evolved_hard_ratio`` · #wrong. Hard: chosen = the *longest* correct sample, rejected = the
+*shortest* wrong one (this counters tool under-use). Easy: chosen = the correct sample with the fewest calls
+and lowest entropy, rejected = the wrong sample with the most calls.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+from agentkit.agent.trajectory import Trajectory
+from agentkit.toollight.entropy import chain_entropy
+
+Difficulty = Literal["easy", "hard"]
+
+
+@dataclass
+class PairRules:
+    vanilla_easy_at: float = 0.7
+    vanilla_hard_at: float = 0.4
+    guided_easy_at: float = 0.5
+    guided_hard_at: float = 0.5
+    hard_to_easy: tuple[int, int] = (2, 1)
+    vanilla_to_guided: tuple[int, int] = (13, 7)
+    self_evolved_hard_ratio: float = 0.5
+
+
+@dataclass
+class Candidate:
+    traj: Trajectory
+    correct: bool
+
+    @property
+    def calls(self) -> int:
+        return self.traj.tool_calls
+
+    @property
+    def length(self) -> int:
+        return sum(self.traj.mask)  # tokens the model wrote
+
+    @property
+    def entropy(self) -> float:
+        h = chain_entropy(self.traj)
+        return h if h == h else 0.0
+
+
+@dataclass
+class Pair:
+    chosen: Trajectory
+    rejected: Trajectory
+    rule: str
+    difficulty: Difficulty
+
+
+def difficulty(cands: list[Candidate], easy_at: float, hard_at: float) -> Difficulty | None:
+    if not cands:
+        return None
+    rate = sum(c.correct for c in cands) / len(cands)
+    return "easy" if rate >= easy_at else "hard" if rate <= hard_at else None
+
+
+def pre_aligned_guided(cands: list[Candidate], rules: PairRules, sft: Trajectory | None = None) -> Pair | None:
+    level = difficulty(cands, rules.guided_easy_at, rules.guided_hard_at)
+    good = [c for c in cands if c.correct]
+    if level is None or (not good and sft is None):
+        return None
+    chosen = min(good, key=lambda c: (c.calls, c.entropy)).traj if good else sft
+    calls = chosen.tool_calls
+    bad = [c for c in cands if not c.correct and c.calls > calls]
+    if not bad:
+        return None
+    rejected = max(bad, key=lambda c: (c.calls, c.entropy)).traj
+    return Pair(chosen, rejected, "pre_aligned_guided", level)
+
+
+def pre_aligned_vanilla(cands: list[Candidate], rules: PairRules) -> Pair | None:
+    level = difficulty(cands, rules.vanilla_easy_at, rules.vanilla_hard_at)
+    good = [c for c in cands if c.correct]
+    if level is None or not good:
+        return None
+    best = min(good, key=lambda c: (c.length, c.calls))
+    bad = [c for c in cands if not c.correct and (c.length > best.length or c.calls > best.calls)]
+    if not bad:
+        return None
+    worst = max(bad, key=lambda c: (c.length, c.calls))
+    return Pair(best.traj, worst.traj, "pre_aligned_vanilla", level)
+
+
+def self_evolved(cands: list[Candidate], rules: PairRules) -> Pair | None:
+    good = [c for c in cands if c.correct]
+    bad = [c for c in cands if not c.correct]
+    if not good or not bad:
+        return None
+    if len(good) < rules.self_evolved_hard_ratio * len(bad):
+        chosen = max(good, key=lambda c: (c.length, -c.entropy))
+        rejected = min(bad, key=lambda c: (c.length, c.calls))
+        return Pair(chosen.traj, rejected.traj, "self_evolved_hard", "hard")
+    chosen = min(good, key=lambda c: (c.calls, c.entropy))
+    rejected = max(bad, key=lambda c: (c.calls, c.entropy))
+    return Pair(chosen.traj, rejected.traj, "self_evolved_easy", "easy")
+
+
+def mix(vanilla: list[Pair], guided: list[Pair], rules: PairRules, seed: int = 0) -> list[Pair]:
+    """The largest sample with hard : easy and vanilla : guided at the configured ratios."""
+    h, e = rules.hard_to_easy
+    v, g = rules.vanilla_to_guided
+    buckets = {(src, lvl): [p for p in pairs if p.difficulty == lvl]
+               for src, pairs in (("vanilla", vanilla), ("guided", guided)) for lvl in ("hard", "easy")}
+    frac = {(src, lvl): (v if src == "vanilla" else g) / (v + g) * (h if lvl == "hard" else e) / (h + e)
+            for src, lvl in buckets}
+    total = min(len(buckets[k]) / frac[k] for k in buckets if frac[k] > 0)
+    r = random.Random(seed)
+    out = []
+    for k, pairs in buckets.items():
+        out += r.sample(pairs, int(total * frac[k] + 1e-9))
+    return out
