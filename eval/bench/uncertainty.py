@@ -51,6 +51,16 @@ def _lcs(a: list[str], b: list[str]) -> int:
     return prev[-1]
 
 
+def _cross_terms(out: dict, ref: list, oth: list, sim) -> None:
+    """Append one question's AU, EU and TU, pair by pair."""
+    intra = [sim(ref[i], ref[j]) for i in range(len(ref)) for j in range(i + 1, len(ref))]
+    inter = [sim(a, b) for a in ref for b in oth]
+    s_in, s_x = sum(intra) / len(intra), sum(inter) / len(inter)
+    out["AU"].append(1 - s_in)
+    out["EU"].append(s_in - s_x)
+    out["TU"].append(1 - s_x)
+
+
 def loop_scores(texts: list[str], E: np.ndarray, index: np.ndarray, member: np.ndarray, thr: float) -> dict:
     """The same estimators, one pair and one question at a time in Python."""
     from agentkit.uncertainty.similarity import tokens
@@ -63,12 +73,7 @@ def loop_scores(texts: list[str], E: np.ndarray, index: np.ndarray, member: np.n
         def sim(a, b):
             return 1.0 if a == b else max(0.0, min(1.0, float(np.dot(E[a], E[b]))))
 
-        intra = [sim(ref[i], ref[j]) for i in range(len(ref)) for j in range(i + 1, len(ref))]
-        inter = [sim(a, b) for a in ref for b in oth]
-        s_in, s_x = sum(intra) / len(intra), sum(inter) / len(inter)
-        out["AU"].append(1 - s_in)
-        out["EU"].append(s_in - s_x)
-        out["TU"].append(1 - s_x)
+        _cross_terms(out, ref, oth, sim)
         toks = [tokens(texts[i]) for i in ref]
         lex = [2 * _lcs(toks[i], toks[j]) / max(len(toks[i]) + len(toks[j]), 1)
                for i in range(len(ref)) for j in range(i + 1, len(ref))]
@@ -106,12 +111,7 @@ def naive_pair_scores(texts: list[str], index: np.ndarray, member: np.ndarray, e
             ea, eb = encode([a, b])
             return max(0.0, min(1.0, float(np.dot(ea, eb))))
 
-        intra = [sim(ref[i], ref[j]) for i in range(len(ref)) for j in range(i + 1, len(ref))]
-        inter = [sim(a, b) for a in ref for b in oth]
-        s_in, s_x = sum(intra) / len(intra), sum(inter) / len(inter)
-        out["AU"].append(1 - s_in)
-        out["EU"].append(s_in - s_x)
-        out["TU"].append(1 - s_x)
+        _cross_terms(out, ref, oth, sim)
     return {k: np.array(v) for k, v in out.items()}
 
 
