@@ -117,3 +117,49 @@ def score_task(metric: str, prediction: str, gold: str) -> dict[str, float]:
         em = exact_match(ans, gold)
         return {"correct": em, "em": em, "f1": token_f1(ans, gold)}
     raise ValueError(f"unknown metric {metric!r} (numeric or em_f1)")
+
+
+# ---- tool-use efficiency (Tool-Light, arXiv 2509.23285; official evaluation/calculate_metrics.py) -------------
+def efficiency(correct: list[float], calls: list[int], zero_calls: str = "as_one") -> float:
+    """Mean over samples of ``correct / #tool calls``: accuracy bought per call.
+
+    ``zero_calls`` follows the official code: ``"as_one"`` (its QA setting: a sample without calls counts as one
+    call) or ``"skip"`` (its math setting: samples without calls are left out).
+
+    >>> efficiency([1, 1, 0, 1], [1, 2, 3, 0])
+    0.625
+    >>> efficiency([1, 1, 0, 1], [1, 2, 3, 0], zero_calls="skip")
+    0.5
+    """
+    if zero_calls not in ("as_one", "skip"):
+        raise ValueError(f"zero_calls must be 'as_one' or 'skip', not {zero_calls!r}")
+    pairs = [(c, n) for c, n in zip(correct, calls) if n > 0 or zero_calls == "as_one"]
+    return sum(c / max(n, 1) for c, n in pairs) / len(pairs) if pairs else float("nan")
+
+
+def necessity(results: dict[str, dict[str, tuple[float, int]]]) -> dict[str, dict[str, float]]:
+    """Tool-call necessity of each method against the others on the same questions.
+
+    ``results[method][question] = (correct, tool calls)``. A correct answer of method m to question q scores +1
+    for each other method that was wrong on q with fewer calls (m's calls were needed) and −1 for each other
+    method that was right on q with fewer calls (they were not). ``raw`` is the sum over questions divided by
+    the number of questions; ``normalised`` is min–max scaled across the methods, so it **depends on the pool of
+    methods compared** (all 1.0 when every raw score is equal). Questions missing from a method are skipped.
+
+    >>> r = necessity({"a": {"q": (1, 2)}, "b": {"q": (0, 1)}, "c": {"q": (1, 0)}, "d": {"q": (1, 3)}})
+    >>> [r[m]["raw"] for m in "abcd"], [r[m]["normalised"] for m in "abcd"]
+    ([0.0, 0.0, 0.0, -1.0], [1.0, 1.0, 1.0, 0.0])
+    """
+    methods = list(results)
+    raw = {}
+    for m in methods:
+        total = 0.0
+        for q, (ok, calls) in results[m].items():
+            if not ok:
+                continue
+            for o in methods:
+                if o != m and q in results[o] and results[o][q][1] < calls:
+                    total += -1.0 if results[o][q][0] else 1.0
+        raw[m] = total / max(len(results[m]), 1)
+    lo, hi = min(raw.values()), max(raw.values())
+    return {m: {"raw": raw[m], "normalised": 1.0 if hi == lo else (raw[m] - lo) / (hi - lo)} for m in methods}

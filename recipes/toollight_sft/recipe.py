@@ -98,10 +98,15 @@ class ToolLightSFTRecipe(Recipe[ToolLightSFTConfig]):
                                                "text": tr.text[-300:]}
                 self.ctx.record(f"eval_{stage}", rows)
                 done.update(rows)
+        from agentkit.eval.metrics import efficiency
+
         out = {}
         for suite in self.test:
             rows = [r for r in done.values() if r["suite"] == suite]
             out[f"{stage}/{suite}/accuracy"] = sum(r["correct"] for r in rows) / len(rows)
+            # the official convention: math skips answers without calls, QA counts them as one call
+            out[f"{stage}/{suite}/efficiency"] = efficiency([r["correct"] for r in rows], [r["tool_calls"] for r in rows],
+                                                            "skip" if suite == "arithmetic" else "as_one")
             out[f"{stage}/{suite}/tool_calls"] = sum(r["tool_calls"] for r in rows) / len(rows)
             out[f"{stage}/{suite}/tokens_per_answer"] = sum(r["tokens"] for r in rows) / len(rows)
             out[f"{stage}/{suite}/answered"] = sum(r["finish"] == "answer" for r in rows) / len(rows)

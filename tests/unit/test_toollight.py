@@ -94,7 +94,9 @@ def test_toollight_sft_recipe_tiny_and_resume(tmp_path):
     loss = [m["sft_loss"] for m in logged if "sft_loss" in m]
     assert loss  # the training curve was logged
     again, _ = run_recipe("toollight_sft", [], output_dir=str(run_dir), preset="tiny", resume=True, quiet=True)
-    assert again == metrics  # resumed from the saved weights and recorded evaluations, nothing recomputed differently
+    # resumed from the saved weights and recorded evaluations: the same figures (NaN: efficiency without calls)
+    assert again.keys() == metrics.keys()
+    assert all(again[k] == metrics[k] or (again[k] != again[k] and metrics[k] != metrics[k]) for k in metrics)
 
 
 def _traj(parts):
