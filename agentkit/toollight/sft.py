@@ -64,6 +64,7 @@ def train_sft(model, tokenizer, dataset, settings: SFTSettings, output_dir: str 
 
         peft_config = LoraConfig(r=settings.lora_r, lora_alpha=2 * settings.lora_r, task_type="CAUSAL_LM",
                                  target_modules="all-linear")
+    patched = "forward" in model.__dict__
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset.remove_columns(["task_id"]),
                          processing_class=tokenizer, peft_config=peft_config)
     model.train()
@@ -71,6 +72,12 @@ def train_sft(model, tokenizer, dataset, settings: SFTSettings, output_dir: str 
     model.eval()
     if peft_config is not None:
         trainer.model = trainer.model.merge_and_unload()
+    for m in {id(model): model, id(trainer.model): trainer.model}.values():
+        # SFTTrainer installs a fused forward on the instance whose closure holds the original module: a deepcopy
+        # (e.g. DPO's reference model) would then run the original's weights. Put the class forward back.
+        if not patched:
+            m.__dict__.pop("forward", None)
+        m.config.use_cache = True
     return trainer.state.log_history, trainer.model
 
 

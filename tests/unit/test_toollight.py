@@ -58,14 +58,17 @@ def test_dataset_labels_mask_prompt_and_tool_tokens(trajs):
 def test_trl_loss_counts_only_model_tokens(trajs, tiny_engine, tmp_path):
     """The loss SFTTrainer computes on a real batch equals a cross-entropy computed independently over the model's
     own tokens alone (the trajectory's mask): prompt and tool-result tokens contribute nothing."""
+    import copy
+
     from trl import SFTConfig, SFTTrainer
 
     _, out = trajs
     ds = to_sft_dataset(out[:3]).remove_columns(["task_id"])
-    model = tiny_engine.model
+    model = copy.deepcopy(tiny_engine.model)  # the trainer may change what it is given; the fixture is shared
     args = SFTConfig(output_dir=str(tmp_path), per_device_train_batch_size=3, report_to=[], use_cpu=True,
                      max_length=SFTSettings().max_length)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tiny_engine.tokenizer)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=ds,
+                         processing_class=copy.deepcopy(tiny_engine.tokenizer))
     batch = next(iter(trainer.get_train_dataloader()))
     with torch.no_grad():
         trl_loss = trainer.compute_loss(model, batch).item()
@@ -250,3 +253,75 @@ def test_self_evolved_rules_and_mixing():
              for p in out}
     # guided-hard (14) limits the mix: 14 / (7/20 * 2/3) = 60 pairs: vanilla 26 hard + 13 easy, guided 14 + 7
     assert count == {("v", "hard"): 26, ("v", "easy"): 13, ("g", "hard"): 14, ("g", "easy"): 7}
+
+
+def test_dpo_log_ratios_leave_out_tool_tokens(tiny_engine, tmp_path):
+    """The loss MaskedDPOTrainer computes on a real batch equals −log σ(β(Δ_chosen − Δ_rejected)) with each Δ a
+    sum over the model's own tokens only; counting the tool-result tokens would give another value."""
+    import copy
+    import math
+
+    from trl import DPOConfig
+
+    from agentkit.agent.trajectory import Segment, Trajectory
+    from agentkit.toollight.dpo import masked_dpo_trainer_cls, to_dpo_dataset
+    from agentkit.toollight.pairs import Pair
+
+    tok = tiny_engine.tokenizer
+    prompt = [{"role": "user", "content": "What is 17 * 23?"}]
+    pids = tiny_engine.encode(prompt)
+
+    def traj(parts):
+        t = Trajectory("q", prompt, pids)
+        for kind, text in parts:
+            t.segments.append(Segment(kind, text, tok(text, add_special_tokens=False).input_ids))
+        return t
+
+    chosen = traj([("model", "<python>print(17*23)</python>"), ("tool", "\n<result>\n391\n</result>\n"),
+                   ("model", "<answer>391</answer>")])
+    rejected = traj([("model", "<answer>381</answer>")])
+    ds = to_dpo_dataset([Pair(chosen, rejected, "test", "hard")])
+    ref = copy.deepcopy(tiny_engine.model)
+    policy = copy.deepcopy(tiny_engine.model)
+    with torch.no_grad():
+        policy.lm_head.weight.mul_(1.7)  # a policy that differs from its reference
+    args = DPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=1, beta=0.1, report_to=[], use_cpu=True,
+                     max_length=512)
+    trainer = masked_dpo_trainer_cls()(model=policy, ref_model=ref, args=args, train_dataset=ds,
+                                       processing_class=tok)
+    batch = next(iter(trainer.get_train_dataloader()))
+    with torch.no_grad():
+        got = trainer.compute_loss(policy, batch).item()
+
+        def logp(model, t, masked=True):
+            ids = torch.tensor([t.prompt_ids + t.completion_ids])
+            lp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), -1)
+            keep = [0] * len(t.prompt_ids) + (t.mask if masked else [1] * len(t.completion_ids))
+            return sum(lp[i - 1, ids[0, i]].item() for i in range(1, ids.shape[1]) if keep[i])
+
+        def loss(masked):
+            margin = (logp(policy, chosen, masked) - logp(ref, chosen, masked)
+                      - logp(policy, rejected, masked) + logp(ref, rejected, masked))
+            return -math.log(1 / (1 + math.exp(-0.1 * margin)))
+
+    assert got == pytest.approx(loss(True), rel=1e-4)
+    assert abs(loss(True) - loss(False)) > 1e-3  # the check can tell the two apart
+
+
+def test_train_sft_leaves_a_plain_model_that_copies_safely(trajs, tiny_engine, tmp_path):
+    """After SFT the model has its class forward back (TRL patches the instance), so a deepcopy (DPO's reference)
+    computes with its own weights."""
+    import copy
+
+    from agentkit.toollight.sft import SFTSettings, train_sft
+
+    _, out = trajs
+    model = copy.deepcopy(tiny_engine.model)
+    _, trained = train_sft(model, copy.deepcopy(tiny_engine.tokenizer), to_sft_dataset(out[:2]),
+                           SFTSettings(epochs=1, batch_size=2), tmp_path, progress=False)
+    assert "forward" not in trained.__dict__ and trained.config.use_cache
+    twin = copy.deepcopy(trained)
+    with torch.no_grad():
+        twin.lm_head.weight.mul_(2.0)
+        ids = torch.tensor([[1, 2, 3]])
+        assert not torch.allclose(twin(input_ids=ids).logits, trained(input_ids=ids).logits)
