@@ -112,8 +112,7 @@ def rollout(engine, tasks: list[Any], tools: dict[str, Tool] | list[Tool], confi
             hermes_tools_prompt([openai_schema(t)["function"] for t in tools.values()]))
         prompt = [{"role": "system", "content": system}, *cfg.examples, {"role": "user", "content": question}]
         ids = engine.encode(prompt)
-        trajs += [Trajectory(task_id, prompt, ids, meta={"sample": j, "turns": 0, "seconds_generate": 0.0,
-                                                          "seconds_tools": 0.0}) for j in range(cfg.n)]
+        trajs += [Trajectory(task_id, prompt, ids, meta={"sample": j}) for j in range(cfg.n)]  # turns, timings: continue_rollout
     return continue_rollout(engine, trajs, tools, cfg, on_event)
 
 

@@ -36,7 +36,7 @@ def cut(traj: Trajectory, seg_index: int, keep: int, tokenizer) -> Trajectory:
     """A running copy of ``traj`` up to segment ``seg_index``, of which the first ``keep`` tokens stay (an open
     turn the loop continues)."""
     t = Trajectory(traj.task_id, traj.prompt, traj.prompt_ids, copy.deepcopy(traj.segments[:seg_index]),
-                   meta={**{k: v for k, v in traj.meta.items() if k not in ("open_turn",)}})
+                   meta={k: v for k, v in traj.meta.items() if k != "open_turn"})
     t.meta["turns"] = sum(s.kind == "model" for s in t.segments)
     if keep > 0:
         s = copy.deepcopy(traj.segments[seg_index])

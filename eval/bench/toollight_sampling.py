@@ -57,10 +57,12 @@ def run(model: str = "smollm2-135m", tasks: int = 16, top_b: int = 3, branches: 
 
 def main(model: str = "smollm2-135m", tasks: int = 16, top_b: int = 3, branches: int = 3, examples: bool = True,
          out: str | None = None, workload: str = "python") -> int:
-    if workload not in ("python", "search"):
+    from agentkit.eval.bench.agent import WORKLOADS
+
+    if workload not in WORKLOADS:
         from agentkit.errors import AgentkitError
 
-        raise AgentkitError(f"unknown workload {workload!r}", "choose python or search")
+        raise AgentkitError(f"unknown workload {workload!r}", f"choose from {', '.join(WORKLOADS)}")
     res = run(model, tasks, top_b, branches, examples, workload=workload)
     print(json.dumps(res, indent=2))
     print(f"\n{res['prefix-cache']['branches']} branches: the prefix cache encodes "
