@@ -96,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     ba.add_argument("--workloads", default="python,search",
                     help="python (suite a, sandbox) and/or search (suite b, BM25 over the knowledge base)")
     ba.add_argument("--no-examples", action="store_true",
-                    help="no few-shot examples (for a model trained on the tag format, e.g. toollight_sft's)")
+                    help="no few-shot examples (for a model trained on the tag format, e.g. the toollight recipe's models/sft)")
     ba.add_argument("--out", help="also write the results as JSON here")
     bv = b.add_parser("serve", help="load on agentkit serve: concurrent clients vs one by one")
     bv.add_argument("--model", default="smollm2-135m")

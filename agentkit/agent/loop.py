@@ -62,6 +62,8 @@ class AgentConfig:
     max_turns: model turns per trajectory. max_tool_calls: tool calls per trajectory. max_tokens_per_turn:
     new tokens per model turn. max_total_tokens: completion tokens per trajectory, tool results included.
     max_wall_s: wall time of the whole rollout; unfinished trajectories end as ``wall_time``.
+    max_calls_per_tool: calls of each named tool per trajectory (Tool-Light samples with at most 4 python and
+    4 search calls); a call over either budget ends the trajectory as ``max_tool_calls``.
     n: trajectories per task. tool_workers: tool calls run at once.
     style: ``tags`` (``<python>…</python>``, the TIR papers) or ``json`` (hermes ``<tool_call>{…}</tool_call>``,
     results in ``<tool_response>``; the tools' JSON schemas are added to the system prompt, and a turn without
@@ -75,6 +77,7 @@ class AgentConfig:
     max_tokens_per_turn: int = 256
     max_total_tokens: int = 1024
     max_wall_s: float = 600.0
+    max_calls_per_tool: dict[str, int] = field(default_factory=dict)
     n: int = 1
     temperature: float = 0.0
     top_p: float = 1.0
@@ -179,7 +182,7 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
         if answer is not None:
             t.answer, t.finish = answer, "answer"
         elif found:
-            if t.tool_calls + len(found) > cfg.max_tool_calls:
+            if t.tool_calls + len(found) > cfg.max_tool_calls or _over_tool_budget(t, found, cfg):
                 t.finish = "max_tool_calls"
             else:
                 calls += [(t, call) for call in found]
@@ -200,6 +203,14 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
               "arguments": call.arguments, "ok": res.ok, "output": res.output})
         if len(t.completion_ids) >= cfg.max_total_tokens:
             t.finish = "max_tokens"
+
+
+def _over_tool_budget(t: Trajectory, found: list[ToolCall], cfg: AgentConfig) -> bool:
+    for name, limit in cfg.max_calls_per_tool.items():
+        used = sum(s.kind == "tool" and s.tool == name for s in t.segments)
+        if used + sum(c.name == name for c in found) > limit:
+            return True
+    return False
 
 
 def _merge(head: Segment, tail: Segment) -> Segment:

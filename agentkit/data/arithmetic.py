@@ -82,14 +82,17 @@ _GEN = {"mul": _mul, "chain": _chain, "word": _word, "linear": _linear, "add": _
 
 
 def arithmetic_suite(n: int = 100, seed: int = 0, kinds: tuple[str, ...] | list[str] = KINDS) -> list[Task]:
-    """``n`` tasks cycling through ``kinds``; the i-th task depends only on (seed, i)."""
+    """``n`` tasks cycling through ``kinds``; the i-th task depends only on (seed, i). Ids are ``arith-SEED-I``
+    for the default kinds and ``easy-arith-SEED-I`` for ``EASY_KINDS``, so the two mix without clashing."""
     unknown = [k for k in kinds if k not in _GEN]
     if unknown:
         raise ValueError(f"unknown arithmetic kind(s) {unknown}; choose from {list(_GEN)}")
+    tag = "arith" if tuple(kinds) == tuple(KINDS) else "easy-arith" if tuple(kinds) == EASY_KINDS else \
+        "arith-" + "-".join(kinds)
     tasks = []
     for i in range(n):
         kind = kinds[i % len(kinds)]
         r = random.Random(f"arith-{seed}-{i}")
         q, ans, meta = _GEN[kind](r)
-        tasks.append(Task(id=f"arith-{seed}-{i}", question=q, answer=str(ans), kind=kind, metric="numeric", meta=meta))
+        tasks.append(Task(id=f"{tag}-{seed}-{i}", question=q, answer=str(ans), kind=kind, metric="numeric", meta=meta))
     return tasks

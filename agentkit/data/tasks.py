@@ -54,3 +54,33 @@ def read_jsonl(path: str | Path, required: tuple[str, ...] = ()) -> list[dict[st
             raise AgentkitError(f"{path}:{n}: missing field(s) {', '.join(missing)}")
         rows.append(row)
     return rows
+
+
+def load_task_file(path: str | Path) -> list[Task]:
+    """Questions a user brings: a JSONL file, a Parquet file or a saved HF dataset directory, one row per question
+    with ``id``, ``question`` and ``answer`` (optional ``kind``, ``metric`` — ``numeric`` or ``em_f1``, the
+    default — and ``meta``). A bad row is an error naming the file and row."""
+    path = Path(path)
+    if path.is_dir() or path.suffix == ".parquet":
+        import datasets
+
+        if not path.exists():
+            raise AgentkitError(f"{path} does not exist", "check the path")
+        ds = datasets.load_from_disk(str(path)) if path.is_dir() else datasets.Dataset.from_parquet(str(path))
+        rows, where = list(ds), "row"
+    else:
+        rows, where = read_jsonl(path), "line"
+    tasks = []
+    for n, r in enumerate(rows, 1):
+        missing = [k for k in ("id", "question", "answer") if r.get(k) in (None, "")]
+        if missing:
+            raise AgentkitError(f"{path}:{where} {n}: missing field(s) {', '.join(missing)}")
+        metric = r.get("metric") or "em_f1"
+        if metric not in ("numeric", "em_f1"):
+            raise AgentkitError(f"{path}:{where} {n}: field 'metric': {metric!r} is not numeric or em_f1")
+        # Arrow gives every row every meta key of the file, None where a row had none: drop those
+        meta = {k: v for k, v in (r.get("meta") or {}).items() if v is not None}
+        tasks.append(Task(str(r["id"]), str(r["question"]), str(r["answer"]), str(r.get("kind") or ""), metric, meta))
+    if len({t.id for t in tasks}) != len(tasks):
+        raise AgentkitError(f"{path}: question ids repeat", "give every row its own id")
+    return tasks

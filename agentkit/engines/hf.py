@@ -270,6 +270,13 @@ class HFEngine:
                                  tops[s] if params.top_logprobs else None, finish[s], params)  # type: ignore[arg-type]
                 for s, (i, _) in enumerate(seqs)]
 
+    def use_model(self, model) -> None:
+        """Serve ``model`` from now on (e.g. the next training round's policy); stored keys/values are dropped."""
+        self.model = model.eval()
+        self.device = next(model.parameters()).device
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
+
     def _check_weights(self) -> None:
         """Stored keys/values belong to the weights that made them: drop them once training changed any weight."""
         version = sum(p._version for p in self.model.parameters())

@@ -13,30 +13,98 @@ sums over the model's own tokens only, for the policy and the reference alike.
 
 from __future__ import annotations
 
-from agentkit.agent.trajectory import Trajectory
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
 from agentkit.toollight.pairs import Pair
 
 
 def to_dpo_dataset(pairs: list[Pair]):
-    """Pairs -> a ``datasets.Dataset`` of ids and masks (both trajectories of a pair share the prompt)."""
+    """Pairs -> a ``datasets.Dataset`` in TRL's conversational form (``prompt`` messages, ``chosen`` / ``rejected``
+    assistant messages, for any preference trainer) plus the exact ids and per-token masks that
+    ``MaskedDPOTrainer`` trains on (both trajectories of a pair share the prompt)."""
     import datasets
 
     rows = []
     for p in pairs:
         if p.chosen.prompt_ids != p.rejected.prompt_ids:
             raise ValueError(f"pair {p.chosen.task_id}: chosen and rejected have different prompts")
-        rows.append({"prompt_ids": p.chosen.prompt_ids, "chosen_ids": p.chosen.completion_ids,
+        rows.append({"prompt": p.chosen.prompt, "chosen": _reply(p.chosen.text), "rejected": _reply(p.rejected.text),
+                     "prompt_ids": p.chosen.prompt_ids, "chosen_ids": p.chosen.completion_ids,
                      "rejected_ids": p.rejected.completion_ids, "chosen_mask": p.chosen.mask,
-                     "rejected_mask": p.rejected.mask, "rule": p.rule, "difficulty": p.difficulty})
+                     "rejected_mask": p.rejected.mask, "task_id": p.chosen.task_id, "rule": p.rule,
+                     "difficulty": p.difficulty, "chosen_calls": p.chosen.tool_calls,
+                     "rejected_calls": p.rejected.tool_calls})
     return datasets.Dataset.from_list(rows)
 
 
-def conversational(pairs: list[Pair]) -> list[dict]:
-    """TRL's conversational prompt / chosen / rejected form, for export (text only: masks cannot ride along)."""
-    def reply(t: Trajectory):
-        return [{"role": "assistant", "content": t.text}]
+def _reply(text: str) -> list[dict[str, str]]:
+    return [{"role": "assistant", "content": text}]
 
-    return [{"prompt": p.chosen.prompt, "chosen": reply(p.chosen), "rejected": reply(p.rejected)} for p in pairs]
+
+# A tool result inside an assistant message, as the loop feeds it back (tag style or hermes style).
+_RESULT = re.compile(r"\n?<result>.*?</result>\n?|\n?<tool_response>.*?</tool_response>\n?", re.S)
+
+
+def tokenize_pairs(dataset, tokenizer):
+    """Pairs brought as text (TRL's conversational or standard prompt / chosen / rejected columns) -> the ids and
+    masks ``MaskedDPOTrainer`` needs. Each ``<result>…</result>`` (or ``<tool_response>``) span in a reply is
+    tokenised on its own and masked, the way the agent loop records tool results. A dataset that already has
+    ``prompt_ids`` is returned unchanged."""
+    from agentkit.engines.base import encode_prompt
+
+    if "prompt_ids" in dataset.column_names:
+        return dataset
+    missing = {"prompt", "chosen", "rejected"} - set(dataset.column_names)
+    if missing:
+        raise ValueError(f"pairs need prompt, chosen and rejected columns; missing {sorted(missing)}")
+
+    def completion(reply) -> tuple[list[int], list[int]]:
+        text = reply if isinstance(reply, str) else "".join(m["content"] for m in reply if m["role"] == "assistant")
+        ids, mask, pos = [], [], 0
+        for m in [*_RESULT.finditer(text), None]:
+            end = m.start() if m else len(text)
+            for piece, keep in ((text[pos:end], 1), (m.group(0) if m else "", 0)):
+                if piece:
+                    new = tokenizer(piece, add_special_tokens=False).input_ids
+                    ids += new
+                    mask += [keep] * len(new)
+            pos = m.end() if m else pos
+        return ids, mask
+
+    def row(r):
+        prompt = r["prompt"] if isinstance(r["prompt"], list) else [{"role": "user", "content": r["prompt"]}]
+        (c, cm), (j, jm) = completion(r["chosen"]), completion(r["rejected"])
+        return {"prompt_ids": encode_prompt(tokenizer, prompt), "chosen_ids": c, "chosen_mask": cm,
+                "rejected_ids": j, "rejected_mask": jm}
+
+    return dataset.map(row)
+
+
+def load_pairs(path: str | Path, tokenizer):
+    """Preference pairs from a saved HF dataset directory, a JSONL file or a Parquet file (ours, with ids and
+    masks, or anyone's TRL-style text pairs), ready for ``train_dpo``."""
+    import datasets
+
+    from agentkit.errors import AgentkitError
+
+    path = Path(path)
+    if path.is_dir():
+        ds = datasets.load_from_disk(str(path))
+    elif path.suffix in (".jsonl", ".json"):
+        from agentkit.data.tasks import read_jsonl
+
+        ds = datasets.Dataset.from_list(read_jsonl(path, required=("prompt", "chosen", "rejected")))
+    elif path.suffix == ".parquet":
+        ds = datasets.Dataset.from_parquet(str(path))
+    else:
+        raise AgentkitError(f"{path}: not a dataset directory, .jsonl or .parquet file",
+                            "save pairs with Dataset.save_to_disk or as JSONL rows {prompt, chosen, rejected}")
+    try:
+        return tokenize_pairs(ds, tokenizer)
+    except ValueError as e:
+        raise AgentkitError(f"{path}: {e}") from None
 
 
 def masked_dpo_trainer_cls():
@@ -77,3 +145,61 @@ def masked_dpo_trainer_cls():
             self._signature_columns = [*self._signature_columns, "chosen_mask", "rejected_mask"]
 
     return MaskedDPOTrainer
+
+
+@dataclass
+class DPOSettings:
+    """One DPO round. beta: the sigmoid loss's β (paper 0.1). epochs, learning_rate, batch_size (pairs per device),
+    grad_accum, max_length (prompt + completion tokens; longer pairs are dropped, a cut chain would end inside a
+    call), warmup_ratio, seed. Full fine-tuning by default; lora_r > 0 trains LoRA adapters on all linear layers
+    (the paper: r = 8) and merges them after the round, so the merged model is the next round's policy and
+    reference either way."""
+
+    beta: float = 0.1
+    epochs: float = 1.0
+    learning_rate: float = 2e-5
+    batch_size: int = 4
+    grad_accum: int = 1
+    max_length: int = 1024
+    warmup_ratio: float = 0.1
+    lora_r: int = 0
+    seed: int = 0
+
+
+def train_dpo(model, tokenizer, dataset, settings: DPOSettings, output_dir: str | Path, progress: bool = True):
+    """One DPO round on ``dataset`` (from ``to_dpo_dataset``): the reference is a frozen copy of ``model`` as it
+    is now (the previous round's model). Returns ``(log history, trained model)``."""
+    import copy
+    import math
+
+    import torch
+    from trl import DPOConfig
+
+    steps = math.ceil(len(dataset) / (settings.batch_size * settings.grad_accum)) * settings.epochs
+    args = DPOConfig(output_dir=str(output_dir), beta=settings.beta, loss_type=["sigmoid"],
+                     num_train_epochs=settings.epochs, learning_rate=settings.learning_rate,
+                     per_device_train_batch_size=settings.batch_size, gradient_accumulation_steps=settings.grad_accum,
+                     max_length=settings.max_length, warmup_steps=settings.warmup_ratio, lr_scheduler_type="cosine",
+                     logging_steps=max(1, int(steps) // 20), save_strategy="no", report_to=[], seed=settings.seed,
+                     disable_tqdm=not progress, use_cpu=not torch.cuda.is_available(), bf16=False)
+    peft_config, ref = None, None
+    if settings.lora_r:  # TRL's reference is then the same model with the adapters switched off
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=settings.lora_r, lora_alpha=2 * settings.lora_r, task_type="CAUSAL_LM",
+                                 target_modules="all-linear")
+    else:
+        ref = copy.deepcopy(model).eval().requires_grad_(False)
+    keep = ["prompt_ids", "chosen_ids", "rejected_ids", "chosen_mask", "rejected_mask"]
+    dataset = dataset.select_columns(keep)
+    patched = "forward" in model.__dict__
+    trainer = masked_dpo_trainer_cls()(model=model, ref_model=ref, args=args, train_dataset=dataset,
+                                       processing_class=tokenizer, peft_config=peft_config)
+    model.train()
+    trainer.train()
+    trained = trainer.model.merge_and_unload() if peft_config is not None else trainer.model
+    trained.eval()
+    if not patched:  # as in train_sft: no instance-level forward may outlive the trainer
+        trained.__dict__.pop("forward", None)
+    trained.config.use_cache = True
+    return trainer.state.log_history, trained

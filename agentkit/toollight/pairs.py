@@ -124,16 +124,21 @@ def self_evolved(cands: list[Candidate], rules: PairRules) -> Pair | None:
 
 
 def mix(vanilla: list[Pair], guided: list[Pair], rules: PairRules, seed: int = 0) -> list[Pair]:
-    """The largest sample with hard : easy and vanilla : guided at the configured ratios."""
+    """The largest sample with hard : easy and vanilla : guided at the configured ratios. A bucket with no pairs
+    at all (e.g. no easy question among the guided samples) is left out and the others keep their ratios, rather
+    than the whole mix coming out empty."""
     h, e = rules.hard_to_easy
     v, g = rules.vanilla_to_guided
     buckets = {(src, lvl): [p for p in pairs if p.difficulty == lvl]
                for src, pairs in (("vanilla", vanilla), ("guided", guided)) for lvl in ("hard", "easy")}
     frac = {(src, lvl): (v if src == "vanilla" else g) / (v + g) * (h if lvl == "hard" else e) / (h + e)
             for src, lvl in buckets}
-    total = min(len(buckets[k]) / frac[k] for k in buckets if frac[k] > 0)
+    full = [k for k in buckets if frac[k] > 0 and buckets[k]]
+    if not full:
+        return []
+    total = min(len(buckets[k]) / frac[k] for k in full)
     r = random.Random(seed)
     out = []
-    for k, pairs in buckets.items():
-        out += r.sample(pairs, int(total * frac[k] + 1e-9))
+    for k in full:
+        out += r.sample(buckets[k], int(total * frac[k] + 1e-9))
     return out

@@ -32,19 +32,18 @@ SUITE_NAMES = ("arithmetic", "arithmetic-easy", "multihop", "multihop-open")
 
 
 def load_tasks(spec: str, seed: int = 0) -> list[Task]:
-    """Tasks from a JSONL file (``Task`` fields) or suite specs ``NAME[:N]`` joined by commas.
+    """Tasks from a file (JSONL, Parquet or a saved HF dataset: ``load_task_file``) or suite specs ``NAME[:N]``
+    joined by commas.
 
     ``arithmetic`` is suite (a); ``arithmetic-easy`` its small-number kinds (add, sub, small_mul), where small
     models are right part of the time; ``multihop`` is suite (b) closed-book (the entities are invented, so
     a model can only guess); ``multihop-open`` puts the supporting documents before the question.
     """
     path = Path(spec)
-    if path.suffix == ".jsonl" or path.is_file():
-        from agentkit.data.tasks import read_jsonl
+    if path.suffix in (".jsonl", ".parquet") or path.exists():
+        from agentkit.data.tasks import load_task_file
 
-        rows = read_jsonl(path, required=("id", "question", "answer"))
-        return [Task(str(r["id"]), r["question"], str(r["answer"]), r.get("kind", ""), r.get("metric", "em_f1"),
-                     r.get("meta", {})) for r in rows]
+        return load_task_file(path)
     from agentkit.data import arithmetic_suite
     from agentkit.data.arithmetic import EASY_KINDS
     from agentkit.data.multihop import MultiHopKB
@@ -60,8 +59,7 @@ def load_tasks(spec: str, seed: int = 0) -> list[Task]:
         if name == "arithmetic":
             tasks += arithmetic_suite(count, seed)
         elif name == "arithmetic-easy":
-            tasks += [Task("easy-" + t.id, t.question, t.answer, t.kind, t.metric, t.meta)
-                      for t in arithmetic_suite(count, seed, kinds=EASY_KINDS)]
+            tasks += arithmetic_suite(count, seed, kinds=EASY_KINDS)
         else:
             kb = MultiHopKB.build(seed)
             docs = {d["id"]: d for d in kb.corpus()}

@@ -2,7 +2,7 @@
 
 Two workloads, 32 tasks each, greedy, up to ``turns`` model turns of at most ``tokens_per_turn`` tokens, with
 few-shot demonstrations so the embedded model really calls its tool (``examples=False`` for a model trained
-on the format, e.g. the output of the ``toollight_sft`` recipe):
+on the format, e.g. the output of ``models/sft`` of the ``toollight`` recipe):
 
 - ``python``: suite (a) with the real python sandbox (short tool results);
 - ``search``: suite (b) with BM25 search over the knowledge base (results of ~170 tokens, as search agents see).

@@ -10,7 +10,7 @@ class ToolLightAnalyzeConfig:
     """Tool-Light's entropy analysis for any model and suite: sample tool-integrated trajectories, then plot the
     token entropy aligned at tool-result boundaries and the chain entropy against the number of tool calls.
 
-    model: a catalog name, directory (e.g. RUN/sft-model from toollight_sft) or hub id. suites: arithmetic
+    model: a catalog name, directory (e.g. RUN/models/sft from toollight) or hub id. suites: arithmetic
     (python tool) and/or multihop (search tool). num_tasks: questions per suite (seed). samples / temperature /
     top_p: trajectories per question. few_shot: show TIR_EXAMPLES / SEARCH_EXAMPLES (a model never tuned for
     tools needs them). boundary_k: tokens on each side of a tool result in the profile.

@@ -161,3 +161,24 @@ def test_uncertainty_cli_with_both_embedded_models(tmp_path):
     metrics = json.loads((tmp_path / "rep" / "metrics.json").read_text())
     au, eu = (metrics["curves"][k]["rejection"] for k in ("AU", "EU"))
     assert len(au) == len(eu) == 6 and metrics["questions"] == 6
+
+
+def test_toollight_tiny_under_accelerate_launch(tmp_path):
+    """Two CPU processes: the main one samples, evaluates and writes; SFT and DPO train on both (TRL over gloo)."""
+    import agentkit
+
+    root = __import__("pathlib").Path(agentkit.__file__).parent.parent
+    from agentkit.testing.pairs import write_text_pairs
+
+    write_text_pairs(tmp_path / "pairs.jsonl")
+    r = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+                        str(root / "configs" / "accelerate" / "cpu.yaml"), "-m", "agentkit", "run", "toollight",
+                        "--preset", "tiny", "--quiet", "--output-dir", str(tmp_path / "run"),
+                        "--set", f"pairs={tmp_path / 'pairs.jsonl'}"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = tmp_path / "run"
+    for stage in ("sft", "dpo-1", "dpo-2"):
+        assert (run / "models" / stage / "model.safetensors").exists()
+    evals = [json.loads(x)["key"] for x in (run / "state" / "eval_dpo-2.jsonl").read_text().splitlines()]
+    assert len(evals) == len(set(evals)) == 3 + 2  # each held-out question once
+    assert "| dpo-2 | arithmetic |" in (run / "report.md").read_text()

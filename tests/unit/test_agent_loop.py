@@ -68,6 +68,14 @@ def test_token_and_turn_limits(python_tool):
     assert t.finish == "max_tokens" and len(t.completion_ids) <= 20
 
 
+def test_per_tool_budget(python_tool):
+    cfg = AgentConfig(max_turns=4, max_tool_calls=9, max_calls_per_tool={"python": 1})
+    (t,) = rollout(ScriptedEngine(SCRIPT), ["two steps"], [python_tool], cfg)
+    assert t.finish == "max_tool_calls" and t.tool_calls == 1
+    (t,) = rollout(ScriptedEngine(SCRIPT), ["two steps"], [python_tool], AgentConfig(max_calls_per_tool={"python": 2}))
+    assert t.finish == "answer" and t.tool_calls == 2
+
+
 def test_tool_calls_run_concurrently():
     class Slow:
         name, description, parameters = "python", "sleeps", {"type": "object"}

@@ -71,6 +71,27 @@ def test_multihop_corpus_roundtrip_and_bad_jsonl(tmp_path):
         read_jsonl(bad, required=("id", "title", "text"))
 
 
+def test_task_files_jsonl_parquet_and_dataset(tmp_path):
+    import datasets
+
+    from agentkit.data.tasks import load_task_file, write_jsonl
+
+    tasks = arithmetic_suite(3, seed=1) + arithmetic_suite(2, seed=1, kinds=("add", "sub", "small_mul"))
+    assert len({t.id for t in tasks}) == 5  # easy kinds get their own ids
+    rows = [t.to_dict() for t in tasks]
+    write_jsonl(tmp_path / "q.jsonl", rows)
+    datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "q"))
+    datasets.Dataset.from_list(rows).to_parquet(str(tmp_path / "q.parquet"))
+    for src in ("q.jsonl", "q", "q.parquet"):
+        assert load_task_file(tmp_path / src) == tasks
+    write_jsonl(tmp_path / "bad.jsonl", [rows[0], {"id": "x", "question": "?"}])
+    with pytest.raises(AgentkitError, match=r"bad.jsonl:line 2: missing field\(s\) answer"):
+        load_task_file(tmp_path / "bad.jsonl")
+    write_jsonl(tmp_path / "bad.jsonl", [{**rows[0], "metric": "bleu"}])
+    with pytest.raises(AgentkitError, match="field 'metric'"):
+        load_task_file(tmp_path / "bad.jsonl")
+
+
 def test_scorers():
     assert metrics.score_task("numeric", "so it is 1,234.", "1234") == {"correct": 1.0}
     assert metrics.score_task("numeric", "no number", "5") == {"correct": 0.0}

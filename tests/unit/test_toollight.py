@@ -85,21 +85,75 @@ def test_trl_loss_counts_only_model_tokens(trajs, tiny_engine, tmp_path):
     assert count == sum(sum(t.mask) for t in out[:3]) < sum(len(t.completion_ids) for t in out[:3])
 
 
-def test_toollight_sft_recipe_tiny_and_resume(tmp_path):
+def test_toollight_recipe_tiny_and_resume(tmp_path):
+    """The whole loop on the tiny model: base, SFT, a pre-aligned and a self-evolved round, each evaluated, each
+    stage's model saved; a resumed run recomputes nothing and reports the same figures."""
+    import datasets
+
     from agentkit.runner import run_recipe
 
-    metrics, run_dir = run_recipe("toollight_sft", [], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
-    for stage in ("base", "sft"):
+    metrics, run_dir = run_recipe("toollight", [], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
+    for stage in ("base", "sft", "dpo-1", "dpo-2"):
         for suite in ("arithmetic", "multihop"):
             assert 0 <= metrics[f"{stage}/{suite}/accuracy"] <= 1
-    assert (run_dir / "state" / "sft-model.pt").exists() and (run_dir / "report.md").exists()
+    for stage in ("sft", "dpo-1", "dpo-2"):
+        assert (run_dir / "models" / stage / "config.json").exists()
+    for stage in ("dpo-1", "dpo-2"):
+        samples = datasets.load_from_disk(str(run_dir / "rounds" / stage / "samples"))
+        assert len(samples) > 0 and {"prompt_ids", "completion_ids", "mask"} <= set(samples.column_names)
+        summary = json.loads((run_dir / "rounds" / stage / "summary.json").read_text())
+        if summary["pairs"]:
+            pairs = datasets.load_from_disk(str(run_dir / "rounds" / stage / "pairs"))
+            assert {"prompt", "chosen", "rejected"} <= set(pairs.column_names)
+    sources = json.loads((run_dir / "rounds" / "sources.json").read_text())
+    assert len(sources["no_tool_correct_rate"]) == 3 + 1 + 2  # every pool question was mined
     logged = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    loss = [m["sft_loss"] for m in logged if "sft_loss" in m]
-    assert loss  # the training curve was logged
-    again, _ = run_recipe("toollight_sft", [], output_dir=str(run_dir), preset="tiny", resume=True, quiet=True)
-    # resumed from the saved weights and recorded evaluations: the same figures (NaN: efficiency without calls)
+    assert any("dpo-1/pairs" in m for m in logged)
+    report = (run_dir / "report.md").read_text()
+    assert "| dpo-2 | multihop |" in report
+    again, _ = run_recipe("toollight", [], output_dir=str(run_dir), preset="tiny", resume=True, quiet=True)
+    # resumed from the recorded stages and evaluations: the same figures (NaN: efficiency without calls)
     assert again.keys() == metrics.keys()
     assert all(again[k] == metrics[k] or (again[k] != again[k] and metrics[k] != metrics[k]) for k in metrics)
+
+
+def test_toollight_recipe_trains_on_given_pairs(tmp_path):
+    """Users' TRL-style pairs replace the first round's sampling; the round trains and saves a changed model."""
+    import datasets
+    from safetensors.torch import load_file
+
+    from agentkit.runner import run_recipe
+    from agentkit.testing.pairs import write_text_pairs
+
+    write_text_pairs(tmp_path / "pairs.jsonl")
+    _, run_dir = run_recipe("toollight", [f"pairs={tmp_path / 'pairs.jsonl'}", "self_evolved_rounds=0",
+                                          "dpo.learning_rate=1e-3"],
+                            output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
+    pairs = datasets.load_from_disk(str(run_dir / "rounds" / "dpo-1" / "pairs"))
+    assert pairs.num_rows == 4 and 0 in pairs[0]["chosen_mask"]  # the <result> span is masked
+    history = [json.loads(x) for x in (run_dir / "state" / "stages.jsonl").read_text().splitlines()]
+    dpo = next(h["value"]["history"] for h in history if h["key"] == "dpo-1")
+    assert any("loss" in h for h in dpo)
+    before, after = (load_file(str(run_dir / "models" / s / "model.safetensors")) for s in ("sft", "dpo-1"))
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_toollight_recipe_on_user_questions(tmp_path):
+    """Questions and a corpus from files: 20 % held out, no SFT without sft_data, both tools offered."""
+    from agentkit.data import MultiHopKB
+    from agentkit.data.tasks import write_jsonl
+    from agentkit.runner import run_recipe
+
+    kb = MultiHopKB.build(0)
+    write_jsonl(tmp_path / "q.jsonl", [t.to_dict() for t in kb.questions(10, seed=3)])
+    kb.write_corpus(tmp_path / "corpus.jsonl")
+    metrics, run_dir = run_recipe("toollight", [f"questions={tmp_path / 'q.jsonl'}",
+                                                f"corpus={tmp_path / 'corpus.jsonl'}", "self_evolved_rounds=0"],
+                                  output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
+    assert {k.split("/")[0] for k in metrics} == {"base", "dpo-1"}  # no SFT stage
+    assert {k.split("/")[1] for k in metrics} == {"questions"}
+    assert len(json.loads((run_dir / "rounds" / "sources.json").read_text())["no_tool_correct_rate"]) == 8
+    assert len((run_dir / "state" / "eval_base.jsonl").read_text().splitlines()) == 2
 
 
 def _traj(parts):
@@ -253,6 +307,9 @@ def test_self_evolved_rules_and_mixing():
              for p in out}
     # guided-hard (14) limits the mix: 14 / (7/20 * 2/3) = 60 pairs: vanilla 26 hard + 13 easy, guided 14 + 7
     assert count == {("v", "hard"): 26, ("v", "easy"): 13, ("g", "hard"): 14, ("g", "easy"): 7}
+    # no guided-easy pair at all: that bucket is left out, the other three keep their ratios
+    out = mix(vanilla, guided[:14], r, seed=0)
+    assert len(out) == 26 + 13 + 14 and {p.difficulty for p in out if p.rule == "g"} == {"hard"}
 
 
 def test_dpo_log_ratios_leave_out_tool_tokens(tiny_engine, tmp_path):
@@ -325,3 +382,93 @@ def test_train_sft_leaves_a_plain_model_that_copies_safely(trajs, tiny_engine, t
         twin.lm_head.weight.mul_(2.0)
         ids = torch.tensor([[1, 2, 3]])
         assert not torch.allclose(twin(input_ids=ids).logits, trained(input_ids=ids).logits)
+
+
+def _pair_trajs(engine):
+    from agentkit.agent.trajectory import Segment, Trajectory
+
+    tok = engine.tokenizer
+    prompt = [{"role": "user", "content": "What is 17 * 23?"}]
+    pids = engine.encode(prompt)
+
+    def traj(parts):
+        t = Trajectory("q", prompt, pids)
+        for kind, text in parts:
+            t.segments.append(Segment(kind, text, tok(text, add_special_tokens=False).input_ids))
+        return t
+
+    chosen = traj([("model", "<python>print(17*23)</python>"), ("tool", "\n<result>\n391\n</result>\n"),
+                   ("model", "<answer>391</answer>")])
+    return chosen, traj([("model", "<answer>381</answer>")])
+
+
+def test_pairs_save_as_trl_conversational_and_load_back(tiny_engine, tmp_path):
+    """Our pairs keep their exact ids and masks through save/load; text-only TRL pairs get the same ids and tool
+    masks by tokenising each <result> span apart, the way the loop records it."""
+    import datasets
+
+    from agentkit.data.tasks import write_jsonl
+    from agentkit.errors import AgentkitError
+    from agentkit.toollight.dpo import load_pairs, to_dpo_dataset
+    from agentkit.toollight.pairs import Pair
+
+    chosen, rejected = _pair_trajs(tiny_engine)
+    ds = to_dpo_dataset([Pair(chosen, rejected, "test", "hard")])
+    ds.save_to_disk(str(tmp_path / "pairs"))
+    back = load_pairs(tmp_path / "pairs", tiny_engine.tokenizer)
+    assert back[0]["chosen"] == [{"role": "assistant", "content": chosen.text}]
+    assert back[0]["prompt"] == chosen.prompt and back[0]["chosen_mask"] == chosen.mask
+    text_only = ds.remove_columns(["prompt_ids", "chosen_ids", "rejected_ids", "chosen_mask", "rejected_mask"])
+    write_jsonl(tmp_path / "pairs.jsonl", list(text_only))
+    tok = load_pairs(tmp_path / "pairs.jsonl", tiny_engine.tokenizer)[0]
+    assert tok["prompt_ids"] == chosen.prompt_ids
+    assert tok["chosen_ids"] == chosen.completion_ids and tok["chosen_mask"] == chosen.mask
+    assert tok["rejected_ids"] == rejected.completion_ids and 0 in tok["chosen_mask"]
+    write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "x", "chosen": "y"}])
+    with pytest.raises(AgentkitError, match="bad.jsonl:1: missing field"):
+        load_pairs(tmp_path / "bad.jsonl", tiny_engine.tokenizer)
+    assert isinstance(datasets.load_from_disk(str(tmp_path / "pairs")), datasets.Dataset)
+
+
+@pytest.mark.parametrize("lora_r", [0, 4])
+def test_train_dpo_widens_the_margin(tiny_engine, tmp_path, lora_r):
+    """A few DPO steps raise log π(chosen) − log π(rejected) (model tokens only); LoRA adapters come back merged."""
+    import copy
+
+    from agentkit.toollight.dpo import DPOSettings, to_dpo_dataset, train_dpo
+    from agentkit.toollight.pairs import Pair
+
+    chosen, rejected = _pair_trajs(tiny_engine)
+    model = copy.deepcopy(tiny_engine.model)
+
+    def margin(m):
+        def logp(t):
+            ids = torch.tensor([t.prompt_ids + t.completion_ids])
+            with torch.no_grad():
+                lp = torch.log_softmax(m(input_ids=ids).logits[0, :-1].float(), -1)
+            keep = [0] * len(t.prompt_ids) + t.mask
+            return sum(lp[i - 1, ids[0, i]].item() for i in range(1, ids.shape[1]) if keep[i])
+        return logp(chosen) - logp(rejected)
+
+    before = margin(model)
+    ds = to_dpo_dataset([Pair(chosen, rejected, "test", "hard")] * 4)
+    history, trained = train_dpo(model, copy.deepcopy(tiny_engine.tokenizer), ds,
+                                 DPOSettings(epochs=3, learning_rate=5e-3, batch_size=2, lora_r=lora_r), tmp_path,
+                                 progress=False)
+    assert margin(trained) > before + 0.5
+    assert any("loss" in h for h in history)
+    assert "forward" not in trained.__dict__ and not any("lora" in n for n, _ in trained.named_parameters())
+
+
+def test_mine_sources_keeps_questions_answered_wrongly_without_tools():
+    from agentkit.data.tasks import Task
+    from agentkit.testing.scripted import ScriptedEngine
+    from agentkit.toollight.rounds import Group, SamplingSettings, mine_sources
+
+    eng = ScriptedEngine({"2 + 2": ["<answer>4</answer>"], "17 x 23": ["<python>print(17 * 23)</python>"],
+                          "capital": ["<answer>Lyon</answer>"]})
+    tasks = [Task("a", "What is 2 + 2?", "4", "add"), Task("b", "What is 17 x 23?", "391", "mul"),
+             Task("c", "The capital of France?", "Paris", "qa", "em_f1")]
+    groups, rates = mine_sources(eng, [Group("g", tasks, [])], SamplingSettings(mine_samples=2))
+    assert rates == {"a": 1.0, "b": 0.0, "c": 0.0}
+    assert [t.id for t in groups[0].tasks] == ["b", "c"]

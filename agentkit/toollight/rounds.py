@@ -1,0 +1,171 @@
+"""The pieces of Tool-Light's outer loop (arXiv 2509.23285, Sec. 3): source mining, vanilla and entropy-guided
+sampling, labelling, pair building, and agent evaluation. ``recipes/toollight`` chains them:
+
+    SFT model → mine sources → sample → pre-aligned pairs → DPO → [resample → self-evolved pairs → DPO] × K
+
+Questions come in *groups*: a list of tasks with the tools they may use (suite (a) with python, suite (b) with
+search, or a user's questions with the configured tools).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agentkit.agent.loop import AgentConfig, rollout
+from agentkit.agent.trajectory import Trajectory
+from agentkit.data.tasks import Task
+from agentkit.toollight.pairs import (
+    Candidate,
+    Pair,
+    PairRules,
+    mix,
+    pre_aligned_guided,
+    pre_aligned_vanilla,
+    self_evolved,
+)
+from agentkit.toollight.sampling import entropy_guided_rollouts
+
+# Source mining asks for a direct answer: the model may not call anything (the paper's "inference without tools").
+NO_TOOL_PROMPT = ("Answer the question directly, without tools. Give the final answer between <answer> and "
+                  "</answer>, e.g. <answer>42</answer>.")
+
+
+@dataclass
+class Group:
+    name: str
+    tasks: list[Task]
+    tools: list[Any]
+
+
+@dataclass
+class SamplingSettings:
+    """How each round samples (paper defaults in brackets).
+
+    mine_samples: direct answers per question when mining sources [5]; a question is a source when the share of
+    correct direct answers is below mine_keep_below (1.0: at least one wrong) [y_inf ≠ y_label].
+    vanilla: independent rollouts per source question [10]. top_b / branches: entropy-guided branch points per
+    main chain and continuations per point [3 / 3]. temperature / top_p: sampling [1.0 / 0.95].
+    tool_budget: calls of each tool per trajectory [4 python, 4 search]. max_turns, max_tokens_per_turn,
+    max_total_tokens: rollout limits. seed: base seed (each round offsets it).
+    """
+
+    mine_samples: int = 5
+    mine_keep_below: float = 1.0
+    vanilla: int = 8
+    top_b: int = 3
+    branches: int = 3
+    temperature: float = 1.0
+    top_p: float = 0.95
+    tool_budget: int = 4
+    max_turns: int = 5
+    max_tokens_per_turn: int = 64
+    max_total_tokens: int = 768
+    seed: int = 0
+
+    def agent(self, tools: list[Any], n: int = 1, seed: int = 0) -> AgentConfig:
+        return AgentConfig(max_turns=self.max_turns, max_tool_calls=self.tool_budget * max(1, len(tools)),
+                           max_calls_per_tool={t.name: self.tool_budget for t in tools},
+                           max_tokens_per_turn=self.max_tokens_per_turn, max_total_tokens=self.max_total_tokens,
+                           n=n, temperature=self.temperature, top_p=self.top_p, seed=seed)
+
+
+def is_correct(task: Task, traj: Trajectory) -> bool:
+    from agentkit.eval.metrics import score_task
+
+    return bool(traj.answer) and score_task(task.metric, traj.answer, task.answer)["correct"] == 1.0
+
+
+def mine_sources(engine, groups: list[Group], s: SamplingSettings, seed: int = 0
+                 ) -> tuple[list[Group], dict[str, float]]:
+    """Questions the model gets wrong without tools: ``(groups of sources, no-tool correct rate per question)``."""
+    cfg = replace(s.agent([], n=s.mine_samples, seed=seed), system_prompt=NO_TOOL_PROMPT, max_turns=1,
+                  max_tool_calls=0, max_calls_per_tool={})
+    rates: dict[str, float] = {}
+    out = []
+    for g in groups:
+        by_id = {t.id: t for t in g.tasks}
+        trajs = rollout(engine, g.tasks, {}, cfg)
+        for t in g.tasks:
+            mine = [x for x in trajs if x.task_id == t.id]
+            rates[t.id] = sum(is_correct(t, x) for x in mine) / len(mine)
+        out.append(Group(g.name, [by_id[i] for i in by_id if rates[i] < s.mine_keep_below], g.tools))
+    return out, rates
+
+
+def sample(engine, groups: list[Group], s: SamplingSettings, seed: int = 0
+           ) -> tuple[list[Trajectory], list[Trajectory]]:
+    """``(vanilla rollouts, entropy-guided main chains + branches)`` over every group; each trajectory's
+    ``meta["source"]`` says which."""
+    vanilla, guided = [], []
+    for g in groups:
+        if not g.tasks:
+            continue
+        v = rollout(engine, g.tasks, g.tools, s.agent(g.tools, n=s.vanilla, seed=seed))
+        main, branches = entropy_guided_rollouts(engine, g.tasks, g.tools, s.agent(g.tools, seed=seed + 1),
+                                                 top_b=s.top_b, branches=s.branches)
+        for t in v:
+            t.meta["source"] = "vanilla"
+        for t in main + branches:
+            t.meta["source"] = "guided"
+        vanilla += v
+        guided += main + branches
+    return vanilla, guided
+
+
+def candidates(trajs: list[Trajectory], tasks: dict[str, Task]) -> dict[str, list[Candidate]]:
+    """Samples grouped by question, each labelled correct or wrong by the question's scorer."""
+    out: dict[str, list[Candidate]] = {}
+    for t in trajs:
+        out.setdefault(t.task_id, []).append(Candidate(t, is_correct(tasks[t.task_id], t)))
+    return out
+
+
+def build_pairs(stage: str, vanilla: list[Trajectory], guided: list[Trajectory], tasks: dict[str, Task],
+                rules: PairRules, sft: dict[str, Trajectory] | None = None, seed: int = 0) -> list[Pair]:
+    """``stage="pre_aligned"``: Criterion 1 on each source (vanilla and guided apart), then the 2:1 / 13:7 mix.
+    ``stage="self_evolved"``: Criterion 2 on all samples of each question."""
+    v, g = candidates(vanilla, tasks), candidates(guided, tasks)
+    if stage == "pre_aligned":
+        sft = sft or {}
+        vp = [p for c in v.values() if (p := pre_aligned_vanilla(c, rules))]
+        gp = [p for q, c in g.items() if (p := pre_aligned_guided(c, rules, _same_prompt(sft.get(q), c)))]
+        return mix(vp, gp, rules, seed)
+    if stage == "self_evolved":
+        return [p for q in sorted({*v, *g}) if (p := self_evolved(v.get(q, []) + g.get(q, []), rules))]
+    raise ValueError(f"unknown stage {stage!r} (pre_aligned or self_evolved)")
+
+
+def _same_prompt(sft: Trajectory | None, cands: list[Candidate]) -> Trajectory | None:
+    """The SFT trajectory stands in as chosen only if it was written for the same prompt tokens."""
+    return sft if sft is not None and cands and sft.prompt_ids == cands[0].traj.prompt_ids else None
+
+
+def evaluate(engine, groups: list[Group], cfg: AgentConfig) -> dict[str, dict[str, Any]]:
+    """Greedy agent runs on every group: one row per question (suite, correct, tool calls, model tokens, finish)."""
+    rows = {}
+    for g in groups:
+        trajs = rollout(engine, g.tasks, g.tools, replace(cfg, n=1))
+        for t, tr in zip(g.tasks, trajs):
+            rows[f"{g.name}/{t.id}"] = {"suite": g.name, "correct": float(is_correct(t, tr)),
+                                        "tool_calls": tr.tool_calls, "tokens": int(sum(tr.mask)),
+                                        "finish": tr.finish, "text": tr.text[-300:]}
+    return rows
+
+
+def summarise(rows: dict[str, dict[str, Any]], stage: str) -> dict[str, float]:
+    """Per suite: accuracy, Efficiency (math skips zero-call answers, QA counts them as one call, as the official
+    scorer does), mean tool calls, model tokens per answer, share that reached an answer."""
+    from agentkit.eval.metrics import efficiency
+
+    out = {}
+    for suite in sorted({r["suite"] for r in rows.values()}):
+        rs = [r for r in rows.values() if r["suite"] == suite]
+        zero = "skip" if suite == "arithmetic" else "as_one"
+        out[f"{stage}/{suite}/accuracy"] = sum(r["correct"] for r in rs) / len(rs)
+        out[f"{stage}/{suite}/efficiency"] = efficiency([r["correct"] for r in rs], [r["tool_calls"] for r in rs],
+                                                        zero)
+        out[f"{stage}/{suite}/tool_calls"] = sum(r["tool_calls"] for r in rs) / len(rs)
+        out[f"{stage}/{suite}/tokens_per_answer"] = sum(r["tokens"] for r in rs) / len(rs)
+        out[f"{stage}/{suite}/answered"] = sum(r["finish"] == "answer" for r in rs) / len(rs)
+    return out
