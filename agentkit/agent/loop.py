@@ -154,10 +154,12 @@ def continue_rollout(engine, trajectories: list[Trajectory], tools: dict[str, To
 
 def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, stops, pool, emit) -> None:
     budget = [cfg.max_total_tokens - len(t.completion_ids) for t in active]
+    # Each trajectory draws with its own seed (the n samples of a question are separate prompts, which a single
+    # seed would make identical): (config seed, turn, sample index).
+    seeds = None if cfg.seed is None else [cfg.seed + 7919 * turn + 104_729 * t.meta["sample"] for t in active]
     params = SamplingParams(max_tokens=max(1, min(cfg.max_tokens_per_turn, max(budget))), stop=stops,
                             include_stop_str_in_output=True, temperature=cfg.temperature, top_p=cfg.top_p,
-                            top_k=cfg.top_k, entropy=cfg.entropy,
-                            seed=None if cfg.seed is None else cfg.seed + 7919 * turn)
+                            top_k=cfg.top_k, entropy=cfg.entropy, seeds=seeds)
     t0 = time.perf_counter()
     outs = engine.generate([t.prompt_ids + t.completion_ids for t in active], params)
     gen_s = time.perf_counter() - t0

@@ -26,7 +26,9 @@ class SamplingParams:
     """Sampling settings shared by all engines (names follow vLLM / OpenAI).
 
     temperature 0 means greedy. ``top_k`` 0 and ``top_p`` 1 disable those filters. ``seed`` makes sampling
-    reproducible per prompt: a prompt gets the same samples whatever else is in its batch. Generation stops at
+    reproducible per prompt: a prompt gets the same samples whatever else is in its batch. ``seeds`` (one per
+    prompt) overrides it prompt by prompt: rows with equal prompts then still differ, as the agent loop needs for
+    the n trajectories of one question (their turns are separate prompts). Generation stops at
     an EOS token, at any of ``stop`` (the text is cut before it unless ``include_stop_str_in_output``), or after
     ``max_tokens`` new tokens. ``entropy`` asks for per-token entropies; ``top_logprobs`` for the k most likely
     alternatives of each token (HF and vLLM; OpenAI servers cap k at 20).
@@ -38,11 +40,20 @@ class SamplingParams:
     top_k: int = 0
     max_tokens: int = 256
     seed: int | None = None
+    seeds: list[int] | None = None
     stop: list[str] = field(default_factory=list)
     include_stop_str_in_output: bool = False
     ignore_eos: bool = False
     entropy: bool = False
     top_logprobs: int = 0
+
+    def seed_of(self, i: int) -> int | None:
+        """The seed of prompt ``i``."""
+        return self.seeds[i] if self.seeds is not None else self.seed
+
+    def check_seeds(self, n_prompts: int) -> None:
+        if self.seeds is not None and len(self.seeds) != n_prompts:
+            raise ValueError(f"seeds has {len(self.seeds)} entries for {n_prompts} prompts; give one per prompt")
 
     def __post_init__(self) -> None:
         if self.n < 1:

@@ -103,6 +103,7 @@ class HFEngine:
         that could still turn out to be part of a stop string is held back until it cannot).
         """
         params = params or SamplingParams()
+        params.check_seeds(len(prompts))
         self._check_weights()
         encoded = [self.encode(p) for p in prompts]
         for i, ids in enumerate(encoded):
@@ -207,7 +208,7 @@ class HFEngine:
         expand = torch.tensor([unique.index(i) for i, _ in seqs], device=self.device)
         select_rows(cache, expand)
         logits, mask, pos = logits[expand], mask[expand], pos[expand]
-        gens = _generators(params.seed, [j for _, j in seqs], self.device)
+        gens = _generators([params.seed_of(i) for i, _ in seqs], [j for _, j in seqs], self.device)
         budget = [min(params.max_tokens, self.max_model_len - len(encoded[i])) for i, _ in seqs]
         stop = [s for s in (params.stop or []) + self.default_stop if s]
         tail = max((len(s) for s in stop), default=0) + 4
@@ -375,14 +376,15 @@ def _find_stop(text: str, stop: list[str]) -> str | None:
     return next((s for s in stop if s in text), None)
 
 
-def _generators(seed: int | None, sample_idx: list[int], device) -> list[torch.Generator] | None:
-    """One generator per row seeded by (seed, sample index): a prompt's samples do not depend on its batch."""
-    if seed is None:
+def _generators(seeds: list[int | None], sample_idx: list[int], device) -> list[torch.Generator] | None:
+    """One generator per row seeded by (its prompt's seed, sample index): a prompt's samples do not depend on its
+    batch."""
+    if all(s is None for s in seeds):
         return None
     gens = []
-    for j in sample_idx:
+    for seed, j in zip(seeds, sample_idx):
         g = torch.Generator(device=device)
-        g.manual_seed((seed * 1_000_003 + j) % (2**63 - 1))
+        g.manual_seed(((seed or 0) * 1_000_003 + j) % (2**63 - 1))
         gens.append(g)
     return gens
 

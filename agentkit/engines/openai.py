@@ -9,6 +9,8 @@ vLLM and agentkit support and api.openai.com does not.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -42,7 +44,11 @@ class OpenAIEngine:
 
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         params = params or SamplingParams()
-        return self._map(lambda pr: self._one(pr, params), prompts)
+        params.check_seeds(len(prompts))
+        if params.seeds is None:
+            return self._map(lambda pr: self._one(pr, params), prompts)
+        return self._map(lambda a: self._one(a[0], replace(params, seed=a[1], seeds=None)),
+                         list(zip(prompts, params.seeds)))
 
     def _one(self, prompt: Prompt, p: SamplingParams) -> list[Completion]:
         kw, k = self._common(p)

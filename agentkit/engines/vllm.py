@@ -40,10 +40,15 @@ class VLLMEngine:
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         p = params or SamplingParams()
         k = max(p.top_logprobs, self.entropy_top_k if p.entropy else 0, 1)
-        sp = self._vllm.SamplingParams(n=p.n, temperature=p.temperature, top_p=p.top_p, top_k=p.top_k or -1,
-                                       max_tokens=p.max_tokens, seed=p.seed, stop=p.stop or None, logprobs=k,
-                                       include_stop_str_in_output=p.include_stop_str_in_output,
-                                       ignore_eos=p.ignore_eos)
+        p.check_seeds(len(prompts))
+
+        def params_for(seed):
+            return self._vllm.SamplingParams(n=p.n, temperature=p.temperature, top_p=p.top_p, top_k=p.top_k or -1,
+                                             max_tokens=p.max_tokens, seed=seed, stop=p.stop or None, logprobs=k,
+                                             include_stop_str_in_output=p.include_stop_str_in_output,
+                                             ignore_eos=p.ignore_eos)
+
+        sp = [params_for(s) for s in p.seeds] if p.seeds is not None else params_for(p.seed)
         results = self.llm.generate(self._inputs(prompts), sp, use_tqdm=False)
         out = []
         for r in results:

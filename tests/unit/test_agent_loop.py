@@ -68,6 +68,15 @@ def test_token_and_turn_limits(python_tool):
     assert t.finish == "max_tokens" and len(t.completion_ids) <= 20
 
 
+def test_samples_of_one_question_differ(tiny_engine):
+    """The n trajectories of a question are separate prompts: each draws with its own seed, reproducibly."""
+    cfg = AgentConfig(n=4, temperature=1.0, max_turns=1, max_tokens_per_turn=12, seed=3)
+    trajs = rollout(tiny_engine, ["What is 2 + 2?"], [], cfg)
+    assert len({tuple(t.completion_ids) for t in trajs}) > 1
+    again = rollout(tiny_engine, ["What is 2 + 2?"], [], cfg)
+    assert [t.completion_ids for t in again] == [t.completion_ids for t in trajs]
+
+
 def test_per_tool_budget(python_tool):
     cfg = AgentConfig(max_turns=4, max_tool_calls=9, max_calls_per_tool={"python": 1})
     (t,) = rollout(ScriptedEngine(SCRIPT), ["two steps"], [python_tool], cfg)

@@ -29,6 +29,17 @@ def test_seed_reproducible_and_batch_independent(tiny_engine):
     assert [c.token_ids for c in other[0]] != [c.token_ids for c in a[0]]
 
 
+def test_per_prompt_seeds(tiny_engine):
+    """Equal prompts with their own seeds differ; each matches the same prompt sampled alone with that seed."""
+    p = SamplingParams(max_tokens=12, temperature=1.0, seeds=[1, 2, 1])
+    a, b, c = (x[0].token_ids for x in tiny_engine.generate(["abc"] * 3, p))
+    assert a != b and a == c
+    (alone,) = tiny_engine.generate(["abc"], SamplingParams(max_tokens=12, temperature=1.0, seed=2))
+    assert alone[0].token_ids == b
+    with pytest.raises(ValueError, match="one per prompt"):
+        tiny_engine.generate(["abc"], SamplingParams(seeds=[1, 2]))
+
+
 def test_greedy_and_filters(tiny_engine):
     g = tiny_engine.generate([CHAT], SamplingParams(n=2, max_tokens=10, temperature=0))[0]
     assert g[0].token_ids == g[1].token_ids
