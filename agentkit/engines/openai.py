@@ -9,10 +9,9 @@ vLLM and agentkit support and api.openai.com does not.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from agentkit.engines.base import Completion, Prompt, SamplingParams, Scored, topk_entropy
 

@@ -157,7 +157,7 @@ class DPOSettings:
 
     beta: float = 0.1
     epochs: float = 1.0
-    learning_rate: float = 2e-5
+    learning_rate: float = 7e-6
     batch_size: int = 4
     grad_accum: int = 1
     max_length: int = 1024

@@ -122,14 +122,20 @@ def candidates(trajs: list[Trajectory], tasks: dict[str, Task]) -> dict[str, lis
 
 
 def build_pairs(stage: str, vanilla: list[Trajectory], guided: list[Trajectory], tasks: dict[str, Task],
-                rules: PairRules, sft: dict[str, Trajectory] | None = None, seed: int = 0) -> list[Pair]:
-    """``stage="pre_aligned"``: Criterion 1 on each source (vanilla and guided apart), then the 2:1 / 13:7 mix.
-    ``stage="self_evolved"``: Criterion 2 on all samples of each question."""
+                rules: PairRules, sft: dict[str, Trajectory] | None = None, seed: int = 0,
+                stats: dict[str, int] | None = None) -> list[Pair]:
+    """``stage="pre_aligned"``: Criterion 1 on each source (vanilla and guided apart), then the 2:1 / 13:7 mix
+    (``stats``, if given, receives the pairs available before mixing). ``stage="self_evolved"``: Criterion 2 on
+    all samples of each question."""
     v, g = candidates(vanilla, tasks), candidates(guided, tasks)
     if stage == "pre_aligned":
         sft = sft or {}
         vp = [p for c in v.values() if (p := pre_aligned_vanilla(c, rules))]
         gp = [p for q, c in g.items() if (p := pre_aligned_guided(c, rules, _same_prompt(sft.get(q), c)))]
+        if stats is not None:
+            for src, pairs in (("vanilla", vp), ("guided", gp)):
+                for lvl in ("hard", "easy"):
+                    stats[f"available_{src}_{lvl}"] = sum(p.difficulty == lvl for p in pairs)
         return mix(vp, gp, rules, seed)
     if stage == "self_evolved":
         return [p for q in sorted({*v, *g}) if (p := self_evolved(v.get(q, []) + g.get(q, []), rules))]

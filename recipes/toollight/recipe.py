@@ -258,10 +258,11 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
 
             sft = {t.task_id: t for g in sources for t in
                    make_trajectories(g.tasks, self.tokenizer, {x.name: x for x in g.tools}, self.titles)}
-        pairs = build_pairs(kind, vanilla, guided, tasks, c.rules, sft, seed=seed)
+        available: dict[str, int] = {}
+        pairs = build_pairs(kind, vanilla, guided, tasks, c.rules, sft, seed=seed, stats=available)
         if pairs:  # (datasets cannot load back a dataset of no rows)
             _save(to_dpo_dataset(pairs), where / "pairs")
-        stats = _sample_stats(vanilla, guided, pairs, tasks)
+        stats = {**_sample_stats(vanilla, guided, pairs, tasks), **available}
         self.ctx.log({f"{stage}/{k}": v for k, v in stats.items()})
         from agentkit.recipe import atomic_write
 
