@@ -1,0 +1,102 @@
+"""Offline datasets for every extras demo: one loader module, no downloads.
+
+- ``fashion_mnist``: the Debian package ``dataset-fashion-mnist`` (60k train / 10k test, 28×28, 10 classes);
+- ``sklearn_set``: scikit-learn's bundled sets (digits, iris, wine, breast_cancer), which ship in the wheel;
+- seeded synthetic data: ``xor``, ``rotated_classification``;
+- ``split``: stratified train / validation / test indices (model selection on validation, never on test).
+
+Every ``fetch_*`` / hub loader downloads, so none is used here (``../shared/methods/offline-data.md``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import numpy as np
+
+from agentkit.errors import AgentkitError
+
+FMNIST_ROOT = Path(os.environ.get("AGENTKIT_FASHION_MNIST", "/usr/share/datasets/fashion-mnist"))
+FMNIST_CLASSES = ("T-shirt", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Boot")
+SKLEARN_SETS = ("digits", "iris", "wine", "breast_cancer")
+
+
+def fashion_mnist(split: str = "train", n: int | None = None, seed: int = 0,
+                  root: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(images float32 [N, 28, 28] in [0, 1], labels int64 [N])``; ``n`` draws a seeded, class-balanced
+    subset (the first n of a per-class round robin over a seeded permutation)."""
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be train or test, got {split!r}")
+    base = Path(root) if root is not None else FMNIST_ROOT
+    stem = "train" if split == "train" else "t10k"
+    img, lab = base / f"{stem}-images-idx3-ubyte.gz", base / f"{stem}-labels-idx1-ubyte.gz"
+    if not img.exists() or not lab.exists():
+        raise AgentkitError(f"Fashion-MNIST is not installed ({img} is missing)",
+                            "install it: sudo apt-get install dataset-fashion-mnist (or set AGENTKIT_FASHION_MNIST "
+                            "to a folder with the four idx .gz files)")
+    with gzip.open(img) as f:  # idx3: 16-byte header, then uint8 pixels
+        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)
+    with gzip.open(lab) as f:  # idx1: 8-byte header
+        y = np.frombuffer(f.read(), np.uint8, offset=8).astype(np.int64)
+    if n is not None and n < len(y):
+        idx = _balanced(y, n, seed)
+        x, y = x[idx], y[idx]
+    return x.astype(np.float32) / 255.0, y
+
+
+def _balanced(y: np.ndarray, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    per = [rng.permutation(np.flatnonzero(y == c)) for c in np.unique(y)]
+    order = np.stack([p[: min(len(q) for q in per)] for p in per], 1).reshape(-1)  # c0, c1, …, c0, c1, …
+    return np.sort(order[:n])
+
+
+def sklearn_set(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(X float64 [N, d], y int64 [N])`` of a bundled scikit-learn set."""
+    from sklearn import datasets
+
+    if name not in SKLEARN_SETS:
+        from agentkit.errors import did_you_mean
+
+        raise AgentkitError(f"unknown bundled dataset {name!r}", did_you_mean(name, SKLEARN_SETS))
+    x, y = getattr(datasets, f"load_{name}")(return_X_y=True)
+    return x.astype(np.float64), y.astype(np.int64)
+
+
+def xor(n_per_corner: int = 1, noise: float = 0.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The four corners of {0, 1}² labelled x₁ XOR x₂ (``n_per_corner`` noisy copies each)."""
+    rng = np.random.default_rng(seed)
+    corners = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.float32)
+    x = np.repeat(corners, n_per_corner, 0) + noise * rng.standard_normal((4 * n_per_corner, 2)).astype(np.float32)
+    return x, np.repeat(np.array([0, 1, 1, 0]), n_per_corner)
+
+
+def rotated_classification(n: int = 1000, d: int = 10, theta_deg: float = 30.0, seed: int = 0
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """``make_classification`` with axis-aligned informative features, then every coordinate pair (0,1), (2,3), …
+    rotated by θ: at θ = 0 the boundary suits axis-aligned trees, at 45° it is maximally oblique to the axes."""
+    from sklearn.datasets import make_classification
+
+    x, y = make_classification(n_samples=n, n_features=d, n_informative=d // 2, n_redundant=0, n_repeated=0,
+                               n_clusters_per_class=2, class_sep=1.0, shuffle=False, random_state=seed)
+    t = np.deg2rad(theta_deg)
+    rot = np.eye(d)
+    for i in range(0, d - 1, 2):
+        rot[i:i + 2, i:i + 2] = [[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]]
+    return x @ rot.T, y.astype(np.int64)
+
+
+def split(y: np.ndarray, val: float = 0.15, test: float = 0.25, seed: int = 0
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stratified ``(train, val, test)`` index arrays (``test=0``: no test part, e.g. when a test split exists)."""
+    from sklearn.model_selection import train_test_split
+
+    idx = np.arange(len(y))
+    if test > 0:
+        rest, te = train_test_split(idx, test_size=test, stratify=y, random_state=seed)
+    else:
+        rest, te = idx, idx[:0]
+    tr, va = train_test_split(rest, test_size=val / (1 - test), stratify=y[rest], random_state=seed)
+    return tr, va, te
