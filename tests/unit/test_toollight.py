@@ -320,23 +320,11 @@ def test_dpo_log_ratios_leave_out_tool_tokens(tiny_engine, tmp_path):
 
     from trl import DPOConfig
 
-    from agentkit.agent.trajectory import Segment, Trajectory
     from agentkit.toollight.dpo import masked_dpo_trainer_cls, to_dpo_dataset
     from agentkit.toollight.pairs import Pair
 
     tok = tiny_engine.tokenizer
-    prompt = [{"role": "user", "content": "What is 17 * 23?"}]
-    pids = tiny_engine.encode(prompt)
-
-    def traj(parts):
-        t = Trajectory("q", prompt, pids)
-        for kind, text in parts:
-            t.segments.append(Segment(kind, text, tok(text, add_special_tokens=False).input_ids))
-        return t
-
-    chosen = traj([("model", "<python>print(17*23)</python>"), ("tool", "\n<result>\n391\n</result>\n"),
-                   ("model", "<answer>391</answer>")])
-    rejected = traj([("model", "<answer>381</answer>")])
+    chosen, rejected = _pair_trajs(tiny_engine)
     ds = to_dpo_dataset([Pair(chosen, rejected, "test", "hard")])
     ref = copy.deepcopy(tiny_engine.model)
     policy = copy.deepcopy(tiny_engine.model)
