@@ -150,8 +150,8 @@ def masked_dpo_trainer_cls():
 @dataclass
 class DPOSettings:
     """One DPO round. beta: the sigmoid loss's β (paper 0.1). epochs, learning_rate, batch_size (pairs per device),
-    grad_accum, max_length (prompt + completion tokens; longer pairs are dropped, a cut chain would end inside a
-    call), warmup_ratio, seed. Full fine-tuning by default; lora_r > 0 trains LoRA adapters on all linear layers
+    grad_accum, max_length (prompt + completion tokens; the collator keeps the first max_length of a longer
+    pair, so set it above the longest chain), warmup_ratio, seed. Full fine-tuning by default; lora_r > 0 trains LoRA adapters on all linear layers
     (the paper: r = 8) and merges them after the round, so the merged model is the next round's policy and
     reference either way."""
 
@@ -170,26 +170,16 @@ def train_dpo(model, tokenizer, dataset, settings: DPOSettings, output_dir: str 
     """One DPO round on ``dataset`` (from ``to_dpo_dataset``): the reference is a frozen copy of ``model`` as it
     is now (the previous round's model). Returns ``(log history, trained model)``."""
     import copy
-    import math
 
-    import torch
     from trl import DPOConfig
 
-    steps = math.ceil(len(dataset) / (settings.batch_size * settings.grad_accum)) * settings.epochs
-    args = DPOConfig(output_dir=str(output_dir), beta=settings.beta, loss_type=["sigmoid"],
-                     num_train_epochs=settings.epochs, learning_rate=settings.learning_rate,
-                     per_device_train_batch_size=settings.batch_size, gradient_accumulation_steps=settings.grad_accum,
-                     max_length=settings.max_length, warmup_steps=settings.warmup_ratio, lr_scheduler_type="cosine",
-                     logging_steps=max(1, int(steps) // 20), save_strategy="no", report_to=[], seed=settings.seed,
-                     disable_tqdm=not progress, use_cpu=not torch.cuda.is_available(), bf16=False)
-    peft_config, ref = None, None
-    if settings.lora_r:  # TRL's reference is then the same model with the adapters switched off
-        from peft import LoraConfig
+    from agentkit.toollight.sft import lora_config, release, trainer_args
 
-        peft_config = LoraConfig(r=settings.lora_r, lora_alpha=2 * settings.lora_r, task_type="CAUSAL_LM",
-                                 target_modules="all-linear")
-    else:
-        ref = copy.deepcopy(model).eval().requires_grad_(False)
+    args = DPOConfig(**trainer_args(settings, len(dataset), output_dir, progress), beta=settings.beta,
+                     loss_type=["sigmoid"])
+    peft_config = lora_config(settings.lora_r)
+    # with LoRA, TRL's reference is the same model with the adapters switched off
+    ref = None if peft_config is not None else copy.deepcopy(model).eval().requires_grad_(False)
     keep = ["prompt_ids", "chosen_ids", "rejected_ids", "chosen_mask", "rejected_mask"]
     dataset = dataset.select_columns(keep)
     patched = "forward" in model.__dict__
@@ -198,8 +188,5 @@ def train_dpo(model, tokenizer, dataset, settings: DPOSettings, output_dir: str 
     model.train()
     trainer.train()
     trained = trainer.model.merge_and_unload() if peft_config is not None else trainer.model
-    trained.eval()
-    if not patched:  # as in train_sft: no instance-level forward may outlive the trainer
-        trained.__dict__.pop("forward", None)
-    trained.config.use_cache = True
+    release([model, trained], patched)
     return trainer.state.log_history, trained

@@ -80,7 +80,7 @@ def mine_sources(engine, groups: list[Group], s: SamplingSettings, seed: int = 0
                  ) -> tuple[list[Group], dict[str, float]]:
     """Questions the model gets wrong without tools: ``(groups of sources, no-tool correct rate per question)``."""
     cfg = replace(s.agent([], n=s.mine_samples, seed=seed), system_prompt=NO_TOOL_PROMPT, max_turns=1,
-                  max_tool_calls=0, max_calls_per_tool={})
+                  max_tool_calls=0)
     rates: dict[str, float] = {}
     out = []
     for g in groups:

@@ -45,43 +45,52 @@ class SFTSettings:
 
 def train_sft(model, tokenizer, dataset, settings: SFTSettings, output_dir: str | Path, progress: bool = True):
     """Train ``model`` in place on ``dataset`` (from ``to_sft_dataset``); returns the trainer's log history."""
-    import math
-
     from trl import SFTConfig, SFTTrainer
 
-    steps = math.ceil(len(dataset) / (settings.batch_size * settings.grad_accum)) * settings.epochs
-
-    args = SFTConfig(output_dir=str(output_dir), num_train_epochs=settings.epochs,
-                     learning_rate=settings.learning_rate, per_device_train_batch_size=settings.batch_size,
-                     gradient_accumulation_steps=settings.grad_accum, max_length=settings.max_length,
-                     warmup_steps=settings.warmup_ratio, lr_scheduler_type="cosine",
-                     logging_steps=max(1, int(steps) // 20),  # < 1: a ratio
-                     save_strategy="no", report_to=[], seed=settings.seed, disable_tqdm=not progress,
-                     use_cpu=not _has_gpu(), bf16=False, dataset_num_proc=None)
-    peft_config = None
-    if settings.lora_r:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=settings.lora_r, lora_alpha=2 * settings.lora_r, task_type="CAUSAL_LM",
-                                 target_modules="all-linear")
+    args = SFTConfig(**trainer_args(settings, len(dataset), output_dir, progress), dataset_num_proc=None)
+    peft_config = lora_config(settings.lora_r)
     patched = "forward" in model.__dict__
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset.remove_columns(["task_id"]),
                          processing_class=tokenizer, peft_config=peft_config)
     model.train()
     trainer.train()
-    model.eval()
     if peft_config is not None:
         trainer.model = trainer.model.merge_and_unload()
-    for m in {id(model): model, id(trainer.model): trainer.model}.values():
-        # SFTTrainer installs a fused forward on the instance whose closure holds the original module: a deepcopy
-        # (e.g. DPO's reference model) would then run the original's weights. Put the class forward back.
-        if not patched:
-            m.__dict__.pop("forward", None)
-        m.config.use_cache = True
+    release([model, trainer.model], patched)
     return trainer.state.log_history, trainer.model
 
 
-def _has_gpu() -> bool:
+def trainer_args(settings, n_rows: int, output_dir: str | Path, progress: bool) -> dict:
+    """The training-argument fields SFT and DPO rounds share, from ``SFTSettings`` / ``DPOSettings``: cosine
+    schedule, about 20 logged points, no checkpoints, the CPU unless a GPU is present."""
+    import math
+
     import torch
 
-    return torch.cuda.is_available()
+    steps = math.ceil(n_rows / (settings.batch_size * settings.grad_accum)) * settings.epochs
+    return dict(output_dir=str(output_dir), num_train_epochs=settings.epochs, learning_rate=settings.learning_rate,
+                per_device_train_batch_size=settings.batch_size, gradient_accumulation_steps=settings.grad_accum,
+                max_length=settings.max_length, warmup_steps=settings.warmup_ratio,  # < 1: a ratio
+                lr_scheduler_type="cosine", logging_steps=max(1, int(steps) // 20), save_strategy="no",
+                report_to=[], seed=settings.seed, disable_tqdm=not progress,
+                use_cpu=not torch.cuda.is_available(), bf16=False)
+
+
+def lora_config(r: int):
+    """PEFT LoRA on all linear layers (alpha = 2r), or None for full fine-tuning (r = 0)."""
+    if not r:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=r, lora_alpha=2 * r, task_type="CAUSAL_LM", target_modules="all-linear")
+
+
+def release(models, patched: bool) -> None:
+    """Leave trained models plain and ready to generate. TRL installs a fused ``forward`` on the instance whose
+    closure holds the original module: a deepcopy (e.g. DPO's reference model) would then run the original's
+    weights, so the class forward is put back (unless the model came with its own)."""
+    for m in {id(m): m for m in models}.values():
+        m.eval()
+        if not patched:
+            m.__dict__.pop("forward", None)
+        m.config.use_cache = True

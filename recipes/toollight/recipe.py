@@ -116,7 +116,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
                 self.ctx.record("stages", {stage: {"history": history}})
             metrics.update(self._evaluate(stage))
             prev = stage
-        self._report(["base"] + [s for s, _ in stages])
+        self._report(["base"] + [s for s, _ in stages], metrics)
         return metrics
 
     def _load_stage(self, stage: str) -> None:
@@ -140,12 +140,12 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         if not self.ctx.is_main:
             return
         final = self._model_dir(stage)
-        tmp = final.with_name(f".{stage}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.model.save_pretrained(tmp)
-        self.tokenizer.save_pretrained(tmp)
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(tmp, final)
+
+        def write(tmp: Path) -> None:
+            self.model.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp)
+
+        _atomic_dir(final, write)
         if not self.config.keep_models:
             for old in final.parent.iterdir():
                 if old.name != stage and old.name != "sft" and old.is_dir():
@@ -319,7 +319,9 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         self.ctx.log(out)
         return out
 
-    def _report(self, stages: list[str]) -> None:
+    def _report(self, stages: list[str], metrics: dict[str, Any]) -> None:
+        """The stage × suite table (from the per-stage ``metrics`` already summarised) with Necessity, whose pool
+        is this run's stages, and the plots."""
         from agentkit.eval.metrics import necessity
 
         evals = {s: self.ctx.done(f"eval_{s}") for s in stages}
@@ -328,24 +330,19 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
                                       if r["suite"] == suite} for s, rows in evals.items()}) for suite in suites}
         lines = ["| stage | suite | accuracy | tool calls | Efficiency | Necessity (pool: these stages) | "
                  "tokens/answer |", "|---|---|---|---|---|---|---|"]
-        from agentkit.toollight.rounds import summarise
-
-        table = {}
-        for s, rows in evals.items():
-            m = summarise(rows, s)
+        for s in stages:
             for suite in suites:
                 k = f"{s}/{suite}"
-                table[k] = m
-                lines.append(f"| {s} | {suite} | {m[k + '/accuracy']:.3f} | {m[k + '/tool_calls']:.2f} | "
-                             f"{m[k + '/efficiency']:.3f} | {nec[suite][s]['normalised']:.2f} | "
-                             f"{m[k + '/tokens_per_answer']:.0f} |")
+                lines.append(f"| {s} | {suite} | {metrics[k + '/accuracy']:.3f} | {metrics[k + '/tool_calls']:.2f} | "
+                             f"{metrics[k + '/efficiency']:.3f} | {nec[suite][s]['normalised']:.2f} | "
+                             f"{metrics[k + '/tokens_per_answer']:.0f} |")
                 self.ctx.log({f"{k}/necessity": nec[suite][s]["normalised"]})
         self.ctx.add_section("Agent after each stage (held-out questions, greedy)", "\n".join(lines))
-        self._plot(stages, suites, table)
+        self._plot(stages, suites, metrics)
         hist = self.ctx.done("stages")
         self._plot_losses({s: h["history"] for s, h in hist.items()})
 
-    def _plot(self, stages, suites, table) -> None:
+    def _plot(self, stages, suites, metrics) -> None:
         import matplotlib
 
         matplotlib.use("Agg")
@@ -353,8 +350,8 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
 
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
         for suite in suites:
-            acc = [table[f"{s}/{suite}"][f"{s}/{suite}/accuracy"] for s in stages]
-            calls = [table[f"{s}/{suite}"][f"{s}/{suite}/tool_calls"] for s in stages]
+            acc = [metrics[f"{s}/{suite}/accuracy"] for s in stages]
+            calls = [metrics[f"{s}/{suite}/tool_calls"] for s in stages]
             axes[0].plot(stages, acc, marker="o", label=suite)
             axes[1].plot(stages, calls, marker="o", label=suite)
         axes[0].set_ylabel("accuracy")
@@ -407,24 +404,26 @@ def _sample_stats(vanilla, guided, pairs, tasks) -> dict[str, float]:
     return out
 
 
-def _save(dataset, path: Path) -> None:
-    """``save_to_disk`` into a temporary directory, then rename: a crash never leaves half a dataset to resume from."""
+def _atomic_dir(path: Path, write) -> None:
+    """``write(tmp)`` fills a temporary directory, which then replaces ``path``: a crash never leaves half a model
+    or dataset to resume from."""
     tmp = path.with_name(f".{path.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    dataset.save_to_disk(str(tmp))
+    write(tmp)
     shutil.rmtree(path, ignore_errors=True)
     os.replace(tmp, path)
+
+
+def _save(dataset, path: Path) -> None:
+    _atomic_dir(path, lambda tmp: dataset.save_to_disk(str(tmp)))
 
 
 def _free_vllm() -> None:
     """Release a vLLM engine's GPU memory before the next one loads (vLLM holds it until collected)."""
     import gc
 
-    gc.collect()
-    try:
-        import torch
+    import torch
 
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    except ImportError:  # pragma: no cover
-        pass
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
