@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -94,6 +94,16 @@ class RunContext:
             f.flush()
             os.fsync(f.fileno())
 
+    def each(self, name: str, jobs: list[tuple], fn: Callable[..., Any], desc: str) -> dict[str, Any]:
+        """``fn(*job)`` for every job not yet recorded under ``name`` (key ``"a|b|c"`` of the job's fields), each
+        recorded as soon as it finishes, with a progress bar; returns key → result for every job, so a resumed
+        run redoes only the unfinished ones."""
+        done = self.done(name)
+        for job in self.progress([j for j in jobs if job_key(j) not in done], desc=desc):
+            done[job_key(job)] = fn(*job)
+            self.record(name, {job_key(job): done[job_key(job)]})
+        return done
+
     # ---- checkpoints --------------------------------------------------------------------------------------
     def checkpoint_dir(self, step: int) -> Path:
         return self.run_dir / "state" / f"checkpoint-{step:08d}"
@@ -154,6 +164,11 @@ class RunContext:
         if self.is_main:
             atomic_write(path, "\n".join(lines))
         return path
+
+
+def job_key(job: tuple) -> str:
+    """The key ``RunContext.each`` records a job under: its fields joined by ``|``."""
+    return "|".join(map(str, job))
 
 
 def _fmt(v: Any) -> str:

@@ -38,12 +38,8 @@ class OrderDPRecipe(Recipe[OrderDPConfig]):
         c = self.config
         runs = [("full", 1.0)] if "full" in c.methods else []
         runs += [(m, k) for k in c.keep for m in c.methods if m != "full"]
-        done = self.ctx.done("runs")
-        jobs = [(m, k, s) for m, k in runs for s in range(c.seeds) if f"{m}|{k}|{s}" not in done]
-        for m, k, s in self.ctx.progress(jobs, desc="training runs"):
-            row = self._train_one(m, k, s)
-            self.ctx.record("runs", {f"{m}|{k}|{s}": row})
-            done[f"{m}|{k}|{s}"] = row
+        done = self.ctx.each("runs", [(m, k, s) for m, k in runs for s in range(c.seeds)], self._train_one,
+                             "training runs")
         res: report.Results = {}
         for m, k in runs:
             label = m if m == "full" else f"{m} @ keep {k:g}"

@@ -28,13 +28,8 @@ class JARFRecipe(Recipe[JARFConfig]):
     def train(self) -> dict[str, Any]:
         c = self.config
         sets = [f"rotated θ={t:g}°" for t in c.thetas] + list(c.datasets)
-        done = self.ctx.done("fits")
-        jobs = [(s, m, seed) for s in sets for seed in range(c.seeds) for m in c.methods
-                if f"{s}|{m}|{seed}" not in done]
-        for s, m, seed in self.ctx.progress(jobs, desc="fits"):
-            row = self._fit(s, m, seed)
-            self.ctx.record("fits", {f"{s}|{m}|{seed}": row})
-            done[f"{s}|{m}|{seed}"] = row
+        done = self.ctx.each("fits", [(s, m, seed) for s in sets for seed in range(c.seeds) for m in c.methods],
+                             self._fit, "fits")
         metrics: dict[str, Any] = {}
         for s in sets:
             res: report.Results = {}
