@@ -2,6 +2,8 @@
 
 - ``fashion_mnist``: the Debian package ``dataset-fashion-mnist`` (60k train / 10k test, 28×28, 10 classes);
 - ``sklearn_set``: scikit-learn's bundled sets (digits, iris, wine, breast_cancer), which ship in the wheel;
+- ``coloured_fashion_mnist``: a spurious-correlation benchmark (binary label, colour agreeing with it);
+- ``char_corpus``: English text for character language models (CPython's bundled ``pydoc_data`` topics);
 - seeded synthetic data: ``xor``, ``rotated_classification``;
 - ``split``: stratified train / validation / test indices (model selection on validation, never on test).
 
@@ -51,6 +53,44 @@ def _balanced(y: np.ndarray, n: int, seed: int) -> np.ndarray:
     per = [rng.permutation(np.flatnonzero(y == c)) for c in np.unique(y)]
     order = np.stack([p[: min(len(q) for q in per)] for p in per], 1).reshape(-1)  # c0, c1, …, c0, c1, …
     return np.sort(order[:n])
+
+
+def coloured_fashion_mnist(split: str = "train", n: int | None = None, agree: float = 0.8, seed: int = 0,
+                           rotate_group: int | None = None, rotate_deg: float = 90.0,
+                           root: str | Path | None = None
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(images float32 [N, 2, 28, 28], labels y [N], groups g [N])`` of coloured Fashion-MNIST.
+
+    y = 1 for classes 5–9 (sandal … boot), 0 for 0–4 (T-shirt … coat). The colour c equals y with probability
+    ``agree`` (else 1 − y), and the image is drawn in channel c (red 0, green 1). Groups g = 2y + c, so with
+    agree > ½ groups 0 and 3 are the majority and 1 and 2 the minority. ``rotate_group`` turns that group's
+    images by ``rotate_deg`` degrees (counter-clockwise, bilinear): a distribution shift inside one group.
+    """
+    x, cls = fashion_mnist(split, n, seed, root)
+    rng = np.random.default_rng(seed + 7919)
+    y = (cls >= 5).astype(np.int64)
+    c = np.where(rng.random(len(y)) < agree, y, 1 - y)
+    g = 2 * y + c
+    if rotate_group is not None:
+        x = x.copy()
+        from scipy.ndimage import rotate
+
+        x[g == rotate_group] = np.clip(rotate(x[g == rotate_group], rotate_deg, axes=(2, 1), reshape=False,
+                                              order=1), 0, 1)
+    out = np.zeros((len(y), 2, 28, 28), np.float32)
+    out[np.arange(len(y)), c] = x
+    return out, y, g
+
+
+def char_corpus(min_chars: int = 0) -> str:
+    """English prose for character-level language models: CPython's ``pydoc_data.topics`` (the language
+    reference shipped with every Python, ~0.47 M characters, 103 symbols), topics in sorted order."""
+    from pydoc_data.topics import topics
+
+    text = "\n\n".join(topics[k] for k in sorted(topics))
+    if len(text) < min_chars:
+        raise AgentkitError(f"char_corpus has {len(text)} characters, fewer than the {min_chars} asked for")
+    return text
 
 
 def sklearn_set(name: str) -> tuple[np.ndarray, np.ndarray]:

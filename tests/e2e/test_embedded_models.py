@@ -83,6 +83,20 @@ def test_quickstart_under_accelerate_launch(tmp_path):
     assert final["problems"] == 6
 
 
+def test_extras_recipe_under_accelerate_launch(tmp_path):
+    """An extras demo (NAT, tiny) under 2 CPU processes: every process runs it, the main one writes one run."""
+    import agentkit
+
+    cfg = __import__("pathlib").Path(agentkit.__file__).parent.parent / "configs" / "accelerate" / "cpu.yaml"
+    r = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(cfg),
+                        "-m", "agentkit", "run", "extras.robust.nat", "--preset", "tiny", "--quiet",
+                        "--output-dir", str(tmp_path / "run")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = (tmp_path / "run" / "state" / "runs.jsonl").read_text().splitlines()
+    assert len(rows) == 6  # 3 methods × 2 seeds, each recorded once
+    assert "PGD-3 margin" in (tmp_path / "run" / "report.md").read_text()
+
+
 def test_agent_rollout_with_real_model_and_sandbox(smol_engine):
     """SmolLM2 in the tool loop with the real sandbox: ids, masks and logprobs stay consistent across turns."""
     from agentkit.agent import AgentConfig, rollout

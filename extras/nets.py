@@ -1,0 +1,48 @@
+"""Small shared networks and helpers for the extras demos (one definition, not one per method)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+class SmallCNN(nn.Module):
+    """conv(c1)–ReLU–pool → conv(c2)–ReLU–pool → fc(hidden)–ReLU → linear head.
+
+    ``features(x)``: the penultimate representation z, ``[B, hidden]``; ``head(z)``: logits ``[B, classes]``.
+    Input ``[B, in_ch, size, size]`` (size divisible by 4).
+    """
+
+    def __init__(self, in_ch: int = 1, classes: int = 10, c1: int = 16, c2: int = 32, hidden: int = 64,
+                 size: int = 28):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(in_ch, c1, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(c1, c2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(c2 * (size // 4) ** 2, hidden), nn.ReLU())
+        self.head = nn.Linear(hidden, classes)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(x))
+
+
+@torch.no_grad()
+def predict(model: nn.Module, x: torch.Tensor, batch: int = 2048) -> torch.Tensor:
+    """Predicted labels ``[N]`` in eval mode, in batches (training mode is restored)."""
+    was = model.training
+    model.eval()
+    out = torch.cat([model(b).argmax(1) for b in x.split(batch)])
+    model.train(was)
+    return out
+
+
+def warmup_cosine(opt: torch.optim.Optimizer, total: int, warm_frac: float = 0.1):
+    """LambdaLR: linear warm-up over ``warm_frac`` of ``total`` steps, then cosine decay to 0 (step per batch)."""
+    warm = max(1, int(total * warm_frac))
+    return torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda t: min(1.0, (t + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(t, total) / total)))

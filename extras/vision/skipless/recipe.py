@@ -1,0 +1,138 @@
+"""extras.vision.skipless: a ViT on Fashion-MNIST with skips, without skips (default init) and without skips
+with the paper's initialisation, under AdamW and SOAP: loss curves, accuracy, attention-Jacobian conditioning."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from agentkit.errors import AgentkitError
+from agentkit.extras import report
+from agentkit.extras.nets import predict, warmup_cosine
+from agentkit.extras.vision.skipless.config import SkiplessConfig
+from agentkit.extras.vision.skipless.model import ViT, attention_jacobian_condition
+from agentkit.recipe import Recipe
+
+VARIANTS, OPTIMIZERS = ("skip", "skipless", "skipless-init"), ("adamw", "soap")
+
+
+class SkiplessRecipe(Recipe[SkiplessConfig]):
+    name = "extras.vision.skipless"
+    config_cls = SkiplessConfig
+    description = "Skipless ViT with the paper's init vs skips and vs default init: loss, accuracy, Jacobian κ"
+
+    def setup(self) -> None:
+        from agentkit.extras.data import fashion_mnist
+
+        c = self.config
+        bad = [v for v in c.variants if v not in VARIANTS] + [o for o in c.optimizers if o not in OPTIMIZERS]
+        if bad or 28 % c.patch or c.d % c.heads:
+            raise AgentkitError(f"bad variants/optimizers {bad}, or patch {c.patch} / heads {c.heads}",
+                                f"variants from {VARIANTS}, optimizers from {OPTIMIZERS}; patch divides 28, "
+                                f"heads divides d")
+        x, y = fashion_mnist("train", c.train_size, seed=0)
+        xt, yt = fashion_mnist("test", c.test_size, seed=0)
+        x, xt = torch.from_numpy(x)[:, None], torch.from_numpy(xt)[:, None]
+        y, yt = torch.from_numpy(y), torch.from_numpy(yt)
+        self.val, self.train_set, self.test = (x[: c.val_size], y[: c.val_size]), \
+            (x[c.val_size:], y[c.val_size:]), (xt, yt)
+
+    def train(self) -> dict[str, Any]:
+        c = self.config
+        runs = [(v, o) for v in c.variants for o in c.optimizers]
+        done = self.ctx.each("runs", [(v, o, s) for v, o in runs for s in range(c.seeds)], self._train_one,
+                             "training runs")
+        res: report.Results = {}
+        for v, o in runs:
+            for s in range(c.seeds):
+                r = done[f"{v}|{o}|{s}"]
+                report.add(res, f"{v} / {o}", {k: r[k] for k in ("test_accuracy", "final_train_loss",
+                                                                  "log10 κ block 1", "log10 κ median", "seconds")})
+        self.ctx.add_section(
+            f"ViT ({c.depth}×{c.d}, {c.heads} heads, {c.patch}×{c.patch} patches) on Fashion-MNIST, "
+            f"{c.epochs} epochs, {c.seeds} seeds",
+            report.table(res, ["test_accuracy", "final_train_loss", "log10 κ block 1", "log10 κ median",
+                               "seconds"])
+            + "\n\nκ: condition number of the attention sub-layer's Jacobian at initialisation (x ↦ x + MHSA(x) "
+              "with skips, MHSA(x) without), median over the samples; `log10 κ median` is the median over all "
+              "blocks. Test accuracy at the best validation epoch; final_train_loss: mean of the last 10 % of "
+              "steps.")
+        self._plot(runs, done)
+        return {f"{m}/test_accuracy": report.mean_std(v["test_accuracy"])[0] for m, v in res.items()}
+
+    def _train_one(self, variant: str, optimizer: str, seed: int) -> dict[str, Any]:
+        c = self.config
+        torch.manual_seed(seed)
+        model = ViT(variant, c.depth, c.d, c.heads, c.patch, alpha=c.alpha, beta=c.beta, c=c.c)
+        kappas = self._conditioning(model)
+        if optimizer == "soap":
+            from pytorch_optimizer import SOAP
+
+            opt = SOAP(model.parameters(), lr=c.lr_soap, weight_decay=c.weight_decay)
+        else:
+            opt = torch.optim.AdamW(model.parameters(), lr=c.lr_adamw, weight_decay=c.weight_decay)
+        x, y = self.train_set
+        sched = warmup_cosine(opt, c.epochs * -(-len(y) // c.batch_size))
+        losses, best, t0 = [], (-1.0, 0.0), time.perf_counter()
+        for _ in range(c.epochs):
+            for b in torch.randperm(len(y)).split(c.batch_size):
+                loss = F.cross_entropy(model(x[b]), y[b])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                sched.step()
+                losses.append(loss.item() if math.isfinite(loss.item()) else float("nan"))
+            val = (predict(model, self.val[0]) == self.val[1]).float().mean().item()
+            if val > best[0]:
+                best = (val, (predict(model, self.test[0]) == self.test[1]).float().mean().item())
+        k = max(1, len(losses) // 10)
+        thin = max(1, len(losses) // 150)
+        return {"test_accuracy": best[1], "val_accuracy": best[0], "final_train_loss": sum(losses[-k:]) / k,
+                "log10 κ block 1": kappas[0], "log10 κ median": statistics.median(kappas),
+                "log10 κ per block": kappas, "seconds": time.perf_counter() - t0,
+                "curve": [sum(losses[i:i + thin]) / len(losses[i:i + thin]) for i in range(0, len(losses), thin)]}
+
+    def _conditioning(self, model: ViT) -> list[float]:
+        """log10 κ of every block's attention Jacobian at initialisation (median over jacobian_samples)."""
+        with torch.no_grad():
+            h = model.tokens(self.train_set[0][: self.config.jacobian_samples])
+        out = []
+        for blk in model.blocks:
+            out.append(statistics.median(math.log10(attention_jacobian_condition(blk, hi)) for hi in h))
+            with torch.no_grad():
+                h = blk(h)
+        return out
+
+    def _plot(self, runs, done) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        c = self.config
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+        for v, o in runs:
+            for s in range(c.seeds):
+                r = done[f"{v}|{o}|{s}"]
+                axes[0].plot(r["curve"], color=f"C{c.variants.index(v)}", ls="-" if o == "adamw" else "--",
+                             alpha=0.7, label=f"{v} / {o}" if s == 0 else None)
+        axes[0].set_xlabel("training step (thinned)")
+        axes[0].set_ylabel("training loss")
+        axes[0].legend(fontsize=7)
+        for v in c.variants:
+            per = [done[f"{v}|{c.optimizers[0]}|{s}"]["log10 κ per block"] for s in range(c.seeds)]
+            axes[1].plot(range(1, c.depth + 1), [statistics.mean(b) for b in zip(*per)], marker="o", label=v)
+        axes[1].set_xlabel("block")
+        axes[1].set_ylabel("log10 κ (attention Jacobian, init)")
+        axes[1].legend(fontsize=7)
+        fig.tight_layout()
+        self.ctx.save_plot(fig, "skipless", "Training loss (solid AdamW, dashed SOAP; one line per seed) and the "
+                                            "attention Jacobian's condition number per block at initialisation")
+
+    def evaluate(self) -> dict[str, Any]:
+        return {}
