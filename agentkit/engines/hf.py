@@ -181,11 +181,13 @@ class HFEngine:
             shared = 0
         head = None
         if shared:
-            head = make_cache(cfg)
-            ids = torch.tensor([prompts[0][:shared]], device=self.device)
-            self.prefill_tokens += shared
-            self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True, **{self._cache_kw: head},
-                       logits_to_keep=1)
+            head, done = self._shared_head(prompts[0][:shared], mergeable)
+            if done < shared:
+                ids = torch.tensor([prompts[0][done:shared]], device=self.device)
+                self.prefill_tokens += shared - done
+                self.model(input_ids=ids, attention_mask=torch.ones(1, shared, dtype=torch.long, device=self.device),
+                           position_ids=torch.arange(done, shared, device=self.device)[None], use_cache=True,
+                           logits_to_keep=1, **{self._cache_kw: head})
         groups = _length_groups([len(p) - shared for p in prompts]) if mergeable else [list(range(len(prompts)))]
         parts = []
         for g, grp in enumerate(groups):
@@ -199,6 +201,16 @@ class HFEngine:
             past = torch.ones(len(grp), shared, dtype=torch.long, device=self.device)
             parts.append(self._encode_part(cache, [rows[j] for j in grp], past, [prompts[j][shared:] for j in grp]))
         return parts
+
+    def _shared_head(self, prefix: list[int], mergeable: bool):
+        """A one-row cache for the prompts' common prefix, and how many of its tokens it already holds: the stored
+        keys/values of an earlier sequence that began the same way (a system prompt and few-shot examples sent
+        with every call) when there is one, else an empty cache."""
+        hit = self.prefix_cache.longest(prefix + [-1], min_shared=8) if self.prefix_cache is not None and mergeable \
+            else None
+        if hit is None:
+            return make_cache(self.model.config), 0
+        return stack_rows([hit[1]], self.model.config)[0], len(hit[0])
 
     def _generate_batch(self, encoded: list[list[int]], seqs: list[tuple[int, int]],
                         params: SamplingParams, stream: DeltaStream | None = None) -> list[Completion]:

@@ -208,3 +208,28 @@ def test_streamed_deltas_add_up_to_the_text(tiny_engine):
         for j, c in enumerate(cs):
             assert "".join(got.get((i, j), [])) == c.text
     assert len(got[(1, 0)]) > 1  # it really came in pieces
+
+
+def test_shared_prefix_comes_from_the_prefix_cache_on_later_calls():
+    """A system prompt shared by a call's prompts is encoded once per engine, not once per call: the next call's
+    common prefix starts from an earlier sequence's stored keys/values, with the same outputs."""
+    from agentkit.engines.hf import HFEngine
+
+    cached = HFEngine("tiny-random", max_batch_size=8)
+    fresh = HFEngine(cached.model, cached.tokenizer, prefix_cache_mb=0)
+    system = "You are a careful assistant. Think, then answer in one short line. " * 2
+    greedy = SamplingParams(max_tokens=6, temperature=0, ignore_eos=True, entropy=True)
+    cached.generate([system + "first question", system + "second"], greedy)
+    nxt = [system + "a new question", system + "and one more, longer question"]
+    a, b = (cached.encode(p) for p in nxt)
+    shared = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)  # the common prefix, in tokens
+    before = cached.prefill_tokens
+    got = cached.generate(nxt, greedy)
+    want = fresh.generate(nxt, greedy)
+    assert fresh.prefill_tokens == len(a) + len(b) - shared  # without the store: the prefix once, then each suffix
+    # with it: the suffixes, plus any prefix tokens past what the first call's sequences share (here one)
+    assert cached.prefill_tokens - before <= len(a) + len(b) - 2 * shared + 1
+    for g, w in zip(got, want):
+        assert g[0].token_ids == w[0].token_ids
+        assert g[0].logprobs == pytest.approx(w[0].logprobs, abs=1e-4)
+
