@@ -259,3 +259,16 @@ def test_extras_recipes_tiny(recipe, tmp_path):
     assert "±" in report and ".png" in report
     last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     assert last["final"] is True
+
+
+@pytest.mark.parametrize("recipe,override,message", [
+    ("extras.robust.hdro", "methods=[erm,dro]", "unknown"),
+    ("extras.robust.hdro", "shift_group=4", "shift_group"),
+    ("extras.vision.skipless", "patch=5", "must divide 28"),
+    ("extras.efficiency.dequant", "settings=[W4A4]", "A<bits>W<bits>"),
+])
+def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):
+    from agentkit.runner import run_recipe
+
+    with pytest.raises(AgentkitError, match=message):
+        run_recipe(recipe, [override], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)

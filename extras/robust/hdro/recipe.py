@@ -29,9 +29,10 @@ class HDRORecipe(Recipe[HDROConfig]):
 
         c = self.config
         bad = [m for m in c.methods if m not in NAMES]
-        if bad or not 0 <= c.shift_group < 4:
-            raise AgentkitError(f"bad methods {bad} or shift_group {c.shift_group}",
-                                f"methods from {list(NAMES)}; shift_group in 0..3 (g = 2·y + colour)")
+        if bad:
+            raise AgentkitError(f"methods: unknown {bad}", f"choose from {list(NAMES)}")
+        if not 0 <= c.shift_group < 4:
+            raise AgentkitError(f"shift_group: {c.shift_group} is not a group", "use 0..3 (g = 2·y + colour)")
         x, y, g = cfm("train", c.train_size, c.train_agree, seed=0)
         perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
         va, tr = perm[: c.val_size], perm[c.val_size:]

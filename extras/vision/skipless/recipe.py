@@ -31,10 +31,11 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
 
         c = self.config
         bad = [v for v in c.variants if v not in VARIANTS] + [o for o in c.optimizers if o not in OPTIMIZERS]
-        if bad or 28 % c.patch or c.d % c.heads:
-            raise AgentkitError(f"bad variants/optimizers {bad}, or patch {c.patch} / heads {c.heads}",
-                                f"variants from {VARIANTS}, optimizers from {OPTIMIZERS}; patch divides 28, "
-                                f"heads divides d")
+        if bad:
+            raise AgentkitError(f"variants/optimizers: unknown {bad}",
+                                f"variants from {VARIANTS}, optimizers from {OPTIMIZERS}")
+        if 28 % c.patch or c.d % c.heads:
+            raise AgentkitError(f"patch {c.patch} must divide 28 and heads {c.heads} must divide d {c.d}")
         x, y = fashion_mnist("train", c.train_size, seed=0)
         xt, yt = fashion_mnist("test", c.test_size, seed=0)
         x, xt = torch.from_numpy(x)[:, None], torch.from_numpy(xt)[:, None]
