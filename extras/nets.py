@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -39,6 +40,30 @@ def predict(model: nn.Module, x: torch.Tensor, batch: int = 2048) -> torch.Tenso
     out = torch.cat([model(b).argmax(1) for b in x.split(batch)])
     model.train(was)
     return out
+
+
+def fit(model: nn.Module, opt: torch.optim.Optimizer, train: tuple[torch.Tensor, torch.Tensor],
+        val: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, torch.Tensor], epochs: int,
+        batch_size: int, sched=None) -> dict:
+    """Cross-entropy training in shuffled mini-batches; after each epoch the validation accuracy, and the test
+    accuracy of the best validation epoch so far (model selection on validation, never on test).
+
+    Returns ``{"test_accuracy", "val_accuracy", "losses"}`` (every step's loss; non-finite ones as NaN).
+    """
+    (x, y), losses, best = train, [], (-1.0, 0.0)
+    for _ in range(epochs):
+        for b in torch.randperm(len(y)).split(batch_size):
+            loss = F.cross_entropy(model(x[b]), y[b])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if sched is not None:
+                sched.step()
+            losses.append(loss.item() if math.isfinite(loss.item()) else float("nan"))
+        acc = (predict(model, val[0]) == val[1]).float().mean().item()
+        if acc > best[0]:
+            best = (acc, (predict(model, test[0]) == test[1]).float().mean().item())
+    return {"test_accuracy": best[1], "val_accuracy": best[0], "losses": losses}
 
 
 def warmup_cosine(opt: torch.optim.Optimizer, total: int, warm_frac: float = 0.1):

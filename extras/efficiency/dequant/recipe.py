@@ -16,7 +16,7 @@ from agentkit.extras import report
 from agentkit.extras.efficiency.dequant.config import DequantConfig
 from agentkit.extras.efficiency.dequant.models import CharGPT, mlp
 from agentkit.extras.efficiency.dequant.quant import QuantSpec
-from agentkit.extras.nets import predict, warmup_cosine
+from agentkit.extras.nets import fit, predict, warmup_cosine
 from agentkit.recipe import Recipe
 
 SETTING = re.compile(r"^(?:fp|A(\d)W(\d)(?::(\d)of(\d))?)$")
@@ -102,20 +102,12 @@ class DequantRecipe(Recipe[DequantConfig]):
         torch.manual_seed(seed)
         model = mlp(784, c.hidden, 10, act, weight)
         opt = torch.optim.Adam(model.parameters(), lr=c.mlp_lr)
-        (x, y), losses, best, t0 = self.train_set, [], (-1.0, 0.0), time.perf_counter()
-        for _ in range(c.mlp_epochs):
-            for b in torch.randperm(len(y)).split(c.batch_size):
-                loss = F.cross_entropy(model(x[b]), y[b])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                losses.append(loss.item())
-            val = (predict(model, self.val[0]) == self.val[1]).float().mean().item()
-            if val > best[0]:
-                best = (val, (predict(model, self.test[0]) == self.test[1]).float().mean().item())
+        t0 = time.perf_counter()
+        out = fit(model, opt, self.train_set, self.val, self.test, c.mlp_epochs, c.batch_size)
         final = (predict(model, self.test[0]) == self.test[1]).float().mean().item()
-        return {"test_accuracy": best[1], "final_accuracy": final, "val_accuracy": best[0],
-                "diverged": float(diverged(losses)), "seconds": time.perf_counter() - t0, "curve": _thin(losses)}
+        return {"test_accuracy": out["test_accuracy"], "final_accuracy": final, "val_accuracy": out["val_accuracy"],
+                "diverged": float(diverged(out["losses"])), "seconds": time.perf_counter() - t0,
+                "curve": _thin(out["losses"])}
 
     def _gpt(self, setting: str, dequant: str, seed: int) -> dict[str, Any]:
         c = self.config

@@ -9,11 +9,10 @@ import time
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from agentkit.errors import AgentkitError
 from agentkit.extras import report
-from agentkit.extras.nets import predict, warmup_cosine
+from agentkit.extras.nets import fit, warmup_cosine
 from agentkit.extras.vision.skipless.config import SkiplessConfig
 from agentkit.extras.vision.skipless.model import ViT, attention_jacobian_condition
 from agentkit.recipe import Recipe
@@ -77,20 +76,10 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
             opt = SOAP(model.parameters(), lr=c.lr_soap, weight_decay=c.weight_decay)
         else:
             opt = torch.optim.AdamW(model.parameters(), lr=c.lr_adamw, weight_decay=c.weight_decay)
-        x, y = self.train_set
-        sched = warmup_cosine(opt, c.epochs * -(-len(y) // c.batch_size))
-        losses, best, t0 = [], (-1.0, 0.0), time.perf_counter()
-        for _ in range(c.epochs):
-            for b in torch.randperm(len(y)).split(c.batch_size):
-                loss = F.cross_entropy(model(x[b]), y[b])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                sched.step()
-                losses.append(loss.item() if math.isfinite(loss.item()) else float("nan"))
-            val = (predict(model, self.val[0]) == self.val[1]).float().mean().item()
-            if val > best[0]:
-                best = (val, (predict(model, self.test[0]) == self.test[1]).float().mean().item())
+        sched = warmup_cosine(opt, c.epochs * -(-len(self.train_set[1]) // c.batch_size))
+        t0 = time.perf_counter()
+        out = fit(model, opt, self.train_set, self.val, self.test, c.epochs, c.batch_size, sched)
+        losses, best = out["losses"], (out["val_accuracy"], out["test_accuracy"])
         k = max(1, len(losses) // 10)
         thin = max(1, len(losses) // 150)
         return {"test_accuracy": best[1], "val_accuracy": best[0], "final_train_loss": sum(losses[-k:]) / k,
