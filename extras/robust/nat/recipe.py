@@ -101,10 +101,12 @@ class NATRecipe(Recipe[NATConfig]):
         c = self.config
         xt, yt = self.test
         torch.manual_seed(1234)
-        right_ce = torch.cat([predict(model, pgd(model, xb, yb, c.eps, c.test_alpha, c.test_steps)) == yb
+
+        def robust(loss: str) -> torch.Tensor:  # per test image: still right under PGD on this loss
+            return torch.cat([predict(model, pgd(model, xb, yb, c.eps, c.test_alpha, c.test_steps, loss)) == yb
                               for xb, yb in zip(xt.split(500), yt.split(500))])
-        right_m = torch.cat([predict(model, pgd(model, xb, yb, c.eps, c.test_alpha, c.test_steps, "margin")) == yb
-                             for xb, yb in zip(xt.split(500), yt.split(500))])
+
+        right_ce, right_m = robust("ce"), robust("margin")
         with torch.no_grad():
             logits = model(xt)
         return {"clean": (logits.argmax(1) == yt).float().mean().item(),
