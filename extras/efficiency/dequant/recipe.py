@@ -107,7 +107,7 @@ class DequantRecipe(Recipe[DequantConfig]):
         final = (predict(model, self.test[0]) == self.test[1]).float().mean().item()
         return {"test_accuracy": out["test_accuracy"], "final_accuracy": final, "val_accuracy": out["val_accuracy"],
                 "diverged": float(diverged(out["losses"])), "seconds": time.perf_counter() - t0,
-                "curve": _thin(out["losses"])}
+                "curve": report.thin(out["losses"])}
 
     def _gpt(self, setting: str, dequant: str, seed: int) -> dict[str, Any]:
         c = self.config
@@ -131,7 +131,7 @@ class DequantRecipe(Recipe[DequantConfig]):
         with torch.no_grad():
             val = F.cross_entropy(model(xv).flatten(0, 1), yv.flatten()).item() / math.log(2)
         return {"val_bpc": val if math.isfinite(val) else float("nan"), "diverged": float(diverged(losses)),
-                "seconds": time.perf_counter() - t0, "curve": _thin(losses)}
+                "seconds": time.perf_counter() - t0, "curve": report.thin(losses)}
 
     def _plot(self, part: str, runs: list[tuple[str, str]], done: dict[str, Any], seeds: int) -> None:
         import matplotlib
@@ -162,9 +162,3 @@ def _windows(ids: torch.Tensor, n: int, ctx: int, gen: torch.Generator | None = 
     start = torch.randint(0, len(ids) - ctx - 1, (n,), generator=gen)
     w = torch.stack([ids[s: s + ctx + 1] for s in start.tolist()])
     return w[:, :-1], w[:, 1:]
-
-
-def _thin(losses: list[float], points: int = 200) -> list[float]:
-    """At most ``points`` means of consecutive chunks (the curve stored per run for the plot)."""
-    k = max(1, len(losses) // points)
-    return [sum(losses[i: i + k]) / len(losses[i: i + k]) for i in range(0, len(losses), k)]

@@ -81,11 +81,10 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
         out = fit(model, opt, self.train_set, self.val, self.test, c.epochs, c.batch_size, sched)
         losses, best = out["losses"], (out["val_accuracy"], out["test_accuracy"])
         k = max(1, len(losses) // 10)
-        thin = max(1, len(losses) // 150)
         return {"test_accuracy": best[1], "val_accuracy": best[0], "final_train_loss": sum(losses[-k:]) / k,
                 "log10 κ block 1": kappas[0], "log10 κ median": statistics.median(kappas),
                 "log10 κ per block": kappas, "seconds": time.perf_counter() - t0,
-                "curve": [sum(losses[i:i + thin]) / len(losses[i:i + thin]) for i in range(0, len(losses), thin)]}
+                "curve": report.thin(losses, 150)}
 
     def _conditioning(self, model: ViT) -> list[float]:
         """log10 κ of every block's attention Jacobian at initialisation (median over jacobian_samples)."""
