@@ -91,10 +91,11 @@ def _parser() -> argparse.ArgumentParser:
     ba = b.add_parser("agent", help="agent rollouts/min with HFEngine's prefix cache against re-encoding")
     ba.add_argument("--model", default="smollm2-135m")
     ba.add_argument("--tasks", type=int, default=32)
-    ba.add_argument("--turns", type=int, default=4)
+    ba.add_argument("--turns", type=int, default=4, help="most tool turns per trajectory (model turns: one more)")
     ba.add_argument("--tokens-per-turn", type=int, default=64)
-    ba.add_argument("--workloads", default="python,search",
-                    help="python (suite a, sandbox) and/or search (suite b, BM25 over the knowledge base)")
+    ba.add_argument("--workloads", default="python,search,steps",
+                    help="python (suite a, sandbox), search (suite b, BM25 over the knowledge base), steps (four "
+                         "dependent calculations, one python call each)")
     ba.add_argument("--no-examples", action="store_true",
                     help="no few-shot examples (for a model trained on the tag format, e.g. the toollight recipe's models/sft)")
     ba.add_argument("--out", help="also write the results as JSON here")

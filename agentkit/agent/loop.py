@@ -45,6 +45,16 @@ TIR_EXAMPLES = [
     {"role": "assistant", "content": "<python>print((354 - 30) / 12)</python>\n<result>\n27.0\n</result>\n"
                                      "<answer>27</answer>"},
 ]
+# Four dependent calls, one per step (the ``steps`` kind of suite (a): multi-turn rollouts for benchmarks).
+STEPS_EXAMPLES = [
+    {"role": "user", "content": "Start with 386. Multiply by 47, then subtract 1250, then multiply by 3, then add 999. "
+                                "Use one Python call per step."},
+    {"role": "assistant", "content": "<python>print(386 * 47)</python>\n<result>\n18142\n</result>\n"
+                                     "<python>print(18142 - 1250)</python>\n<result>\n16892\n</result>\n"
+                                     "<python>print(16892 * 3)</python>\n<result>\n50676\n</result>\n"
+                                     "<python>print(50676 + 999)</python>\n<result>\n51675\n</result>\n"
+                                     "<answer>51675</answer>"},
+]
 # The same for <search> over suite (b): two hops, results in SearchTool's format (invented names).
 SEARCH_EXAMPLES = [
     {"role": "user", "content": "In which city was the founder of Morvane Optics born?"},

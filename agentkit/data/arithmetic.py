@@ -8,6 +8,8 @@ Seeded and deterministic: ``arithmetic_suite(n, seed)`` returns the same tasks o
 - ``linear``: "Solve for x: 37x + 412 = 2189."              (integer solution by construction)
 
 ``EASY_KINDS`` (``add``, ``sub``, ``small_mul``: "What is 47 + 38?") are small-number problems, opt-in only.
+``steps`` (opt-in): "Start with 386. Multiply it by 47, then subtract 1250, then …": four dependent steps, one
+tool call each (the multi-turn workload of ``agentkit bench agent``).
 
 Answers are integers (as strings); score with ``agentkit.eval.metrics.numeric_match``. The default kinds carry
 ``meta["expr"]``, a Python expression that computes the answer (for tool-use training data).
@@ -74,11 +76,24 @@ def _small_mul(r: random.Random) -> tuple[str, int, dict]:
     return f"What is {a} × {b}?", a * b, {}
 
 
+def _steps(r: random.Random) -> tuple[str, int, dict]:
+    x = start = r.randint(101, 999)
+    words, expr = [], str(x)
+    for k in range(4):
+        op = r.choice("*-+") if k else "*"
+        y = r.randint(3, 97) if op == "*" else r.randint(100, 9999)
+        words.append({"*": f"multiply by {y}", "-": f"subtract {y}", "+": f"add {y}"}[op])
+        x = x * y if op == "*" else x - y if op == "-" else x + y
+        expr = f"({expr}) {op} {y}"
+    q = f"Start with {start}. {words[0].capitalize()}, then {', then '.join(words[1:])}. Use one Python call per step."
+    return q, x, {"expr": expr, "steps": 4}
+
+
 # Small-number kinds, not in the default KINDS: problems small models get right part of the time (useful where
 # a mix of right and wrong answers is the point, e.g. uncertainty scoring).
 EASY_KINDS = ("add", "sub", "small_mul")
 _GEN = {"mul": _mul, "chain": _chain, "word": _word, "linear": _linear, "add": _add, "sub": _sub,
-        "small_mul": _small_mul}
+        "small_mul": _small_mul, "steps": _steps}
 
 
 def arithmetic_suite(n: int = 100, seed: int = 0, kinds: tuple[str, ...] | list[str] = KINDS) -> list[Task]:

@@ -122,8 +122,9 @@ class HFEngine:
                     stream.finish((i, j), comp.text)
         return out  # type: ignore[return-value]
 
-    def _prefill(self, prompts: list[list[int]]):
+    def _prefill(self, prompts: list[list[int]], headroom: int = 0):
         """Encode the prompts; returns (cache, last logits [U, V], attention mask [U, L], last positions [U, 1]).
+        The cache keeps ``headroom`` free slots per row for the tokens to be decoded.
 
         Three savings over one padded forward pass, all exact:
         - a prompt that continues a sequence this engine finished earlier (an agent's next turn) starts from
@@ -134,7 +135,7 @@ class HFEngine:
         row is invisible to the model.
         """
         cfg = self.model.config
-        first = make_cache(cfg)
+        first = make_cache(cfg, headroom)
         mergeable = growing_only(first)  # sliding-window layers (Gemma 3) cannot be merged: one part then
         hits = {}
         if self.prefix_cache is not None and mergeable:
@@ -146,11 +147,12 @@ class HFEngine:
         parts = []
         if hits:
             rows = sorted(hits)
-            cache, past = stack_rows([hits[r][1] for r in rows], cfg)
-            parts.append(self._encode_part(cache, rows, past, [prompts[r][len(hits[r][0]):] for r in rows]))
+            suffixes = [prompts[r][len(hits[r][0]):] for r in rows]
+            cache, past = stack_rows([hits[r][1] for r in rows], cfg, headroom + max(map(len, suffixes)))
+            parts.append(self._encode_part(cache, rows, past, suffixes))
         rest = [i for i in range(len(prompts)) if i not in hits]
         if rest:
-            parts += self._encode_fresh([prompts[i] for i in rest], rest, first, mergeable)
+            parts += self._encode_fresh([prompts[i] for i in rest], rest, first, mergeable, headroom)
         if len(parts) == 1:
             cache, rows, mask, logits, pos = parts[0]
             return cache, logits, mask, pos
@@ -161,7 +163,7 @@ class HFEngine:
         for _, rows, m, lg, p in parts:
             idx = torch.tensor(rows, device=self.device)
             mask[idx, width - m.shape[1]:], logits[idx], pos[idx] = m, lg, p
-        return merge_right_aligned([(p[0], p[1]) for p in parts], n, cfg), logits, mask, pos
+        return merge_right_aligned([(p[0], p[1]) for p in parts], n, cfg, headroom), logits, mask, pos
 
     def _encode_part(self, cache, rows: list[int], past_mask: torch.Tensor, suffixes: list[list[int]]):
         """Encode ``suffixes`` after what ``cache`` holds (``past_mask`` marks its valid slots)."""
@@ -173,7 +175,7 @@ class HFEngine:
                          use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
         return cache, rows, mask, out.logits[:, -1], pos[:, -1:]
 
-    def _encode_fresh(self, prompts: list[list[int]], rows: list[int], first, mergeable: bool):
+    def _encode_fresh(self, prompts: list[list[int]], rows: list[int], first, mergeable: bool, headroom: int = 0):
         cfg = self.model.config
         shared = _common_prefix_len(prompts) if len(prompts) > 1 and self.share_prefix else 0
         shared = min(shared, min(len(p) for p in prompts) - 1)
@@ -181,7 +183,8 @@ class HFEngine:
             shared = 0
         head = None
         if shared:
-            head, done = self._shared_head(prompts[0][:shared], mergeable)
+            head, done = self._shared_head(prompts[0][:shared], mergeable,
+                                           headroom + max(len(p) for p in prompts) - shared)
             if done < shared:
                 ids = torch.tensor([prompts[0][done:shared]], device=self.device)
                 self.prefill_tokens += shared - done
@@ -192,36 +195,37 @@ class HFEngine:
         parts = []
         for g, grp in enumerate(groups):
             if head is None:
-                cache = first if g == 0 else make_cache(cfg)
+                cache = first if g == 0 else make_cache(cfg, headroom)
             elif len(groups) == 1:
                 cache = head
                 select_rows(cache, torch.zeros(len(grp), dtype=torch.long, device=self.device))
             else:
-                cache = repeat_rows(head, len(grp), cfg)
+                cache = repeat_rows(head, len(grp), cfg, headroom + max(len(prompts[j]) for j in grp) - shared)
             past = torch.ones(len(grp), shared, dtype=torch.long, device=self.device)
             parts.append(self._encode_part(cache, [rows[j] for j in grp], past, [prompts[j][shared:] for j in grp]))
         return parts
 
-    def _shared_head(self, prefix: list[int], mergeable: bool):
+    def _shared_head(self, prefix: list[int], mergeable: bool, headroom: int = 0):
         """A one-row cache for the prompts' common prefix, and how many of its tokens it already holds: the stored
         keys/values of an earlier sequence that began the same way (a system prompt and few-shot examples sent
-        with every call) when there is one, else an empty cache."""
+        with every call) when there is one, else an empty cache. ``headroom``: free slots for what follows."""
         hit = self.prefix_cache.longest(prefix + [-1], min_shared=8) if self.prefix_cache is not None and mergeable \
             else None
         if hit is None:
-            return make_cache(self.model.config), 0
-        return stack_rows([hit[1]], self.model.config)[0], len(hit[0])
+            return make_cache(self.model.config, headroom), 0
+        return stack_rows([hit[1]], self.model.config, headroom)[0], len(hit[0])
 
     def _generate_batch(self, encoded: list[list[int]], seqs: list[tuple[int, int]],
                         params: SamplingParams, stream: DeltaStream | None = None) -> list[Completion]:
         unique = list(dict.fromkeys(i for i, _ in seqs))
-        cache, logits, mask, pos = self._prefill([encoded[i] for i in unique])
+        budget = [min(params.max_tokens, self.max_model_len - len(encoded[i])) for i, _ in seqs]
+        # Free cache slots for the decode steps (beyond 512 the buffers grow by doubling, to bound the memory).
+        cache, logits, mask, pos = self._prefill([encoded[i] for i in unique], max(0, min(max(budget), 512)) + 1)
         # Each distinct prompt was encoded once; repeat its cache rows for its samples.
         expand = torch.tensor([unique.index(i) for i, _ in seqs], device=self.device)
         select_rows(cache, expand)
         logits, mask, pos = logits[expand], mask[expand], pos[expand]
         gens = _generators([params.seed_of(i) for i, _ in seqs], [j for _, j in seqs], self.device)
-        budget = [min(params.max_tokens, self.max_model_len - len(encoded[i])) for i, _ in seqs]
         stop = [s for s in (params.stop or []) + self.default_stop if s]
         tail = max((len(s) for s in stop), default=0) + 4
         rows = list(range(len(seqs)))  # active row -> sequence index

@@ -151,3 +151,14 @@ def test_few_shot_examples_sit_between_system_and_question(python_tool):
     (t,) = rollout(ScriptedEngine(SCRIPT), ["17 x 23"], [python_tool], AgentConfig(examples=shots))
     assert [m["role"] for m in t.prompt] == ["system", "user", "assistant", "user"]
     assert t.prompt[1:3] == shots and t.answer == "391"
+
+
+def test_agent_bench_runs_every_workload_on_the_tiny_model():
+    """`agentkit bench agent` end to end on the tiny random model: the three loops of each workload agree."""
+    from agentkit.eval.bench.agent import run
+
+    res = run(model="tiny-random", tasks=2, turns=1, tokens_per_turn=4)
+    for wl in ("python", "search", "steps"):
+        r = res[wl]
+        assert r["identical_trajectories"] and r["speedup"] > 0 and r["speedup_vs_re_encode_all"] > 0
+        assert r["prefix-cache"]["turns"] >= 2 and r["prefix-cache"]["completion_tokens"] > 0

@@ -43,6 +43,20 @@ def test_arithmetic_deterministic_and_correct():
         arithmetic_suite(2, kinds=["division"])
 
 
+def test_steps_kind_is_four_dependent_operations():
+    ops = {"multiply by": lambda x, y: x * y, "subtract": lambda x, y: x - y, "add": lambda x, y: x + y}
+    tasks = arithmetic_suite(20, seed=7, kinds=("steps",))
+    assert len({t.question for t in tasks}) == 20 and all(t.id.startswith("arith-steps-7-") for t in tasks)
+    for t in tasks:  # replay the words of the question, step by step
+        m = re.match(r"Start with (\d+)\. (.*)\. Use one Python call per step\.$", t.question)
+        x, steps = int(m.group(1)), m.group(2).lower().split(", then ")
+        assert len(steps) == 4 and steps[0].startswith("multiply by")
+        for step in steps:
+            op, y = step.rsplit(" ", 1)
+            x = ops[op](x, int(y))
+        assert str(x) == t.answer == str(eval(t.meta["expr"]))  # noqa: S307 - our own generated arithmetic
+
+
 def test_multihop_answers_follow_the_corpus():
     tasks, corpus = multihop_suite(30, seed=1)
     docs = {d["id"]: d for d in corpus}

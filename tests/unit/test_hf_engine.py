@@ -233,3 +233,34 @@ def test_shared_prefix_comes_from_the_prefix_cache_on_later_calls():
         assert g[0].token_ids == w[0].token_ids
         assert g[0].logprobs == pytest.approx(w[0].logprobs, abs=1e-4)
 
+
+def test_cache_headroom_avoids_regrowth_and_keeps_values():
+    """A cache made with headroom takes a prefill and then ``headroom`` decode steps in one buffer (no copy), and
+    a stacked cache with headroom holds the same keys as one without."""
+    from agentkit.engines.kv import make_cache, snapshot_row, stack_rows
+
+    cache = make_cache(_tiny_config(), headroom=8)
+    k = torch.randn(2, 2, 5, 4)
+    for layer in cache.layers:
+        layer.update(k, k + 1)
+    ptr = cache.layers[0]._k.data_ptr()
+    for _ in range(8):
+        for layer in cache.layers:
+            layer.update(torch.ones(2, 2, 1, 4), torch.ones(2, 2, 1, 4))
+    assert cache.layers[0]._k.data_ptr() == ptr and cache.layers[0].keys.shape[-2] == 13
+    assert torch.equal(cache.layers[0].keys[:, :, :5], k)
+    rows = [snapshot_row(cache, r, torch.ones(13, dtype=torch.long)) for r in range(2)]
+    rows[1] = [(kk[:, 3:], vv[:, 3:]) for kk, vv in rows[1]]  # a shorter second row: right-aligned, masked left
+    plain, mask = stack_rows(rows, _tiny_config())
+    roomy, mask2 = stack_rows(rows, _tiny_config(), headroom=6)
+    assert torch.equal(mask, mask2) and mask[1].tolist() == [0] * 3 + [1] * 10
+    for a, b in zip(plain.layers, roomy.layers):
+        assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
+        assert b._k.shape[-2] == 13 + 6 and torch.all(b.keys[1, :, :3] == 0)  # finite filler
+
+
+def _tiny_config():
+    from transformers import LlamaConfig
+
+    return LlamaConfig(num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, hidden_size=8,
+                       intermediate_size=16, vocab_size=32)
