@@ -39,11 +39,17 @@ class HFEngine:
             (the agent's next turn) encodes only its new tokens; 0 turns it off.
         share_prefix: encode the longest common prefix of a call's prompts (a shared system prompt) once;
             False encodes every prompt in full (a baseline for benchmarks).
+        speculate: draft tokens per row and step by prompt lookup (``_draft``), checked in the same forward pass;
+            0 turns it off. Outputs keep their distribution (greedy: the same tokens).
+        speculate_tokens: speculate only while rows × (speculate + 1) is at most this. A CPU decode step reads
+            every weight whatever the batch, so a few more tokens per step cost little; at large batches the
+            step is compute-bound and drafts would cost their full price.
     """
 
     def __init__(self, model="smollm2-135m", tokenizer=None, *, dtype: str = "float32", device: str | None = None,
                  max_batch_size: int = 64, score_budget_mb: int = 512, max_model_len: int | None = None,
-                 prefix_cache_mb: int = 1024, share_prefix: bool = True):
+                 prefix_cache_mb: int = 1024, share_prefix: bool = True, speculate: int = 3,
+                 speculate_tokens: int = 16):
         from agentkit.models import load_model, stop_strings_for
 
         if isinstance(model, str):
@@ -58,6 +64,8 @@ class HFEngine:
                 self.tokenizer.pad_token = self.tokenizer.eos_token
         self.default_stop = stop_strings_for(self.model_name, self.tokenizer)
         self.share_prefix = share_prefix
+        self.speculate, self.speculate_tokens = speculate, speculate_tokens
+        self.drafted = self.draft_hits = 0  # draft tokens fed and kept, for benchmarks
         self.prefill_tokens = 0  # prompt tokens run through the model so far (cache hits excluded), for benchmarks
         self.device = next(self.model.parameters()).device
         # transformers renamed forward's `past_key_values` to `cache` (5.2x; the old name warns, then goes away).
@@ -237,6 +245,12 @@ class HFEngine:
         for s, b in enumerate(budget):
             if b <= 0:
                 finish[s] = ("length", None)
+        # Each step walks the logits of the tokens fed last: the row's last token, then its draft tokens (prompt
+        # lookup, see _draft). A draft token counts only if it is what the row samples at that place: sampling
+        # y ~ p and keeping the draft iff y equals it is exactly sampling from p, so outputs keep their
+        # distribution (greedy: the same tokens), and a row's random draws do not depend on the rest of the batch.
+        logits = logits[:, None]  # [R, J, V]: J = 1 + drafts fed
+        drafts: list[list[int]] = [[] for _ in rows]
         while True:
             live = [r for r, s in enumerate(rows) if finish[s] is None]
             if not live:
@@ -246,46 +260,73 @@ class HFEngine:
                 select_rows(cache, keep)
                 logits, mask, pos = logits[keep], mask[keep], pos[keep]
                 gens = [gens[r] for r in live] if gens else gens
-                rows = [rows[r] for r in live]
-            logp = logits.float().log_softmax(-1)
-            probs = logp.exp()
-            nxt = sample_next(logp, params.temperature, params.top_k, params.top_p, gens, probs=probs)
-            chosen = logp.gather(-1, nxt[:, None])[:, 0].tolist()
-            ent = (-(probs * logp).sum(-1)).tolist() if params.entropy else None
-            top = logp.topk(params.top_logprobs, -1) if params.top_logprobs else None
-            nxt_list = nxt.tolist()
-            ended = []
-            for r, s in enumerate(rows):
-                if finish[s] is not None:
-                    continue
-                t = nxt_list[r]
-                toks[s].append(t)
-                lps[s].append(chosen[r])
-                if ent is not None:
-                    ents[s].append(ent[r])
-                if top is not None:
-                    tops[s].append(dict(zip(top.indices[r].tolist(), top.values[r].tolist())))
-                if t in self.eos_ids and not params.ignore_eos:
-                    finish[s] = ("stop", t)
-                elif stop and (hit := _find_stop(self.tokenizer.decode(toks[s][-tail:]), stop)):
-                    finish[s] = ("stop", hit)
-                elif len(toks[s]) >= budget[s]:
-                    finish[s] = ("length", None)
-                if finish[s] is not None:
-                    ended.append((r, s))
-                elif stream:
-                    stream.step(seqs[s], toks[s])
+                rows, drafts = [rows[r] for r in live], [drafts[r] for r in live]
+            width = logits.shape[1]
+            walking = [finish[s] is None for s in rows]
+            accepted, last, ended = [0] * len(rows), [self.pad_id] * len(rows), []
+            for j in range(width):
+                idx = [r for r, w in enumerate(walking) if w]
+                if not idx:
+                    break
+                logp = (logits[:, j] if len(idx) == len(rows) else logits[idx, j]).float().log_softmax(-1)
+                probs = logp.exp()
+                nxt = sample_next(logp, params.temperature, params.top_k, params.top_p,
+                                  [gens[r] for r in idx] if gens else None, probs=probs)
+                chosen = logp.gather(-1, nxt[:, None])[:, 0].tolist()
+                ent = (-(probs * logp).sum(-1)).tolist() if params.entropy else None
+                top = logp.topk(params.top_logprobs, -1) if params.top_logprobs else None
+                for i, (r, t) in enumerate(zip(idx, nxt.tolist())):
+                    s = rows[r]
+                    toks[s].append(t)
+                    lps[s].append(chosen[i])
+                    if ent is not None:
+                        ents[s].append(ent[i])
+                    if top is not None:
+                        tops[s].append(dict(zip(top.indices[i].tolist(), top.values[i].tolist())))
+                    if t in self.eos_ids and not params.ignore_eos:
+                        finish[s] = ("stop", t)
+                    elif stop and (hit := _find_stop(self.tokenizer.decode(toks[s][-tail:]), stop)):
+                        finish[s] = ("stop", hit)
+                    elif len(toks[s]) >= budget[s]:
+                        finish[s] = ("length", None)
+                    if finish[s] is not None:
+                        ended.append((r, s))
+                    elif stream:
+                        stream.step(seqs[s], toks[s])
+                    last[r] = t
+                    if finish[s] is None and j < width - 1 and t == drafts[r][j]:
+                        accepted[r] += 1
+                    else:
+                        walking[r] = False
+            if width > 1:  # fed draft tokens after the first one that was not kept are no part of the sequence
+                for r, a in enumerate(accepted):
+                    if a < width - 1:
+                        mask[r, mask.shape[1] - (width - 1 - a):] = 0
+                pos = pos + torch.tensor(accepted, device=self.device)[:, None]
+                self.draft_hits += sum(accepted)
             self._remember(cache, mask, ended, [encoded[seqs[s][0]] + toks[s][:-1] for _, s in ended])
             if all(finish[s] is not None for s in rows):
                 break
-            mask = torch.cat([mask, mask.new_ones(len(rows), 1)], dim=1)
-            pos = pos + 1
-            out = self.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos, use_cache=True,
+            drafts = self._drafts(encoded, seqs, rows, toks, finish)
+            fed = torch.tensor([[t, *d] for t, d in zip(last, drafts)], device=self.device)
+            steps = torch.arange(1, fed.shape[1] + 1, device=self.device)
+            mask = torch.cat([mask, mask.new_ones(len(rows), fed.shape[1])], dim=1)
+            out = self.model(input_ids=fed, attention_mask=mask, position_ids=pos + steps, use_cache=True,
                              **{self._cache_kw: cache})
-            logits = out.logits[:, -1]
+            logits, pos = out.logits, pos + 1
         return [self._completion(encoded[i], toks[s], lps[s], ents[s] if params.entropy else None,
                                  tops[s] if params.top_logprobs else None, finish[s], params)  # type: ignore[arg-type]
                 for s, (i, _) in enumerate(seqs)]
+
+    def _drafts(self, encoded, seqs, rows: list[int], toks, finish) -> list[list[int]]:
+        """Each row's draft tokens for the next step, padded to one width (empty when not speculating)."""
+        live = [finish[s] is None for s in rows]
+        if not self.speculate or sum(live) * (self.speculate + 1) > self.speculate_tokens:
+            return [[] for _ in rows]
+        out = [_draft(encoded[seqs[s][0]] + toks[s], self.speculate) if ok else [] for s, ok in zip(rows, live)]
+        width = max(map(len, out))
+        self.drafted += sum(map(len, out))
+        return [d + [self.pad_id] * (width - len(d)) for d in out]
 
     def use_model(self, model) -> None:
         """Serve ``model`` from now on (e.g. the next training round's policy); stored keys/values are dropped."""
@@ -378,6 +419,22 @@ def _length_groups(lengths: list[int], overhead: int = 48) -> list[list[int]]:
         groups.append(order[cut[i]:i])
         i = cut[i]
     return groups[::-1]
+
+
+def _draft(ctx: list[int], k: int, max_n: int = 3) -> list[int]:
+    """Prompt lookup (n-gram drafting): the ``k`` tokens that followed the latest earlier occurrence of the last
+    ``n`` tokens of ``ctx``, for the largest ``n <= max_n`` that occurs. Agent turns copy much from their context
+    (numbers from the question, names from a search result, the tags of the examples).
+
+    >>> _draft([5, 6, 7, 8, 9, 6, 7], 2)
+    [8, 9]
+    """
+    for n in range(min(max_n, len(ctx) - 1), 0, -1):
+        pat = ctx[-n:]
+        for start in range(len(ctx) - n - 1, -1, -1):
+            if ctx[start:start + n] == pat:
+                return ctx[start + n:start + n + k]
+    return []
 
 
 def _common_prefix_len(seqs: list[list[int]]) -> int:

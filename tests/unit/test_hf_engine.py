@@ -264,3 +264,53 @@ def _tiny_config():
 
     return LlamaConfig(num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, hidden_size=8,
                        intermediate_size=16, vocab_size=32)
+
+
+def test_draft_is_prompt_lookup():
+    from agentkit.engines.hf import _draft
+
+    assert _draft([1, 2, 3, 4], 3) == []  # nothing repeats
+    assert _draft([5, 2, 9, 7, 2, 8, 3, 2], 2) == [8, 3]  # the latest occurrence of [2] wins...
+    assert _draft([1, 2, 9, 3, 2, 8, 3, 1, 2], 2) == [9, 3]  # ...unless a longer n-gram ([1, 2]) occurs
+    assert _draft([4, 4, 4], 5) == [4]  # a draft never reads past the end
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.3])
+def test_speculation_keeps_outputs(temperature):
+    """Prompt-lookup drafts checked in one forward pass give the tokens one-at-a-time decoding gives: greedy, and
+    seeded sampling too (each kept token is still one draw from the row's generator). The stored keys/values
+    (with the holes left by rejected drafts) serve a continuation as fresh encoding would."""
+    from agentkit.engines.hf import HFEngine
+
+    spec = HFEngine("tiny-random", speculate=4, speculate_tokens=16)
+    plain = HFEngine(spec.model, spec.tokenizer, speculate=0, prefix_cache_mb=0)
+    params = SamplingParams(max_tokens=40, temperature=temperature, ignore_eos=True, entropy=True, top_logprobs=2,
+                            seed=3)
+    prompts = [spec.encode("one two three one two three one two"), spec.encode(CHAT), spec.encode("a b a b a")]
+    got, want = spec.generate(prompts, params), plain.generate(prompts, params)
+    assert spec.draft_hits > 0 and spec.drafted > spec.draft_hits  # drafts were kept, and some rejected
+    for g, w in zip(got, want):
+        assert g[0].token_ids == w[0].token_ids and g[0].finish_reason == w[0].finish_reason
+        assert g[0].logprobs == pytest.approx(w[0].logprobs, abs=1e-4)
+        assert g[0].entropies == pytest.approx(w[0].entropies, abs=1e-4)
+        assert list(g[0].top_logprobs[5]) == list(w[0].top_logprobs[5])
+    nxt = [p + c[0].token_ids + [7, 8, 9] for p, c in zip(prompts, got)]
+    greedy = SamplingParams(max_tokens=12, temperature=0, ignore_eos=True)
+    hits = spec.prefix_cache.hits
+    cont = spec.generate(nxt, greedy)
+    assert spec.prefix_cache.hits - hits == 3
+    assert [c[0].token_ids for c in cont] == [c[0].token_ids for c in plain.generate(nxt, greedy)]
+
+
+def test_speculation_stops_at_stop_strings_and_budget(tiny_engine):
+    from agentkit.engines.hf import HFEngine
+
+    spec = HFEngine(tiny_engine.model, tiny_engine.tokenizer, speculate=4)
+    plain = HFEngine(tiny_engine.model, tiny_engine.tokenizer, speculate=0)
+    free = plain.generate([CHAT], SamplingParams(max_tokens=30, temperature=0, ignore_eos=True))[0][0]
+    stop = free.text[len(free.text) // 2:len(free.text) // 2 + 3]
+    for p in (SamplingParams(max_tokens=30, temperature=0, ignore_eos=True, stop=[stop]),
+              SamplingParams(max_tokens=7, temperature=0, ignore_eos=True)):
+        g, w = spec.generate([CHAT, "x y x y"], p), plain.generate([CHAT, "x y x y"], p)
+        assert [(c[0].token_ids, c[0].text, c[0].finish_reason, c[0].stop_reason) for c in g] == \
+               [(c[0].token_ids, c[0].text, c[0].finish_reason, c[0].stop_reason) for c in w]
