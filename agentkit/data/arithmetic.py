@@ -8,7 +8,7 @@ Seeded and deterministic: ``arithmetic_suite(n, seed)`` returns the same tasks o
 - ``linear``: "Solve for x: 37x + 412 = 2189."              (integer solution by construction)
 
 ``EASY_KINDS`` (``add``, ``sub``, ``small_mul``: "What is 47 + 38?") are small-number problems, opt-in only.
-``steps`` (opt-in): "Start with 386. Multiply it by 47, then subtract 1250, then …": four dependent steps, one
+``steps`` (opt-in): "Start with 386. Multiply by 47, then subtract 1250, then …": four dependent steps, one
 tool call each (the multi-turn workload of ``agentkit bench agent``).
 
 Answers are integers (as strings); score with ``agentkit.eval.metrics.numeric_match``. The default kinds carry
