@@ -232,11 +232,19 @@ def _cmd_models(a) -> int:
     return 0
 
 
+def _server_logging() -> None:
+    """Server processes log with time and level (an engine failure's traceback once, see serving.Batcher)."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
 def _cmd_serve(a) -> int:
     import os
 
     import uvicorn
 
+    _server_logging()
     from agentkit.engines import make_engine
     from agentkit.server import create_app
 
@@ -267,6 +275,7 @@ def _cmd_tool_server(a) -> int:
 
     import uvicorn
 
+    _server_logging()
     key = a.api_key or os.environ.get("AGENTKIT_API_KEY")
     if a.host not in ("127.0.0.1", "localhost", "::1") and not key:
         print(f"warning: serving on {a.host} without an API key", file=sys.stderr)

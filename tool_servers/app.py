@@ -17,12 +17,11 @@ import asyncio
 import inspect
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
-from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 
-from agentkit.server.http import openai_error, require_bearer_key
+from agentkit.server.http import install_error_handlers, openai_error, require_bearer_key
 from agentkit.tools.base import Tool
 
 
@@ -44,13 +43,7 @@ def build_app(tool: Tool, api_key: str | None = None, max_concurrency: int = 8, 
     takes_session = "session_id" in inspect.signature(tool.__call__).parameters
 
     require_bearer_key(app, api_key)
-
-    @app.exception_handler(RequestValidationError)
-    async def bad_request(_: Request, exc: RequestValidationError):
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(x) for x in first.get("loc", []) if x != "body")
-        return openai_error(400, f"invalid request: {where or 'body'}: {first.get('msg', 'malformed')}",
-                     "invalid_request_error", where or None)
+    install_error_handlers(app)
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -63,7 +56,8 @@ def build_app(tool: Tool, api_key: str | None = None, max_concurrency: int = 8, 
     @app.post("/v1/call", response_model=CallResponse)
     async def call(req: CallRequest):
         if state["waiting"] >= max_queue:
-            return openai_error(503, "the tool server is at its concurrency limit; retry later", "server_busy")
+            return openai_error(503, "the tool server is at its concurrency limit; retry later", "server_busy",
+                                headers={"Retry-After": "1"})
         state["waiting"] += 1
         try:
             await slots.acquire()

@@ -11,9 +11,10 @@ top-k logprobs the server returns (a truncated sum, a lower bound when k < |V|; 
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 Message = dict[str, Any]
 # A prompt is raw text, a chat (list of {"role", "content"} messages), or token ids (for continuing a prefix).
@@ -32,7 +33,13 @@ class SamplingParams:
     an EOS token, at any of ``stop`` (the text is cut before it unless ``include_stop_str_in_output``), or after
     ``max_tokens`` new tokens. ``entropy`` asks for per-token entropies; ``top_logprobs`` for the k most likely
     alternatives of each token (HF and vLLM; OpenAI servers cap k at 20).
+
+    Per-prompt fields (``PER_PROMPT``) hold one entry per prompt. Requests that differ only in them share one
+    engine call: ``batch_key`` leaves them out and ``concat`` joins them (the server's batcher does both).
     """
+
+    # per-prompt field -> the scalar field that gives every prompt the same value when the list is None
+    PER_PROMPT: ClassVar[dict[str, str | None]] = {"seeds": "seed"}
 
     n: int = 1
     temperature: float = 1.0
@@ -40,7 +47,7 @@ class SamplingParams:
     top_k: int = 0
     max_tokens: int = 256
     seed: int | None = None
-    seeds: list[int] | None = None
+    seeds: list[int | None] | None = None
     stop: list[str] = field(default_factory=list)
     include_stop_str_in_output: bool = False
     ignore_eos: bool = False
@@ -52,8 +59,48 @@ class SamplingParams:
         return self.seeds[i] if self.seeds is not None else self.seed
 
     def check_seeds(self, n_prompts: int) -> None:
-        if self.seeds is not None and len(self.seeds) != n_prompts:
-            raise ValueError(f"seeds has {len(self.seeds)} entries for {n_prompts} prompts; give one per prompt")
+        """Each per-prompt field that is set has one entry per prompt."""
+        for name in self.PER_PROMPT:
+            value = getattr(self, name)
+            if value is not None and len(value) != n_prompts:
+                raise ValueError(f"{name} has {len(value)} entries for {n_prompts} prompts; give one per prompt")
+
+    def per_prompt(self, name: str, n_prompts: int) -> list:
+        """The per-prompt field ``name`` as a list of ``n_prompts`` entries (from its scalar when unset)."""
+        value = getattr(self, name)
+        if value is not None:
+            return list(value)
+        scalar = self.PER_PROMPT[name]
+        return [getattr(self, scalar) if scalar else None] * n_prompts
+
+    def batch_key(self) -> str:
+        """Equal for params that may share one engine call: every field but the per-prompt ones."""
+        d = asdict(self)
+        for name, scalar in self.PER_PROMPT.items():
+            d.pop(name)
+            if scalar:
+                d.pop(scalar)
+        return json.dumps(d, sort_keys=True, default=str)
+
+    @staticmethod
+    def concat(parts: list[tuple[SamplingParams, int]]) -> SamplingParams:
+        """One params for the prompts of several requests, in order: ``parts`` = (params, number of prompts),
+        all with the same ``batch_key``. Per-prompt fields are joined; a field no prompt sets stays None.
+
+        >>> a, b = SamplingParams(seed=3), SamplingParams(seeds=[5, 6])
+        >>> SamplingParams.concat([(a, 2), (b, 2), (SamplingParams(), 1)]).seeds
+        [3, 3, 5, 6, None]
+        """
+        first = parts[0][0]
+        if any(p.batch_key() != first.batch_key() for p, _ in parts):
+            raise ValueError("only params with the same batch_key can be joined")
+        joined: dict[str, Any] = {}
+        for name, scalar in first.PER_PROMPT.items():
+            values = [v for p, n in parts for v in p.per_prompt(name, n)]
+            joined[name] = None if all(v is None for v in values) else values
+            if scalar:
+                joined[scalar] = None
+        return replace(first, **joined)
 
     def __post_init__(self) -> None:
         if self.n < 1:

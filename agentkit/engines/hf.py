@@ -468,13 +468,16 @@ def _find_stop(text: str, stop: list[str]) -> str | None:
 
 def _generators(seeds: list[int | None], sample_idx: list[int], device) -> list[torch.Generator] | None:
     """One generator per row seeded by (its prompt's seed, sample index): a prompt's samples do not depend on its
-    batch."""
+    batch. An unseeded row among seeded ones (requests merged by the server) gets a random seed."""
     if all(s is None for s in seeds):
         return None
     gens = []
     for seed, j in zip(seeds, sample_idx):
         g = torch.Generator(device=device)
-        g.manual_seed(((seed or 0) * 1_000_003 + j) % (2**63 - 1))
+        if seed is None:
+            g.seed()
+        else:
+            g.manual_seed((seed * 1_000_003 + j) % (2**63 - 1))
         gens.append(g)
     return gens
 

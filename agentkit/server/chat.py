@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 from agentkit.engines.base import Completion, SamplingParams
+from agentkit.server.http import RequestError
 from agentkit.server.protocol import ChatCompletionRequest, ChatMessage
 from agentkit.tools.parsers import (
     format_hermes_call,
@@ -21,12 +22,6 @@ from agentkit.tools.parsers import (
     parse_openai_tool_calls,
     to_openai,
 )
-
-
-class RequestError(Exception):
-    def __init__(self, status: int, message: str, type_: str = "invalid_request_error", param: str | None = None):
-        super().__init__(message)
-        self.status, self.message, self.type, self.param = status, message, type_, param
 
 
 def sampling(req, default_max: int = 256) -> SamplingParams:

@@ -1,22 +1,128 @@
-"""HTTP pieces shared by `agentkit serve` and the tool servers: OpenAI-shaped errors, bearer-key auth, and
-helpers to start a local server process and wait for it."""
+"""HTTP pieces shared by `agentkit serve` and the tool servers: OpenAI-shaped errors on every path, bearer-key
+auth, and a helper to run a local server process with its log in a file."""
 
 from __future__ import annotations
 
 import hmac
+import logging
+import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+
+log = logging.getLogger("agentkit.server")
 
 
-def openai_error(status: int, message: str, type_: str = "invalid_request_error", param: str | None = None):
-    """``{"error": {"message", "type", "param", "code"}}`` with that HTTP status."""
-    return JSONResponse(status_code=status, content={"error": {"message": message, "type": type_, "param": param,
-                                                               "code": status}})
+class RequestError(Exception):
+    """An error answered to the client: HTTP ``status`` with the OpenAI error body."""
+
+    def __init__(self, status: int, message: str, type_: str = "invalid_request_error", param: str | None = None,
+                 code: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.type, self.param, self.code = status, message, type_, param, code
+
+
+def openai_error(status: int, message: str, type_: str = "invalid_request_error", param: str | None = None,
+                 code: str | None = None, headers: dict[str, str] | None = None):
+    """``{"error": {"message", "type", "param", "code"}}`` with that HTTP status; ``code`` is a string or null,
+    as OpenAI sends it (``model_not_found``, ``invalid_api_key``…)."""
+    return JSONResponse(status_code=status, headers=headers,
+                        content={"error": {"message": message, "type": type_, "param": param, "code": code}})
+
+
+def field_path(loc: tuple, body: Any, missing: bool = False) -> str:
+    """The client's name for a field in a validation error: ``messages[0].content``, not
+    ``messages.0.content.str``. Pydantic puts the member of a union it tried (``str``, ``list[str]``) into the
+    location; walking the request body alongside tells which parts are keys and indices the client sent
+    (``missing``: the last part names a field the client left out).
+
+    >>> field_path(("stop", "str"), {"stop": 3})
+    'stop'
+    >>> field_path(("messages", 0, "content", "list[dict[str,any]]", 1), {"messages": [{"content": [1, 2]}]})
+    'messages[0].content[1]'
+    >>> field_path(("messages", 0, "role"), {"messages": [{}]}, missing=True)
+    'messages[0].role'
+    """
+    out, cur = "", body
+    for i, part in enumerate(loc):
+        if isinstance(part, int) and isinstance(cur, list):
+            out, cur = f"{out}[{part}]", cur[part] if part < len(cur) else None
+        elif isinstance(part, str) and isinstance(cur, dict) and (part in cur or missing and i == len(loc) - 1):
+            out, cur = f"{out}.{part}" if out else part, cur.get(part)
+        # anything else is the tag of a union member, not part of the client's field path
+    return out
+
+
+def validation_error(errors: list[dict[str, Any]], body: Any) -> RequestError:
+    """One 400 error listing every problem (``field: what is wrong``); ``param`` is the first field."""
+    if not isinstance(body, dict):
+        return RequestError(400, f"the request body must be a JSON object, got {type(body).__name__}")
+    problems: dict[str, list[str]] = {}  # field -> what is wrong (the members of a union: one each)
+    for err in errors:
+        path = field_path(tuple(err.get("loc", ())), body, err.get("type") == "missing")
+        problems.setdefault(path or "body", []).append(err.get("msg", "invalid"))
+    text = "; ".join(f"{path}: {' or '.join(dict.fromkeys(msgs))}" for path, msgs in problems.items())
+    first = next(iter(problems), "body")
+    return RequestError(400, text, param=None if first == "body" else first)
+
+
+def parse_body(raw: bytes, cls):
+    """The request model ``cls`` from a raw JSON body, or a ``RequestError`` naming each bad field."""
+    import json
+
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise RequestError(400, f"the request body is not valid JSON ({e})") from None
+    if not isinstance(body, dict):
+        raise validation_error([], body)
+    try:
+        return cls.model_validate(body)
+    except ValidationError as e:
+        raise validation_error(e.errors(), body) from None
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Every non-2xx answer in the OpenAI error shape: ``RequestError``, unknown routes (404), wrong methods
+    (405), FastAPI's own body validation, and any other exception (500, logged once with its traceback)."""
+
+    @app.exception_handler(RequestError)
+    async def request_error(_: Request, e: RequestError):
+        return openai_error(e.status, e.message, e.type, e.param, e.code)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, e: HTTPException):
+        codes = {404: "unknown_url", 405: "method_not_allowed"}
+        message = {404: f"unknown URL: {request.method} {request.url.path}",
+                   405: f"{request.method} is not allowed on {request.url.path}"}.get(e.status_code, str(e.detail))
+        return openai_error(e.status_code, message, "invalid_request_error", None, codes.get(e.status_code),
+                            dict(e.headers or {}))
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_body(_: Request, e: RequestValidationError):
+        errors = [{**x, "loc": tuple(x.get("loc", ()))[1:] if x.get("loc", ())[:1] == ("body",) else x.get("loc", ())}
+                  for x in e.errors()]
+        err = validation_error(errors, e.body)
+        return openai_error(err.status, err.message, err.type, err.param)
+
+    @app.middleware("http")
+    async def server_errors(request: Request, call_next):
+        try:
+            return await call_next(request)
+        except Exception as e:  # a bug or an engine failure: the client still gets the OpenAI shape
+            if not getattr(e, "agentkit_logged", False):
+                log.exception("%s %s failed", request.method, request.url.path)
+            return openai_error(500, f"{type(e).__name__}: {e}", "server_error")
 
 
 def require_bearer_key(app: FastAPI, api_key: str | None) -> None:
@@ -30,7 +136,7 @@ def require_bearer_key(app: FastAPI, api_key: str | None) -> None:
         if request.url.path.startswith("/v1/") and not hmac.compare_digest(
                 request.headers.get("authorization", "").encode(), expected):
             return openai_error(401, "missing or wrong API key (send 'Authorization: Bearer KEY')",
-                                "authentication_error")
+                                "authentication_error", code="invalid_api_key")
         return await call_next(request)
 
 
@@ -48,6 +154,84 @@ def wait_until_healthy(url: str, timeout_s: float = 300.0, proc: subprocess.Pope
             urllib.request.urlopen(url, timeout=1)
             return
         except OSError:
-            if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
-                raise RuntimeError(f"the server at {url} did not come up") from None
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"the server at {url} exited with code {proc.returncode}") from None
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the server at {url} did not come up in {timeout_s:g} s") from None
             time.sleep(0.1)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: Linux sends it SIGTERM when the parent dies (no orphaned servers)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class ServerProcess:
+    """A server started as a child process, its output appended to ``log_path`` (never a pipe: a pipe nobody
+    reads fills after ~64 KB and blocks the server on its own logging).
+
+    ``args`` are the command's arguments after the Python interpreter (``["-m", "agentkit", "serve", ...]``);
+    the port is appended as ``--port N``. Use as a context manager: entering waits for ``GET health``, leaving
+    stops the process. Failures raise ``AgentkitError`` naming the log file and quoting its last line.
+    """
+
+    def __init__(self, args: list[str], log_path: str | Path, *, startup_timeout_s: float = 300.0,
+                 health: str = "/health", env: dict[str, str] | None = None, python: str = sys.executable):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = Path(log_path)
+        self.cmd = [python, *args, "--port", str(self.port)]
+        self.startup_timeout_s, self.health = startup_timeout_s, health
+        self.env = {**os.environ, **(env or {})}
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> ServerProcess:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:  # the child keeps its own copy of the descriptor
+            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         env=self.env, preexec_fn=_die_with_parent)
+        try:
+            wait_until_healthy(self.url + self.health, self.startup_timeout_s, self.proc)
+        except RuntimeError as e:
+            self.stop()
+            raise self.error(str(e)) from None
+        return self
+
+    def error(self, message: str) -> Exception:
+        """``message`` with where the server's log is and its last line (one line, for the CLI)."""
+        from agentkit.errors import AgentkitError
+
+        last = next((x.strip() for x in reversed(self.tail().splitlines()) if x.strip()), "")
+        return AgentkitError(message, f"server log: {self.log_path}" + (f"; its last line: {last[-300:]}" if last
+                                                                             else ""))
+
+    def tail(self, chars: int = 2000) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - chars))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=timeout_s)
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

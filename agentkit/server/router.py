@@ -15,32 +15,21 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
-from pydantic import ValidationError
 
 from agentkit.server.chat import (
-    RequestError,
     agent_conversation,
     chat_response,
     sampling,
     stream_chunks,
     to_messages,
 )
-from agentkit.server.http import openai_error, require_bearer_key
+from agentkit.server.http import RequestError, install_error_handlers, parse_body, require_bearer_key
 from agentkit.server.protocol import ChatCompletionRequest, CompletionRequest
 from agentkit.server.serving import BatchedEngine, Batcher
 
 
 async def _parse(request: Request, cls):
-    try:
-        body = json.loads(await request.body())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise RequestError(400, f"the request body is not valid JSON ({e})") from None
-    try:
-        return cls.model_validate(body)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise RequestError(400, f"{where}: {err['msg']}", param=where) from None
+    return parse_body(await request.body(), cls)
 
 
 def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[str, Any] | None = None,
@@ -54,10 +43,7 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
     max_len = getattr(engine, "max_model_len", None)
 
     require_bearer_key(app, api_key)
-
-    @app.exception_handler(RequestError)
-    async def request_error(_: Request, e: RequestError):
-        return openai_error(e.status, e.message, e.type, e.param)
+    install_error_handlers(app)
 
     @app.get("/health")
     async def health():
@@ -71,11 +57,11 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
 
     def check(model: str, prompt_ids: list[int], params) -> None:
         if model != model_name and model not in agents:
-            raise RequestError(404, f"the model {model!r} does not exist; see GET /v1/models", "model_not_found",
-                               "model")
+            raise RequestError(404, f"the model {model!r} does not exist; see GET /v1/models",
+                               "invalid_request_error", "model", "model_not_found")
         if max_len and len(prompt_ids) >= max_len:
             raise RequestError(400, f"the prompt has {len(prompt_ids)} tokens; the model's context length is "
-                                    f"{max_len}", param="messages")
+                                    f"{max_len}", param="messages", code="context_length_exceeded")
 
     async def generate(prompts, params):
         return await asyncio.wrap_future(batcher.submit(prompts, params))
@@ -246,8 +232,8 @@ async def _drain(items: asyncio.Queue, done: asyncio.Future):
 
 def _sse_error(e: Exception) -> str:
     """An error after a stream began: a final event carrying the OpenAI error object, then ``[DONE]``."""
-    return ("data: " + json.dumps({"error": {"message": str(e), "type": "server_error", "param": None,
-                                             "code": 500}}) + "\n\ndata: [DONE]\n\n")
+    return ("data: " + json.dumps({"error": {"message": f"{type(e).__name__}: {e}", "type": "server_error",
+                                             "param": None, "code": None}}) + "\n\ndata: [DONE]\n\n")
 
 
 def _offsets(tokens: list[str]) -> list[int]:

@@ -1,22 +1,24 @@
 """Serving: requests from concurrent clients become shared engine calls.
 
 One thread owns the engine. ``Batcher.submit`` queues a request; the thread waits ``window_s`` for more, groups
-the queued requests by sampling parameters and runs each group as one ``engine.generate`` call.
+the queued requests by ``SamplingParams.batch_key`` (everything but per-prompt fields such as seeds) and runs each
+group as one ``engine.generate`` call whose per-prompt fields are the requests' own, joined in order.
 ``BatchedEngine`` puts the Engine interface on a Batcher, so an agent's turns are batched with other clients'.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
+import logging
 import queue
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import asdict
 
 from agentkit.engines.base import Completion, Prompt, SamplingParams
 from agentkit.engines.streaming import TextCallback
+
+log = logging.getLogger("agentkit.server")
 
 
 class Batcher:
@@ -24,6 +26,7 @@ class Batcher:
         self.engine, self.window_s, self.max_prompts = engine, window_s, max_prompts
         self._q: queue.Queue[tuple[list[Prompt], SamplingParams, Future, TextCallback | None]] = queue.Queue()
         self.calls = 0  # engine calls made (for tests and metrics)
+        self._last_error: tuple[str, float, int] = ("", 0.0, 0)  # (signature, first seen, repeats)
         self.lock = threading.Lock()  # the engine runs one call at a time (generate here, score from callers)
         self._thread = threading.Thread(target=self._loop, daemon=True, name="agentkit-batcher")
         self._thread.start()
@@ -48,7 +51,7 @@ class Batcher:
                     break
             groups: dict[str, list] = {}
             for item in batch:
-                groups.setdefault(json.dumps(asdict(item[1]), sort_keys=True), []).append(item)
+                groups.setdefault(item[1].batch_key(), []).append(item)
             for items in groups.values():
                 self._run(items)
 
@@ -64,10 +67,17 @@ class Batcher:
         streaming = any(cb is not None for *_, cb in items) and "on_text" in inspect.signature(
             self.engine.generate).parameters
         try:
+            params = SamplingParams.concat([(p, len(ps)) for ps, p, _, _ in items])
             self.calls += 1
             with self.lock:
-                outs = self.engine.generate(prompts, items[0][1], **({"on_text": on_text} if streaming else {}))
-        except Exception as e:  # every waiting request learns of the failure
+                outs = self.engine.generate(prompts, params, **({"on_text": on_text} if streaming else {}))
+        except Exception as e:
+            if len(items) > 1:  # one bad request must not fail the others: run them one by one
+                for item in items:
+                    self._run([item])
+                return
+            self._log_failure(e, len(prompts))
+            e.agentkit_logged = True  # type: ignore[attr-defined]  # the HTTP layer answers 500 without logging again
             for _, _, fut, _ in items:
                 fut.set_exception(e)
             return
@@ -75,6 +85,19 @@ class Batcher:
         for ps, _, fut, _ in items:
             fut.set_result(outs[i:i + len(ps)])
             i += len(ps)
+
+
+    def _log_failure(self, e: Exception, n_prompts: int, quiet_s: float = 60.0) -> None:
+        """The traceback once; the same error again within ``quiet_s`` (a client retrying) as one short line."""
+        sig, first, repeats = self._last_error
+        now = time.monotonic()
+        if sig == f"{type(e).__name__}: {e}" and now - first < quiet_s:
+            self._last_error = (sig, first, repeats + 1)
+            log.error("engine call failed again (%d prompts): %s (%d times in %.0f s)", n_prompts, sig, repeats + 2,
+                      now - first)
+            return
+        self._last_error = (f"{type(e).__name__}: {e}", now, 0)
+        log.exception("engine call failed (%d prompts)", n_prompts)
 
 
 class BatchedEngine:

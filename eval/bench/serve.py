@@ -9,12 +9,10 @@ different clients into shared engine calls.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from agentkit.eval.bench import write_json
 
@@ -24,18 +22,17 @@ def _pct(xs: list[float], q: float) -> float:
     return round(xs[min(len(xs) - 1, int(q * len(xs)))], 3)
 
 
-def run(model: str = "smollm2-135m", requests: int = 200, clients: int = 16, max_tokens: int = 16) -> dict:
+def run(model: str = "smollm2-135m", requests: int = 200, clients: int = 16, max_tokens: int = 16,
+        log: str | Path = "outputs/bench/serve.server.log") -> dict:
     import openai
 
     from agentkit.data import arithmetic_suite
-    from agentkit.server.http import free_port, wait_until_healthy
+    from agentkit.server.http import ServerProcess
 
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "agentkit", "serve", "--model", model, "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+    server = ServerProcess(["-m", "agentkit", "serve", "--model", model], log).start()
     try:
-        wait_until_healthy(f"http://127.0.0.1:{port}/health", 300, proc)
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0, timeout=600)
+        port = server.port
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0, timeout=600)
         questions = [t.question for t in arithmetic_suite(requests, seed=11)]
 
         def one(q: str):
@@ -61,15 +58,16 @@ def run(model: str = "smollm2-135m", requests: int = 200, clients: int = 16, max
                          "tokens_per_s": round(sum(r[1] for r in rows) / wall, 1)}
         alive = urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).status == 200
     finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+        server.stop()
     return {"model": model, "requests": requests, "max_tokens": max_tokens, **res, "server_alive_after": alive,
+            "server_log": str(server.log_path),
             "throughput_ratio": round(res["concurrent"]["requests_per_s"] / res["one_by_one"]["requests_per_s"], 2)}
 
 
 def main(model: str = "smollm2-135m", requests: int = 200, clients: int = 16, max_tokens: int = 16,
          out: str | None = None) -> int:
-    res = run(model, requests, clients, max_tokens)
+    log = Path(out).with_suffix(".server.log") if out else Path("outputs/bench/serve.server.log")
+    res = run(model, requests, clients, max_tokens, log)
     print(json.dumps(res, indent=2))
     c, o = res["concurrent"], res["one_by_one"]
     print(f"\n{requests} requests: {clients} clients {c['requests_per_s']} req/s (p50 {c['p50_s']} s, p95 {c['p95_s']} s, "

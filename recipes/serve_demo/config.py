@@ -12,6 +12,8 @@ class ServeDemoConfig:
 
     model: the served model. num_problems / seed: suite (a) problems. max_tokens: per answer (per agent turn).
     max_turns: agent turns. concurrency: client threads sending requests at once.
+    time_limit_s: the whole run (server start-up and every request); past it the run stops with an error that
+    names the server's log (``server.log`` in the run directory). startup_timeout_s: the server's start-up.
     few_shot: send two worked examples before each question, as earlier chat turns (the same two problems
     for both requests: solved in words without tools, with a <python> call for the agent). SmolLM2 was never
     tuned for tools and writes no call without them.
@@ -26,3 +28,4 @@ class ServeDemoConfig:
     few_shot: bool = True
     system_prompt: str = "Solve the problem step by step. End with: The answer is <number>."
     startup_timeout_s: float = 300.0
+    time_limit_s: float = 1800.0

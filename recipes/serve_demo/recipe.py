@@ -3,10 +3,7 @@ answers suite (a) once without tools and once as the `agentkit/tir` agent with t
 
 from __future__ import annotations
 
-import os
 import secrets
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -16,7 +13,7 @@ from agentkit.data import arithmetic_suite
 from agentkit.eval.metrics import numeric_match
 from agentkit.recipe import Recipe
 from agentkit.recipes.serve_demo.config import ServeDemoConfig
-from agentkit.server.http import free_port, wait_until_healthy
+from agentkit.server.http import ServerProcess
 
 # The problems of TIR_EXAMPLES, worked in words: the baseline sees the same demonstrations, minus the tool.
 PLAIN_EXAMPLES = [
@@ -34,25 +31,22 @@ class ServeDemoRecipe(Recipe[ServeDemoConfig]):
 
     def setup(self) -> None:
         c = self.config
+        self.deadline = time.monotonic() + c.time_limit_s
         self.tasks = arithmetic_suite(c.num_problems, c.seed)
-        self.port, self.key = free_port(), "sk-" + secrets.token_hex(8)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentkit", "serve", "--model", c.model, "--agent", "tir", "--tools", "python",
-             "--port", str(self.port), "--api-key", self.key],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
-        try:
-            wait_until_healthy(f"http://127.0.0.1:{self.port}/health", c.startup_timeout_s, self.proc)
-        except RuntimeError:
-            self.proc.kill()
-            err = self.proc.stderr.read().decode()[-2000:] if self.proc.stderr else ""
-            raise RuntimeError(f"agentkit serve did not start:\n{err}") from None
+        self.key = "sk-" + secrets.token_hex(8)
+        self.server = ServerProcess(
+            ["-m", "agentkit", "serve", "--model", c.model, "--agent", "tir", "--tools", "python",
+             "--api-key", self.key], self.ctx.run_dir / "server.log",
+            startup_timeout_s=min(c.startup_timeout_s, c.time_limit_s), env={"TOKENIZERS_PARALLELISM": "false"})
+        self.server.start()
 
     def evaluate(self) -> dict[str, Any]:
         import openai
 
         c = self.config
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{self.port}/v1", api_key=self.key, max_retries=2,
-                               timeout=900)
+        # No retries: a failed request is reported with the server's log, not sent again.
+        client = openai.OpenAI(base_url=f"{self.server.url}/v1", api_key=self.key, max_retries=0,
+                               timeout=c.time_limit_s)
         try:
             plain_shots = PLAIN_EXAMPLES if c.few_shot else []
             tool_shots = TIR_EXAMPLES if c.few_shot else []
@@ -60,26 +54,42 @@ class ServeDemoRecipe(Recipe[ServeDemoConfig]):
                                                            *plain_shots, {"role": "user", "content": t.question}])
             tools = self._ask(client, "agentkit/tir", lambda t: [*tool_shots, {"role": "user", "content": t.question}])
         finally:
-            self.proc.terminate()
-            self.proc.wait(timeout=60)
+            self.server.stop()
         return self._summarise(plain, tools)
 
     def _ask(self, client, model: str, messages) -> list[dict[str, Any]]:
+        """All problems, ``concurrency`` requests in flight at once, within the run's time limit."""
+        import openai
+
         c = self.config
         extra = {"max_turns": c.max_turns} if model.startswith("agentkit/") else None
 
         def one(task):
             t0 = time.perf_counter()
-            r = client.chat.completions.create(model=model, messages=messages(task), temperature=0,
-                                               max_tokens=c.max_tokens, seed=c.seed, extra_body=extra)
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            try:
+                r = client.with_options(timeout=left).chat.completions.create(
+                    model=model, messages=messages(task), temperature=0, max_tokens=c.max_tokens, seed=c.seed,
+                    extra_body=extra)
+            except openai.APITimeoutError:
+                raise TimeoutError from None
+            except openai.APIError as e:
+                raise self.server.error(f"{model}: request {task.id} failed: {e}") from None
             trace = (r.model_extra or {}).get("agentkit", [{}])[0]
             answer = trace.get("answer") or r.choices[0].message.content or ""
             return {"id": task.id, "question": task.question, "gold": task.answer, "output": answer,
                     "correct": numeric_match(answer, task.answer), "tool_calls": trace.get("tool_calls", 0),
                     "seconds": time.perf_counter() - t0, "tokens": r.usage.completion_tokens}
 
-        with ThreadPoolExecutor(c.concurrency) as pool:
+        pool = ThreadPoolExecutor(c.concurrency)
+        try:
             rows = list(self.ctx.progress(pool.map(one, self.tasks), desc=model, total=len(self.tasks)))
+        except TimeoutError:
+            raise self.server.error(f"serve_demo did not finish within time_limit_s={c.time_limit_s:g}") from None
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
         self.ctx.record(model.replace("/", "_"), {r["id"]: r for r in rows})
         return rows
 

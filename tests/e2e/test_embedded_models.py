@@ -120,44 +120,84 @@ def test_agent_rollout_with_real_model_and_sandbox(smol_engine):
         assert s.logprobs == pytest.approx(first.logprobs, abs=2e-3)
 
 
-def test_serve_cli_with_official_client(tmp_path):
-    """`agentkit serve` as a real process on loopback, the embedded model, the official openai client."""
+@pytest.fixture(scope="module")
+def smol_server(tmp_path_factory):
+    """`agentkit serve` as a real process on loopback: the embedded model and the python-tool agent."""
+    from agentkit.server.http import ServerProcess
+
+    log = tmp_path_factory.mktemp("serve") / "server.log"
+    with ServerProcess(["-m", "agentkit", "serve", "--model", "smollm2-135m", "--agent", "tir", "--api-key",
+                        "sk-e2e"], log, startup_timeout_s=180) as server:
+        yield server
+
+
+def test_serve_cli_with_official_client(smol_server):
     import openai
 
-    from agentkit.server.http import free_port, wait_until_healthy
+    client = openai.OpenAI(base_url=f"{smol_server.url}/v1", api_key="sk-e2e", max_retries=0)
+    r = client.chat.completions.create(model="smollm2-135m", temperature=0, max_tokens=12,
+                                       messages=[{"role": "user", "content": "What is the capital of France?"}])
+    assert "paris" in r.choices[0].message.content.lower() and r.choices[0].finish_reason in ("stop", "length")
+    text = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
+        model="smollm2-135m", temperature=0, max_tokens=12, stream=True,
+        messages=[{"role": "user", "content": "What is the capital of France?"}]) if c.choices)
+    assert text == r.choices[0].message.content
+    a = client.chat.completions.create(model="agentkit/tir", max_tokens=48, temperature=0,
+                                       messages=[{"role": "user", "content": "What is 17 * 23?"}])
+    assert a.model_extra["agentkit"][0]["finish"] and a.usage.total_tokens > 0
 
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "agentkit", "serve", "--model", "smollm2-135m", "--agent", "tir",
-                             "--port", str(port), "--api-key", "sk-e2e"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    try:
-        wait_until_healthy(f"http://127.0.0.1:{port}/health", 120, proc)
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-e2e", max_retries=0)
-        r = client.chat.completions.create(model="smollm2-135m", temperature=0, max_tokens=12,
-                                           messages=[{"role": "user", "content": "What is the capital of France?"}])
-        assert "paris" in r.choices[0].message.content.lower() and r.choices[0].finish_reason in ("stop", "length")
-        text = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
-            model="smollm2-135m", temperature=0, max_tokens=12, stream=True,
-            messages=[{"role": "user", "content": "What is the capital of France?"}]) if c.choices)
-        assert text == r.choices[0].message.content
-        a = client.chat.completions.create(model="agentkit/tir", max_tokens=48, temperature=0,
-                                           messages=[{"role": "user", "content": "What is 17 * 23?"}])
-        assert a.model_extra["agentkit"][0]["finish"] and a.usage.total_tokens > 0
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+
+def test_concurrent_agent_requests_with_seeds(smol_server):
+    """16 agent requests at once with n=2, twelve with their own seed and four with the same one (the demo's case,
+    which once failed: merged requests kept the first one's seeds): all succeed, and a request sent again alone
+    gets the same trajectories."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import openai
+
+    from agentkit.agent.loop import TIR_EXAMPLES
+    from agentkit.data import arithmetic_suite
+
+    client = openai.OpenAI(base_url=f"{smol_server.url}/v1", api_key="sk-e2e", max_retries=0, timeout=600)
+    tasks = arithmetic_suite(16, seed=21)
+
+    def ask(i: int):
+        r = client.chat.completions.create(
+            model="agentkit/tir", n=2, seed=100 + i if i < 12 else 0, temperature=0.8, max_tokens=40, extra_body={"max_turns": 2},
+            messages=[*TIR_EXAMPLES, {"role": "user", "content": tasks[i].question}])
+        return [(c.message.content, t["trace"]) for c, t in zip(r.choices, r.model_extra["agentkit"])]
+
+    with ThreadPoolExecutor(16) as pool:
+        together = list(pool.map(ask, range(16)))
+    assert all(len(x) == 2 for x in together)
+    assert sum(a != b for a, b in together) >= 8  # the two samples of a request differ (their own seeds)
+    for i in (0, 7, 14):
+        assert ask(i) == together[i]
+    assert "Traceback" not in smol_server.tail(20000)
 
 
 def test_serve_demo_recipe(tmp_path):
-    """The main job, small: the server starts, both models answer through the official client, it stops."""
+    """The main job, small: the server starts, both models answer through the official client (four requests in
+    flight at once, all with the same seed), it stops; the server's log is in the run directory."""
     r = subprocess.run([sys.executable, "-m", "agentkit", "run", "serve_demo", "--preset", "tiny", "--quiet",
-                        "--set", "num_problems=2", "--set", "max_tokens=16", "--output-dir", str(tmp_path / "run")],
+                        "--set", "num_problems=4", "--set", "concurrency=4", "--set", "max_tokens=16",
+                        "--set", "time_limit_s=400", "--output-dir", str(tmp_path / "run")],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "accuracy without tools" in r.stdout
     final = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[-1])
-    assert final["problems"] == 2 and 0 <= final["accuracy_with_python"] <= 1
+    assert final["problems"] == 4 and 0 <= final["accuracy_with_python"] <= 1
+    assert "Traceback" not in (tmp_path / "run" / "server.log").read_text()
     assert (tmp_path / "run" / "serve_demo.png").stat().st_size > 1000
+
+
+def test_serve_demo_time_limit_names_the_server_log(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "agentkit", "run", "serve_demo", "--preset", "tiny", "--quiet",
+                        "--set", "time_limit_s=0.5", "--output-dir", str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "did not come up in 0.5 s" in r.stderr and f"server log: {tmp_path / 'run' / 'server.log'}" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_uncertainty_cli_with_both_embedded_models(tmp_path):

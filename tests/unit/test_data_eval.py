@@ -9,6 +9,7 @@ import agentkit.engines.sampling
 import agentkit.errors
 import agentkit.eval.metrics as metrics
 import agentkit.registry
+import agentkit.server.http
 import agentkit.tools.parsers
 import agentkit.tools.search
 from agentkit.data import MultiHopKB, arithmetic_suite, multihop_suite, read_jsonl
@@ -17,7 +18,7 @@ from agentkit.errors import AgentkitError
 
 @pytest.mark.parametrize("mod", [metrics, agentkit.engines.base, agentkit.engines.hf, agentkit.engines.sampling,
                                  agentkit.registry, agentkit.errors, agentkit.tools.parsers,
-                                 agentkit.tools.search])
+                                 agentkit.tools.search, agentkit.server.http])
 def test_doctests(mod):
     res = doctest.testmod(mod)
     assert res.attempted > 0 and res.failed == 0

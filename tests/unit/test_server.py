@@ -82,8 +82,8 @@ def test_completions_and_echo_scoring(client, tiny_engine):
     assert e.choices[0].logprobs.token_logprobs[1:] == pytest.approx(want, abs=1e-4)
 
 
-def _raw(url, body: bytes, key="sk-test"):
-    req = urllib.request.Request(url + "/v1/chat/completions", data=body,
+def _call(url, method: str, path: str, body: bytes | None = None, key="sk-test"):
+    req = urllib.request.Request(url + path, data=body, method=method,
                                  headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
     try:
         with urllib.request.urlopen(req) as r:
@@ -92,21 +92,68 @@ def _raw(url, body: bytes, key="sk-test"):
         return e.code, json.loads(e.read())
 
 
-def test_errors_in_openai_shape(server, client, tiny_engine):
-    url = server[0]
-    code, body = _raw(url, b"{oops")
-    assert code == 400 and body["error"]["type"] == "invalid_request_error"
-    code, body = _raw(url, json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "x"}],
-                                       "temperature": "hot"}).encode())
-    assert code == 400 and body["error"]["param"] == "temperature"
-    with pytest.raises(openai.NotFoundError):
-        client.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "x"}])
-    with pytest.raises(openai.BadRequestError, match="context length"):
-        client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "x" * 3000}])
+CHAT_PATH = "/v1/chat/completions"
+MSG = [{"role": "user", "content": "x"}]
+BAD_REQUESTS = [  # (method, path, body, status, param, code, words in the message)
+    ("POST", CHAT_PATH, b"{oops", 400, None, None, "not valid JSON"),
+    ("POST", CHAT_PATH, b"[1, 2]", 400, None, None, "must be a JSON object"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "temperature": "hot"}, 400, "temperature", None, "number"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "stop": 3}, 400, "stop", None, "stop:"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": [{"role": "wizard", "content": "x"}]}, 400,
+     "messages[0].role", None, "messages[0].role:"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": [{"role": "user", "content": [1]}]}, 400,
+     "messages[0].content", None, "messages[0].content"),
+    ("POST", CHAT_PATH, {"model": "tiny"}, 400, "messages", None, "messages: Field required"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "tools": [{"type": "function", "function": {}}]}, 400,
+     "tools[0].function.name", None, "tools[0].function.name"),
+    ("POST", CHAT_PATH, {"model": "gpt-9", "messages": MSG}, 404, "model", "model_not_found", "does not exist"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": [{"role": "user", "content": "x" * 3000}]}, 400, "messages",
+     "context_length_exceeded", "context length"),
+    ("POST", "/v1/completions", {"model": "tiny", "prompt": "x", "logprobs": 99}, 400, "logprobs", None, "logprobs"),
+    ("POST", "/v1/nowhere", {}, 404, None, "unknown_url", "unknown URL"),
+    ("GET", CHAT_PATH, None, 405, None, "method_not_allowed", "not allowed"),
+]
+
+
+@pytest.mark.parametrize("method,path,body,status,param,code,words", BAD_REQUESTS)
+def test_errors_in_openai_shape(server, method, path, body, status, param, code, words):
+    raw = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    got, answer = _call(server[0], method, path, raw)
+    err = answer["error"]
+    assert got == status and set(err) == {"message", "type", "param", "code"}
+    assert err["param"] == param and err["code"] == code and words in err["message"]
+    assert ".str" not in err["message"] and "list[" not in err["message"]
+
+
+def test_auth_error_and_unknown_fields(server, client):
+    got, answer = _call(server[0], "POST", CHAT_PATH, json.dumps({"model": "tiny", "messages": MSG}).encode(), "no")
+    assert got == 401 and answer["error"]["code"] == "invalid_api_key"
     # unknown fields (client extra_body) are accepted
-    r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "x"}], max_tokens=2,
+    r = client.chat.completions.create(model="tiny", messages=MSG, max_tokens=2,
                                        extra_body={"top_k": 5, "something_new": 1})
     assert r.choices[0].message.content is not None
+
+
+class _Broken:
+    """An engine whose generate raises (a bug or an out-of-memory error), for the 500 path."""
+
+    model_name = "broken"
+
+    def __init__(self, engine):
+        self.tokenizer, self.encode, self.max_model_len = engine.tokenizer, engine.encode, engine.max_model_len
+
+    def generate(self, prompts, params=None):
+        raise RuntimeError("the engine fell over")
+
+
+def test_engine_failure_is_a_500_logged_once(tiny_engine, caplog):
+    with serve_in_thread(create_app(_Broken(tiny_engine), "broken")) as url:
+        answers = [_call(url, "POST", CHAT_PATH, json.dumps({"model": "broken", "messages": MSG}).encode())
+                   for _ in range(3)]  # a client retrying
+    assert all(a == (500, {"error": {"message": "RuntimeError: the engine fell over", "type": "server_error",
+                                     "param": None, "code": None}}) for a in answers)
+    tracebacks = [r for r in caplog.records if r.exc_info]
+    assert len(tracebacks) == 1 and "engine call failed" in tracebacks[0].getMessage()
 
 
 def test_concurrent_requests_share_engine_calls(server, client):
@@ -125,6 +172,38 @@ def test_concurrent_requests_share_engine_calls(server, client):
     for t in ts:
         t.join()
     assert len(results) == 8 and batcher.calls - before < 8  # some requests were batched together
+
+
+def test_batcher_merges_requests_with_per_prompt_fields(tiny_engine):
+    """Requests that differ only in seeds share one engine call, and each gets what it would get alone."""
+    from concurrent.futures import wait
+
+    from agentkit.server.serving import Batcher
+
+    batcher = Batcher(tiny_engine, window_s=0.5)
+    base = dict(max_tokens=8, temperature=1.0)
+    requests = [(["abc"], SamplingParams(seed=3, **base)), (["abc", "de", "f"], SamplingParams(seeds=[1, 2, 3], **base)),
+                (["abc"], SamplingParams(seed=5, n=1, **base)), (["xyz"], SamplingParams(**base))]
+    futures = [batcher.submit(ps, p) for ps, p in requests]
+    wait(futures, timeout=60)
+    assert batcher.calls == 1
+    for (ps, p), fut in zip(requests[:3], futures):
+        alone = tiny_engine.generate(ps, p)
+        assert [[c.token_ids for c in cs] for cs in fut.result()] == [[c.token_ids for c in cs] for cs in alone]
+    assert len(futures[3].result()[0]) == 1  # the unseeded request was sampled too
+
+
+def test_batcher_isolates_a_failing_request(tiny_engine):
+    """A merged call that fails is retried request by request, so one bad request fails alone."""
+    from concurrent.futures import wait
+
+    from agentkit.server.serving import Batcher
+
+    batcher = Batcher(tiny_engine, window_s=0.5)
+    p = SamplingParams(max_tokens=4)
+    good, bad = batcher.submit(["abc"], p), batcher.submit([[]], p)  # an empty prompt is rejected by the engine
+    wait([good, bad], timeout=60)
+    assert len(good.result()[0]) == 1 and isinstance(bad.exception(), ValueError)
 
 
 def test_agent_model_runs_tools_server_side(client):

@@ -12,7 +12,7 @@ import pytest
 
 from agentkit.agent import rollout
 from agentkit.data import MultiHopKB
-from agentkit.server.http import free_port, wait_until_healthy
+from agentkit.server.http import ServerProcess
 from agentkit.testing.scripted import ScriptedEngine
 from agentkit.testing.servers import serve_in_thread
 from agentkit.tool_servers.python_sandbox import create_app as python_app
@@ -113,16 +113,9 @@ def test_search_server_matches_local(tmp_path):
 def test_cli_tool_server_subprocess(tmp_path):
     kb = MultiHopKB.build(seed=4)
     path = kb.write_corpus(tmp_path / "corpus.jsonl")
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "agentkit", "tool-server", "search", "--corpus", str(path),
-                             "--port", str(port), "--api-key", "secret"], stderr=subprocess.PIPE)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_until_healthy(url + "/health", 60, proc)
-        tool = RemoteTool(url, api_key="secret")
+    with ServerProcess(["-m", "agentkit", "tool-server", "search", "--corpus", str(path), "--api-key", "secret"],
+                       tmp_path / "server.log", startup_timeout_s=60) as server:
+        tool = RemoteTool(server.url, api_key="secret")
         assert tool(query=kb.questions(1, seed=4)[0].question).output.startswith("[1] ")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     r = subprocess.run([sys.executable, "-m", "agentkit", "tool-server", "search"], capture_output=True, text=True)
     assert r.returncode == 2 and "needs --corpus" in r.stderr
