@@ -57,8 +57,13 @@ def _parser() -> argparse.ArgumentParser:
         "With --agent tir, the model 'agentkit/tir' runs the tool loop server-side. Binds to 127.0.0.1 unless "
         "--host says otherwise; with --api-key (or AGENTKIT_API_KEY) /v1 routes need 'Authorization: Bearer KEY'."))
     sv.add_argument("--model", default="smollm2-135m", help="catalog name, local dir or hub id")
-    sv.add_argument("--engine", default="hf", choices=["hf", "vllm", "openai"])
-    sv.add_argument("--upstream", help="openai engine: the upstream server's base URL")
+    sv.add_argument("--engine", default="hf", choices=["hf", "vllm", "openai"],
+                    help="hf: the embedded transformers engine; vllm: vLLM in this process (make setup-vllm); "
+                         "openai: another OpenAI-compatible server (--upstream) runs the model (default: hf)")
+    sv.add_argument("--upstream", help="openai engine: the upstream's base URL, e.g. http://127.0.0.1:8001/v1 "
+                    "(its key: $OPENAI_API_KEY)")
+    sv.add_argument("--tokenizer", help="openai engine: a local tokenizer of the upstream's model (default: the "
+                    "upstream's /tokenize and /detokenize)")
     sv.add_argument("--agent", choices=["tir"], help="also serve the tool-using agent as 'agentkit/tir'")
     sv.add_argument("--tools", default="python", help="agent tools, comma-separated: python,search")
     sv.add_argument("--corpus", help="search tool: JSONL of {id, title, text}")
@@ -251,7 +256,16 @@ def _cmd_serve(a) -> int:
     key = a.api_key or os.environ.get("AGENTKIT_API_KEY")
     if a.host not in ("127.0.0.1", "localhost", "::1") and not key:
         print(f"warning: serving on {a.host} without an API key", file=sys.stderr)
-    engine = make_engine(a.engine, a.model, **({"base_url": a.upstream} if a.engine == "openai" else {}))
+    options = {"hf": {}, "vllm": {"gpu_memory_utilization": 0.85},
+               "openai": {"base_url": a.upstream, "tokenizer": a.tokenizer}}[a.engine]
+    if a.engine == "openai" and not a.upstream:
+        raise AgentkitError("--engine openai needs --upstream URL", "the base URL of the server that runs the model")
+    if a.engine == "vllm":
+        import torch
+
+        if not torch.cuda.is_available():
+            options = {}  # vLLM on CPU: VLLMEngine's defaults (bf16, eager)
+    engine = make_engine(a.engine, a.model, **options)
     tools = None
     if a.agent:
         from agentkit.tools import TOOLS

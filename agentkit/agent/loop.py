@@ -181,7 +181,7 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
         head = t.segments.pop() if opened and t.segments and t.segments[-1].kind == "model" else None
         if len(c.token_ids) > left:  # one engine call serves all rows; hold each row to its own token budget
             ids = list(c.token_ids[:left])
-            seg = Segment("model", engine.tokenizer.decode(ids, skip_special_tokens=True), ids,
+            seg = Segment("model", engine.decode(ids), ids,
                           list(c.logprobs[:left]), c.entropies[:left] if c.entropies else None)
             t.segments.append(_merge(head, seg) if head else seg)
             t.finish = "max_tokens"
@@ -207,7 +207,7 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
     results = list(pool.map(lambda tc: _call_tool(tools, *tc), calls))
     for (t, call), (res, secs) in zip(calls, results):
         text = format_tag_result(res.output) if cfg.style == "tags" else format_hermes_result(res.output)
-        ids = engine.tokenizer(text, add_special_tokens=False).input_ids
+        ids = engine.tokenize(text)
         t.segments.append(Segment("tool", text, ids, tool=call.name, arguments=call.arguments, ok=res.ok,
                                   seconds=secs))
         t.meta["seconds_tools"] += secs

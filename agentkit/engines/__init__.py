@@ -33,8 +33,9 @@ class EngineConfig:
         return make_engine(self.kind, self.model)
 
 
-def make_engine(kind: str = "hf", model: str = "smollm2-135m", **kwargs) -> Engine:
-    """Build an engine by kind: ``hf`` (default), ``vllm`` or ``openai`` (``base_url=`` the upstream server)."""
+def make_engine(kind: str = "hf", model="smollm2-135m", **kwargs) -> Engine:
+    """Build an engine by kind: ``hf`` (default), ``vllm`` or ``openai`` (``base_url=`` the upstream server).
+    ``model`` is a name, a directory, or (hf, vllm) a loaded transformers model passed with ``tokenizer=``."""
     if kind == "hf":
         from agentkit.engines.hf import HFEngine
 

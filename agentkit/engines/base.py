@@ -148,14 +148,69 @@ class Scored:
 
 @runtime_checkable
 class Engine(Protocol):
-    """Anything that can generate and score. ``generate`` returns, per prompt, ``params.n`` completions."""
+    """What every consumer (agent loop, server, recipes, benches) calls; they never branch on the engine's kind.
+
+    Tokens:
+        ``encode(prompt)``: a prompt's ids as the model sees them (text with the tokenizer's special tokens, a chat
+        through the model's chat template with the assistant's generation prompt, ids unchanged).
+        ``tokenize(text)``: plain text without special tokens (a tool result appended mid-sequence).
+        ``decode(ids)``: text of ids (special tokens dropped by default). ``token_strings(ids)``: each token's
+        own text (for logprob listings).
+    Model: ``model_name``; ``max_model_len`` (prompt + completion tokens); ``default_stop``: stop strings the
+    engine always applies (the end of a turn in templates without a special end token).
+    Work: ``generate`` and ``score`` (batched; see the dataclasses above).
+    Life cycle: ``stats()`` counts since creation, keys an engine cannot know are left out: ``requests``
+    (generate calls), ``prompt_tokens``, ``completion_tokens``, ``prefill_tokens`` (prompt tokens run through
+    the model), ``cached_prompt_tokens`` (prompt tokens served from a cache). ``load_weights(model, path)``
+    serves new weights from now on (a training round's policy): a loaded model, its saved directory, or both;
+    each engine takes what it can use, and stored keys/values of the old weights are dropped.
+    ``close()`` frees what the engine holds (memory, processes, connections); it is safe to call twice.
+    """
 
     model_name: str
+    max_model_len: int
+    default_stop: list[str]
+
+    def encode(self, prompt: Prompt) -> list[int]: ...
+
+    def tokenize(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
+
+    def token_strings(self, ids: list[int]) -> list[str]: ...
 
     def generate(self, prompts: list[Prompt], params: SamplingParams) -> list[list[Completion]]: ...
 
     def score(self, contexts: list[Prompt], continuations: list[str | list[int]],
               entropy: bool = False) -> list[Scored]: ...
+
+    def stats(self) -> dict[str, int]: ...
+
+    def load_weights(self, model: Any = None, path: str | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class LocalTokenizer:
+    """The token half of the Engine protocol from a transformers tokenizer (``self.tokenizer``)."""
+
+    tokenizer: Any
+
+    def encode(self, prompt: Prompt) -> list[int]:
+        return encode_prompt(self.tokenizer, prompt)
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False).input_ids
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    def token_strings(self, ids: list[int]) -> list[str]:
+        return [self.tokenizer.decode([t]) for t in ids]
+
+    def continuation_ids(self, continuations: list[str | list[int]]) -> list[list[int]]:
+        """``score``'s continuations as ids: text is tokenized without special tokens."""
+        return [list(c) if not isinstance(c, str) else self.tokenize(c) for c in continuations]
 
 
 def encode_prompt(tokenizer, prompt: Prompt) -> list[int]:

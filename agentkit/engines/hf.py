@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-from agentkit.engines.base import Completion, Prompt, SamplingParams, Scored, encode_prompt
+from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored
 from agentkit.engines.kv import (
     growing_only,
     make_cache,
@@ -28,12 +28,14 @@ from agentkit.engines.sampling import sample_next
 from agentkit.engines.streaming import DeltaStream, TextCallback
 
 
-class HFEngine:
+class HFEngine(LocalTokenizer):
     """Generate and score with a transformers model.
 
     Args:
         model: a catalog name (``agentkit models list``), a local directory, a hub id, or a loaded model.
         tokenizer: required when ``model`` is a loaded model.
+        name: the model's name (default: ``model`` when it is a name, else the loaded model's ``name_or_path``);
+            it picks the catalog's stop strings.
         max_batch_size: most sequences decoded together (prompts × n are split into micro-batches).
         score_budget_mb: memory budget for the ``[B, T, V]`` logits of one scoring micro-batch.
         prefix_cache_mb: memory for the keys/values of finished sequences, so that a prompt continuing one
@@ -48,27 +50,32 @@ class HFEngine:
             (SmolLM2 here: 4 tokens per row cost 1.4× one at batch 1–4, 1.6× at batch 8).
     """
 
-    def __init__(self, model="smollm2-135m", tokenizer=None, *, dtype: str = "float32", device: str | None = None,
-                 max_batch_size: int = 64, score_budget_mb: int = 512, max_model_len: int | None = None,
-                 prefix_cache_mb: int = 1024, share_prefix: bool = True, speculate: int = 3,
-                 speculate_tokens: int = 16):
+    def __init__(self, model="smollm2-135m", tokenizer=None, *, name: str | None = None, dtype: str = "float32",
+                 device: str | None = None, max_batch_size: int = 64, score_budget_mb: int = 512,
+                 max_model_len: int | None = None, prefix_cache_mb: int = 1024, share_prefix: bool = True,
+                 speculate: int = 3, speculate_tokens: int = 16):
         from agentkit.models import load_model, stop_strings_for
 
+        self._options = dict(dtype=dtype, device=device, max_batch_size=max_batch_size,
+                             score_budget_mb=score_budget_mb, max_model_len=max_model_len,
+                             prefix_cache_mb=prefix_cache_mb, share_prefix=share_prefix, speculate=speculate,
+                             speculate_tokens=speculate_tokens)
         if isinstance(model, str):
-            self.model_name = model
+            self.model_name = name or model
             self.model, self.tokenizer = load_model(model, dtype=dtype, device=device)
         else:
             if tokenizer is None:
                 raise ValueError("pass the tokenizer with a loaded model")
             self.model, self.tokenizer = model.eval(), tokenizer
-            self.model_name = getattr(model.config, "name_or_path", "") or type(model).__name__
+            self.model_name = name or getattr(model.config, "name_or_path", "") or type(model).__name__
             if self.tokenizer.pad_token is None:
                 self.tokenizer.pad_token = self.tokenizer.eos_token
         self.default_stop = stop_strings_for(self.model_name, self.tokenizer)
+        self.counts = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self.share_prefix = share_prefix
         self.speculate, self.speculate_tokens = speculate, speculate_tokens
-        self.drafted = self.draft_hits = 0  # draft tokens fed and kept, for benchmarks
-        self.prefill_tokens = 0  # prompt tokens run through the model so far (cache hits excluded), for benchmarks
+        self.drafted = self.draft_hits = 0  # draft tokens fed and kept
+        self.prefill_tokens = 0  # prompt tokens run through the model so far (cache hits excluded)
         self.device = next(self.model.parameters()).device
         # transformers renamed forward's `past_key_values` to `cache` (5.2x; the old name warns, then goes away).
         import inspect
@@ -89,8 +96,37 @@ class HFEngine:
             ids.update(e if isinstance(e, (list, tuple)) else [e])
         return {i for i in ids if i is not None}
 
-    def encode(self, prompt: Prompt) -> list[int]:
-        return encode_prompt(self.tokenizer, prompt)
+    def variant(self, **options) -> HFEngine:
+        """Another engine on the same weights and tokenizer with some options changed (``prefix_cache_mb=0``:
+        the baseline of a benchmark); its statistics are its own."""
+        return HFEngine(self.model, self.tokenizer, name=self.model_name, **{**self._options, **options})
+
+    # ---- the rest of the Engine protocol ------------------------------------------------------------------
+    def stats(self) -> dict[str, int]:
+        out = {**self.counts, "prefill_tokens": self.prefill_tokens, "draft_tokens": self.drafted,
+               "draft_tokens_kept": self.draft_hits}
+        if self.prefix_cache is not None:
+            out["cached_prompt_tokens"] = self.prefix_cache.reused_tokens
+        return out
+
+    def load_weights(self, model=None, path: str | None = None) -> None:
+        """Serve ``model`` (the object itself: training's later updates are served too) or the model saved at
+        ``path``; stored keys/values are dropped."""
+        if model is None:
+            if path is None:
+                raise ValueError("load_weights needs a model or a path")
+            from agentkit.models import load_model
+
+            model, _ = load_model(str(path), dtype=self._options["dtype"], device=self._options["device"])
+        self.model = model.eval()
+        self.device = next(model.parameters()).device
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
+
+    def close(self) -> None:
+        """Drop stored keys/values (the weights belong to whoever passed them in, or go with this object)."""
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
 
     def _left_pad(self, seqs: Sequence[list[int]]):
         width = max(len(s) for s in seqs)
@@ -116,6 +152,8 @@ class HFEngine:
         params.check_seeds(len(prompts))
         self._check_weights()
         encoded = [self.encode(p) for p in prompts]
+        self.counts["requests"] += 1
+        self.counts["prompt_tokens"] += sum(map(len, encoded))
         for i, ids in enumerate(encoded):
             if len(ids) >= self.max_model_len:
                 raise ValueError(f"prompt {i} has {len(ids)} tokens; the model's context is {self.max_model_len}")
@@ -128,6 +166,7 @@ class HFEngine:
             chunk = seqs[start:start + self.max_batch_size]
             for (i, j), comp in zip(chunk, self._generate_batch(encoded, chunk, params, stream)):
                 out[i][j] = comp
+                self.counts["completion_tokens"] += comp.completion_tokens
                 if stream:
                     stream.finish((i, j), comp.text)
         return out  # type: ignore[return-value]
@@ -345,13 +384,6 @@ class HFEngine:
         width = max(real)
         return [d + [self.pad_id] * (width - len(d)) for d in out], real
 
-    def use_model(self, model) -> None:
-        """Serve ``model`` from now on (e.g. the next training round's policy); stored keys/values are dropped."""
-        self.model = model.eval()
-        self.device = next(model.parameters()).device
-        if self.prefix_cache is not None:
-            self.prefix_cache.clear()
-
     def _check_weights(self) -> None:
         """Stored keys/values belong to the weights that made them: drop them once training changed any weight."""
         version = sum(p._version for p in self.model.parameters())
@@ -389,8 +421,7 @@ class HFEngine:
         if len(contexts) != len(continuations):
             raise ValueError("contexts and continuations must have the same length")
         ctx = [self.encode(c) for c in contexts]
-        cont = [list(c) if not isinstance(c, str) else self.tokenizer(c, add_special_tokens=False).input_ids
-                for c in continuations]
+        cont = self.continuation_ids(continuations)
         results: list[Scored | None] = [None] * len(ctx)
         order = sorted(range(len(ctx)), key=lambda i: -len(cont[i]))
         vocab = self.model.config.get_text_config().vocab_size

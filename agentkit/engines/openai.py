@@ -5,49 +5,142 @@ exponential backoff are the official client's (``timeout``, ``max_retries``). En
 ``top_logprobs`` the server returns (OpenAI caps k at 20; vLLM allows up to its ``max_logprobs``): see
 ``topk_entropy``. ``score`` uses ``/v1/completions`` with ``echo`` and ``max_tokens=0`` (prompt logprobs), which
 vLLM and agentkit support and api.openai.com does not.
+
+Tokens: with ``tokenizer`` (a local tokenizer of the same model: a catalog name, directory or hub id) they are
+computed here; without, they come from the upstream's ``POST /tokenize`` and ``POST /detokenize`` (vLLM's routes,
+which ``agentkit serve`` has too). ``token_ids=True`` asks the server for each sampled token's id
+(``return_tokens_as_token_ids``, vLLM and agentkit), so completions carry real ids, as the agent loop needs;
+set it False for servers that reject unknown fields (api.openai.com); ids are then -1.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import Any
 
-from agentkit.engines.base import Completion, Prompt, SamplingParams, Scored, topk_entropy
+from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored, topk_entropy
 
 
-class OpenAIEngine:
+class OpenAIEngine(LocalTokenizer):
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, *,
-                 timeout: float = 120.0, max_retries: int = 3, max_concurrency: int = 16, entropy_top_k: int = 20):
+                 tokenizer: str | None = None, token_ids: bool = True, timeout: float = 120.0,
+                 max_retries: int = 3, max_concurrency: int = 16, entropy_top_k: int = 20):
         import openai
 
+        from agentkit.models.catalog import get_info
+
         self.model_name = model
-        self.client = openai.OpenAI(base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-                                    api_key=api_key or os.environ.get("OPENAI_API_KEY", "EMPTY"),
-                                    timeout=timeout, max_retries=max_retries)
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        key = api_key or os.environ.get("OPENAI_API_KEY", "EMPTY")
+        self.client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
+        # /tokenize and /detokenize sit beside /v1, as in vLLM
+        self._root = str(self.client.base_url).rstrip("/").removesuffix("/v1")
+        self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+        self.timeout = timeout
         self.max_concurrency = max_concurrency
         self.entropy_top_k = entropy_top_k
+        self.token_ids = token_ids
+        self.tokenizer = None
+        if tokenizer:
+            from agentkit.models import load_tokenizer
 
+            self.tokenizer = load_tokenizer(tokenizer)
+        info = get_info(model)
+        self.default_stop = list(info.stop) if info is not None and info.stop else []
+        self._max_len: int | None = None
+        self._pieces: dict[int, str] = {}  # token id -> its text, learned from the upstream
+        self.counts = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0}
+
+    # ---- tokens (local tokenizer, else the upstream's /tokenize and /detokenize) ---------------------------
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        import urllib.error
+        import urllib.request
+
+        req = urllib.request.Request(self._root + path, json.dumps({"model": self.model_name, **body}).encode(),
+                                     self._headers)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as r:
+                out = json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            from agentkit.errors import AgentkitError
+
+            if e.code == 404:
+                raise AgentkitError(f"the upstream server has no {path} route", "pass tokenizer= (a local tokenizer "
+                                    "of the same model), or use vLLM or agentkit serve") from None
+            body = e.read()[:300].decode(errors="replace")
+            raise AgentkitError(f"{path} on the upstream answered {e.code}: {body}") from None
+        if "max_model_len" in out:
+            self._max_len = out["max_model_len"]
+        return out
+
+    def encode(self, prompt: Prompt) -> list[int]:
+        if self.tokenizer is not None:
+            return super().encode(prompt)
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
+            return list(prompt)  # type: ignore[arg-type]
+        if isinstance(prompt, str):
+            return self._post("/tokenize", {"prompt": prompt, "add_special_tokens": True})["tokens"]
+        if not prompt:
+            raise ValueError("empty prompt")
+        return self._post("/tokenize", {"messages": prompt, "add_generation_prompt": True,
+                                        "add_special_tokens": False})["tokens"]
+
+    def tokenize(self, text: str) -> list[int]:
+        if self.tokenizer is not None:
+            return super().tokenize(text)
+        return self._post("/tokenize", {"prompt": text, "add_special_tokens": False})["tokens"]
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        if self.tokenizer is not None:
+            return super().decode(ids, skip_special_tokens)
+        return self._post("/detokenize", {"tokens": list(ids)})["prompt"] if ids else ""
+
+    def token_strings(self, ids: list[int]) -> list[str]:
+        if self.tokenizer is not None:
+            return super().token_strings(ids)
+        missing = list(dict.fromkeys(t for t in ids if t not in self._pieces))
+        for t, text in zip(missing, self._map(lambda t: self.decode([t], False), missing)):
+            self._pieces[t] = text
+        return [self._pieces[t] for t in ids]
+
+    @property
+    def max_model_len(self) -> int:  # type: ignore[override]
+        if self._max_len is None:
+            for m in self.client.models.list().data:
+                if m.id == self.model_name and (m.model_extra or {}).get("max_model_len"):
+                    self._max_len = int(m.model_extra["max_model_len"])
+            if self._max_len is None:
+                self._post("/tokenize", {"prompt": "", "add_special_tokens": False})
+        return self._max_len or 0
+
+    # ---- generation and scoring ---------------------------------------------------------------------------
     def _map(self, fn, items):
+        if len(items) <= 1:
+            return [fn(x) for x in items]
         with ThreadPoolExecutor(max_workers=max(1, min(self.max_concurrency, len(items)))) as pool:
             return list(pool.map(fn, items))
 
     def _common(self, p: SamplingParams) -> tuple[dict, int]:
         """Request fields shared by both endpoints, and how many top logprobs to ask for."""
-        extra = {"top_k": p.top_k} if p.top_k else {}
+        extra: dict[str, Any] = {"top_k": p.top_k} if p.top_k else {}
         if p.include_stop_str_in_output or p.ignore_eos:
             extra.update(include_stop_str_in_output=p.include_stop_str_in_output, ignore_eos=p.ignore_eos)
+        if self.token_ids:
+            extra["return_tokens_as_token_ids"] = True
         k = max(p.top_logprobs, self.entropy_top_k if p.entropy else 0)
+        stop = [s for s in p.stop + self.default_stop if s] or None
         return dict(model=self.model_name, n=p.n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens,
-                    seed=p.seed, stop=p.stop or None, extra_body=extra or None), k
+                    seed=p.seed, stop=stop, extra_body=extra or None), k
 
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         params = params or SamplingParams()
         params.check_seeds(len(prompts))
-        if params.seeds is None:
-            return self._map(lambda pr: self._one(pr, params), prompts)
-        return self._map(lambda a: self._one(a[0], replace(params, seed=a[1], seeds=None)),
-                         list(zip(prompts, params.seeds)))
+        self.counts["requests"] += 1
+        seeds = params.per_prompt("seeds", len(prompts))
+        return self._map(lambda a: self._one(a[0], replace(params, seed=a[1], seeds=None)), list(zip(prompts, seeds)))
 
     def _one(self, prompt: Prompt, p: SamplingParams) -> list[Completion]:
         kw, k = self._common(p)
@@ -59,24 +152,34 @@ class OpenAIEngine:
                 alts = [[(t.token, t.logprob) for t in (it.top_logprobs or [])] for it in items]
                 out.append(self._completion(ch.message.content or "", [it.token for it in items],
                                             [it.logprob for it in items], alts, ch.finish_reason, r.usage, p, k))
-            return out
-        r = self.client.completions.create(prompt=prompt, logprobs=k or 1, **kw)
-        out = []
-        for ch in r.choices:
-            lp = ch.logprobs
-            alts = [list((t or {}).items()) for t in (lp.top_logprobs or [])] if lp else []
-            out.append(self._completion(ch.text, lp.tokens if lp else [], list(lp.token_logprobs or []) if lp else [],
-                                        alts, ch.finish_reason, r.usage, p, k))
+        else:
+            r = self.client.completions.create(prompt=prompt, logprobs=k or 1, **kw)
+            out = []
+            for ch in r.choices:
+                lp = ch.logprobs
+                alts = [list((t or {}).items()) for t in (lp.top_logprobs or [])] if lp else []
+                out.append(self._completion(ch.text, lp.tokens if lp else [],
+                                            list(lp.token_logprobs or []) if lp else [], alts, ch.finish_reason,
+                                            r.usage, p, k))
+        self._count(r.usage)
         return out
+
+    def _count(self, usage) -> None:
+        if usage is None:
+            return
+        self.counts["prompt_tokens"] += usage.prompt_tokens or 0
+        self.counts["completion_tokens"] += usage.completion_tokens or 0
+        details = getattr(usage, "prompt_tokens_details", None)
+        self.counts["cached_prompt_tokens"] += (getattr(details, "cached_tokens", None) or 0) if details else 0
 
     def _completion(self, text, tokens, lps, alts, finish, usage, p: SamplingParams, k: int) -> Completion:
         """``alts``: per token, the (token string, logprob) alternatives. The entropy is computed from this list,
         not from a dict keyed by token string: different tokens can decode to the same string."""
-        # Remote servers return token strings, not ids; ids are filled where the string is an integer id (vLLM's
-        # `return_tokens_as_token_ids`), else left as -1 so lengths still align.
-        ids = [int(t[9:]) if isinstance(t, str) and t.startswith("token_id:") else -1 for t in tokens]
+        ids = [_token_id(t) for t in tokens]
         ents = [topk_entropy([lp for _, lp in a][:k]) for a in alts] if p.entropy else None
-        tops = [dict(a) for a in alts]
+        # k alternatives may have been asked for the entropy: keep the top_logprobs best
+        tops = [{_token_id(t) if self.token_ids else t: lp for t, lp in sorted(a, key=lambda x: -x[1])[:p.top_logprobs]}
+                for a in alts]
         return Completion(text=text, token_ids=ids, logprobs=[x if x is not None else 0.0 for x in lps],
                           finish_reason="length" if finish == "length" else "stop",
                           prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0, entropies=ents,
@@ -84,16 +187,38 @@ class OpenAIEngine:
 
     def score(self, contexts: list[Prompt], continuations: list[str | list[int]],
               entropy: bool = False) -> list[Scored]:
+        """Teacher forcing through ``echo``: the context's and continuation's ids are sent as one prompt, and the
+        prompt logprobs of the continuation's positions come back."""
+        ctx = [self.encode(c) for c in contexts]
+        cont = [list(c) if not isinstance(c, str) else self.tokenize(c) for c in continuations]
+
         def one(pair):
-            ctx, cont = pair
-            if not isinstance(ctx, str) or not isinstance(cont, str):
-                raise TypeError("OpenAIEngine.score takes text contexts and continuations")
-            r = self.client.completions.create(model=self.model_name, prompt=ctx + cont, max_tokens=0, echo=True,
+            a, b = pair
+            r = self.client.completions.create(model=self.model_name, prompt=a + b, max_tokens=0, echo=True,
                                                logprobs=self.entropy_top_k if entropy else 1, temperature=0)
             lp = r.choices[0].logprobs
-            keep = [i for i, off in enumerate(lp.text_offset) if off >= len(ctx)]
             tops = lp.top_logprobs or [{}] * len(lp.tokens)
-            return Scored(token_ids=[-1] * len(keep), logprobs=[lp.token_logprobs[i] for i in keep],
+            keep = range(len(a), len(a) + len(b))
+            return Scored(token_ids=b, logprobs=[lp.token_logprobs[i] for i in keep],
                           entropies=[topk_entropy(list((tops[i] or {}).values())) for i in keep] if entropy else None)
 
-        return self._map(one, list(zip(contexts, continuations)))
+        return self._map(one, list(zip(ctx, cont)))
+
+    # ---- life cycle ---------------------------------------------------------------------------------------
+    def stats(self) -> dict[str, int]:
+        """Usage the upstream reported (``cached_prompt_tokens`` where it fills ``prompt_tokens_details``)."""
+        return dict(self.counts)
+
+    def load_weights(self, model=None, path: str | None = None) -> None:
+        from agentkit.errors import AgentkitError
+
+        raise AgentkitError("an OpenAI-compatible upstream serves its own weights",
+                            "restart it on the new weights (e.g. `agentkit serve --model RUN/models/STAGE`)")
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _token_id(token: Any) -> int:
+    """vLLM's and agentkit's ``token_id:123`` → 123; any other token string → -1 (unknown)."""
+    return int(token[9:]) if isinstance(token, str) and token.startswith("token_id:") else -1

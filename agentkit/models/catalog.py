@@ -156,10 +156,12 @@ def convert_gguf(gguf: Path, out: Path, chat_template: str | None = None) -> Non
 def materialize(info: ModelInfo) -> Path:
     """Return the local HF directory of a catalog model, converting it once if needed."""
     if info.name == "tiny-random":
-        from agentkit.models.tiny import build_tiny_random
+        from agentkit.models.tiny import TINY_VERSION, build_tiny_random
 
         d = info.cache_dir()
-        return d if _is_complete(d) else _atomic_dir(d, build_tiny_random)
+        current = _is_complete(d) and (d / ".tiny-version").exists() and \
+            (d / ".tiny-version").read_text().strip() == str(TINY_VERSION)
+        return d if current else _atomic_dir(d, build_tiny_random)
     if not info.installed():
         missing = [p for p in info.packages if not _dist_installed(p)]
         raise AgentkitError(f"model {info.name!r} needs the package(s) {', '.join(missing)}", info.install_hint)
@@ -197,23 +199,37 @@ def resolve(name_or_path: str) -> Path | str:
     )
 
 
-def load_model(name_or_path: str, dtype: str = "float32", device: str | None = None):
-    """Load ``(model, tokenizer)`` for a causal LM; the tokenizer is left-padding and has a pad token."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def _cannot_load(name_or_path: str, e: OSError) -> AgentkitError:
+    return AgentkitError(f"cannot load model {name_or_path!r}: {str(e).splitlines()[0]}",
+                         "pass a catalog name (`agentkit models list`), a local directory, or a cached hub id")
 
-    src = resolve(name_or_path)
+
+def load_tokenizer(name_or_path: str):
+    """A model's tokenizer: left-padding, with a pad token and a chat template (the plain one if it has none)."""
+    from transformers import AutoTokenizer
+
     try:
-        tok = AutoTokenizer.from_pretrained(str(src))
-        model = AutoModelForCausalLM.from_pretrained(str(src), dtype=getattr(torch, dtype))
+        tok = AutoTokenizer.from_pretrained(str(resolve(name_or_path)))
     except OSError as e:
-        raise AgentkitError(f"cannot load model {name_or_path!r}: {str(e).splitlines()[0]}",
-                            "pass a catalog name (`agentkit models list`), a local directory, or a cached hub id") from None
+        raise _cannot_load(name_or_path, e) from None
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     if not tok.chat_template:
         tok.chat_template = PLAIN_CHAT_TEMPLATE
     tok.padding_side = "left"
+    return tok
+
+
+def load_model(name_or_path: str, dtype: str = "float32", device: str | None = None):
+    """Load ``(model, tokenizer)`` for a causal LM; the tokenizer is as ``load_tokenizer`` gives it."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    tok = load_tokenizer(name_or_path)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(resolve(name_or_path)), dtype=getattr(torch, dtype))
+    except OSError as e:
+        raise _cannot_load(name_or_path, e) from None
     model.eval()
     if device:
         model.to(device)

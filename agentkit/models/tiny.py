@@ -10,6 +10,11 @@ TINY_CHAT_TEMPLATE = (
 )
 
 
+# Bumped when the model changes, so caches built by an older version are rebuilt. 2: head_dim 32 (2 heads), the
+# smallest head size vLLM's CPU attention supports, so the same tiny model runs on every engine.
+TINY_VERSION = 2
+
+
 def build_tiny_tokenizer():
     """Byte-level BPE without merges: every byte is a token, plus the ChatML special tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -31,7 +36,7 @@ def build_tiny_model(vocab_size: int, hidden: int = 64, layers: int = 2, seed: i
     from transformers import LlamaConfig, LlamaForCausalLM
 
     cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
-                      num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                      num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=1,
                       max_position_embeddings=2048, tie_word_embeddings=False, initializer_range=0.1,
                       bos_token_id=vocab_size - 3, eos_token_id=vocab_size - 2, pad_token_id=vocab_size - 1)
     torch.manual_seed(seed)
@@ -50,3 +55,4 @@ def build_tiny_random(out: Path) -> None:
     assert model.config.eos_token_id == tok.eos_token_id and model.config.pad_token_id == tok.pad_token_id
     model.save_pretrained(str(out))
     tok.save_pretrained(str(out))
+    (out / ".tiny-version").write_text(f"{TINY_VERSION}\n")

@@ -64,14 +64,18 @@ def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str]:
     return msgs, prefill
 
 
-def _logprobs(engine, c: Completion) -> dict[str, Any]:
-    tok = engine.tokenizer
+def token_names(engine, ids: list[int], as_ids: bool) -> list[str]:
+    """How logprob listings name tokens: their text, or ``token_id:N`` (vLLM's ``return_tokens_as_token_ids``)."""
+    return [f"token_id:{t}" for t in ids] if as_ids else engine.token_strings(ids)
 
+
+def _logprobs(engine, c: Completion, as_ids: bool) -> dict[str, Any]:
     def entry(t: int, lp: float, top: dict[int, float] | None) -> dict[str, Any]:
-        s = tok.decode([t])
+        (s,) = token_names(engine, [t], as_ids)
+        alts = list((top or {}).items())
         return {"token": s, "logprob": lp, "bytes": list(s.encode()),
-                "top_logprobs": [{"token": tok.decode([a]), "logprob": v, "bytes": list(tok.decode([a]).encode())}
-                                 for a, v in (top or {}).items()]}
+                "top_logprobs": [{"token": a, "logprob": v, "bytes": list(a.encode())}
+                                 for a, (_, v) in zip(token_names(engine, [a for a, _ in alts], as_ids), alts)]}
 
     tops = c.top_logprobs or [None] * len(c.token_ids)
     return {"content": [entry(t, lp, top) for t, lp, top in zip(c.token_ids, c.logprobs, tops)]}
@@ -91,7 +95,7 @@ def choice_message(req: ChatCompletionRequest, prefill: str, c: Completion, engi
             finish = "tool_calls"
     out = {"index": index, "message": message, "finish_reason": finish, "logprobs": None}
     if req.logprobs:
-        out["logprobs"] = _logprobs(engine, c)
+        out["logprobs"] = _logprobs(engine, c, req.return_tokens_as_token_ids)
     return out
 
 

@@ -53,6 +53,7 @@ class _Sampling(_Lenient):
     stream_options: StreamOptions | None = None
     ignore_eos: bool = False  # vLLM extensions, sent by OpenAIEngine in extra_body
     include_stop_str_in_output: bool = False
+    return_tokens_as_token_ids: bool = False  # logprob tokens as "token_id:N"
 
 
 class ChatCompletionRequest(_Sampling):
@@ -63,6 +64,21 @@ class ChatCompletionRequest(_Sampling):
     parallel_tool_calls: bool = True
     logprobs: bool = False
     top_logprobs: int | None = Field(None, ge=0, le=20)
+
+
+class TokenizeRequest(_Lenient):
+    """vLLM's ``POST /tokenize``: a text ``prompt`` or chat ``messages`` (through the chat template)."""
+
+    model: str
+    prompt: str | None = None
+    messages: list[ChatMessage] | None = None
+    add_special_tokens: bool | None = None  # default: True for a prompt, False for messages (as vLLM)
+    add_generation_prompt: bool = True
+
+
+class DetokenizeRequest(_Lenient):
+    model: str
+    tokens: list[int]
 
 
 class CompletionRequest(_Sampling):

@@ -22,9 +22,10 @@ from agentkit.server.chat import (
     sampling,
     stream_chunks,
     to_messages,
+    token_names,
 )
 from agentkit.server.http import RequestError, install_error_handlers, parse_body, require_bearer_key
-from agentkit.server.protocol import ChatCompletionRequest, CompletionRequest
+from agentkit.server.protocol import ChatCompletionRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest
 from agentkit.server.serving import BatchedEngine, Batcher
 
 
@@ -52,8 +53,31 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
     @app.get("/v1/models")
     async def models():
         now = int(time.time())
-        return {"object": "list", "data": [{"id": m, "object": "model", "created": now, "owned_by": "agentkit"}
-                                           for m in [model_name, *agents]]}
+        return {"object": "list", "data": [{"id": m, "object": "model", "created": now, "owned_by": "agentkit",
+                                            "max_model_len": max_len} for m in [model_name, *agents]]}
+
+    @app.post("/tokenize")
+    async def tokenize(request: Request):
+        """vLLM's route: a prompt's (or a chat's) token ids as the engine encodes them."""
+        req = await _parse(request, TokenizeRequest)
+        check(req.model, [], None)
+        if (req.prompt is None) == (req.messages is None):
+            raise RequestError(400, "give either prompt or messages", param="prompt")
+        if req.messages is not None:
+            msgs = [{"role": m.role, "content": m.text()} for m in req.messages]
+            if req.add_generation_prompt:
+                ids = engine.encode(msgs)
+            else:
+                raise RequestError(400, "add_generation_prompt=false is not supported", param="add_generation_prompt")
+        else:
+            ids = engine.encode(req.prompt) if req.add_special_tokens is not False else engine.tokenize(req.prompt)
+        return {"count": len(ids), "max_model_len": max_len, "tokens": ids, "token_strs": None}
+
+    @app.post("/detokenize")
+    async def detokenize(request: Request):
+        req = await _parse(request, DetokenizeRequest)
+        check(req.model, [], None)
+        return {"prompt": engine.decode(req.tokens, skip_special_tokens=False)}
 
     def check(model: str, prompt_ids: list[int], params) -> None:
         if model != model_name and model not in agents:
@@ -72,7 +96,7 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         if req.model in agents:
             return await run_agent(req)
         msgs, prefill = to_messages(req)
-        ids = engine.encode(msgs) + (engine.tokenizer(prefill, add_special_tokens=False).input_ids if prefill else [])
+        ids = engine.encode(msgs) + (engine.tokenize(prefill) if prefill else [])
         params = sampling(req)
         check(req.model, ids, params)
         if req.stream and not (req.tools and req.tool_choice != "none"):
@@ -173,6 +197,9 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
 
     @app.post("/v1/completions")
     async def completions(request: Request):
+        """Text completions. ``echo``: each choice's text and logprobs start with the prompt's (prompt logprobs
+        by teacher forcing, the first token's None), then the completion's, as vLLM returns them; with
+        ``max_tokens=0`` only the prompt is scored (teacher scoring)."""
         req = await _parse(request, CompletionRequest)
         prompts = [req.prompt] if isinstance(req.prompt, str) or (req.prompt and isinstance(req.prompt[0], int)) \
             else list(req.prompt)
@@ -180,41 +207,41 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         encoded = [engine.encode(p) for p in prompts]
         for ids in encoded:
             check(req.model, ids, params)
-        if req.echo and params.max_tokens == 0:
-            return _echo(req, encoded)
-        outs = await generate(encoded, params)
+        as_ids = req.return_tokens_as_token_ids
+        if params.max_tokens == 0 and not req.echo:
+            raise RequestError(400, "max_tokens=0 needs echo=true (prompt scoring)", param="max_tokens")
+        outs = await generate(encoded, params) if params.max_tokens > 0 else [[None] * params.n for _ in encoded]
+        echoed = await run_in_threadpool(_prompt_logprobs, encoded) if req.echo else None
         choices, used = [], 0
-        for cs in outs:
+        for k, cs in enumerate(outs):
             for c in cs:
+                ids = list(c.token_ids) if c is not None else []
+                lps: list = list(c.logprobs) if c is not None else []
+                tops = list(c.top_logprobs or [{}] * len(ids)) if c is not None else []
+                text = c.text if c is not None else ""
+                if echoed is not None:
+                    ids, lps, tops = encoded[k] + ids, echoed[k] + lps, [{}] * len(encoded[k]) + tops
+                    text = engine.decode(encoded[k], skip_special_tokens=False) + text
                 lp = None
                 if req.logprobs is not None:
-                    toks = [engine.tokenizer.decode([t]) for t in c.token_ids]
-                    lp = {"tokens": toks, "token_logprobs": c.logprobs, "text_offset": _offsets(toks),
-                          "top_logprobs": [{engine.tokenizer.decode([a]): v for a, v in t.items()}
-                                           for t in (c.top_logprobs or [])]}
-                choices.append({"index": len(choices), "text": c.text, "finish_reason": c.finish_reason,
-                                "logprobs": lp})
-                used += c.completion_tokens
+                    lp = {"tokens": token_names(engine, ids, as_ids), "token_logprobs": lps,
+                          "text_offset": _offsets(engine.token_strings(ids)),
+                          "top_logprobs": [dict(zip(token_names(engine, list(t), as_ids), t.values())) or None
+                                           for t in tops] if req.logprobs else None}
+                choices.append({"index": len(choices), "text": text, "logprobs": lp,
+                                "finish_reason": c.finish_reason if c is not None else "length"})
+                used += c.completion_tokens if c is not None else 0
         prompt_tokens = sum(len(e) for e in encoded)
         return {"id": "cmpl-" + uuid.uuid4().hex, "object": "text_completion", "created": int(time.time()),
                 "model": req.model, "choices": choices,
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": used,
                           "total_tokens": prompt_tokens + used}}
 
-    def _echo(req, encoded):
-        """Prompt logprobs (teacher scoring): token i given tokens < i; the first token has none."""
-        choices = []
-        for ids in encoded:
-            with batcher.lock:
-                scored = engine.score([ids[:1]], [ids[1:]])[0]
-            toks = [engine.tokenizer.decode([t]) for t in ids]
-            choices.append({"index": len(choices), "text": "".join(toks), "finish_reason": "length",
-                            "logprobs": {"tokens": toks, "token_logprobs": [None, *scored.logprobs],
-                                         "text_offset": _offsets(toks), "top_logprobs": None}})
-        n = sum(len(e) for e in encoded)
-        return {"id": "cmpl-" + uuid.uuid4().hex, "object": "text_completion", "created": int(time.time()),
-                "model": req.model, "choices": choices,
-                "usage": {"prompt_tokens": n, "completion_tokens": 0, "total_tokens": n}}
+    def _prompt_logprobs(encoded: list[list[int]]) -> list[list[float | None]]:
+        """log p(token i | tokens < i) for each prompt; the first token has none."""
+        with batcher.lock:
+            scored = engine.score([ids[:1] for ids in encoded], [ids[1:] for ids in encoded])
+        return [[None, *s.logprobs] for s in scored]
 
     return app
 

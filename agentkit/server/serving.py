@@ -101,17 +101,16 @@ class Batcher:
 
 
 class BatchedEngine:
-    """The Engine interface over a Batcher (generate is batched; encode/tokenizer/score pass through)."""
+    """The Engine protocol over a Batcher, for one request: ``generate`` is batched with other clients' calls,
+    ``score`` waits for the engine, the rest passes through; ``usage`` sums this request's calls."""
 
     def __init__(self, batcher: Batcher):
         self.batcher = batcher
         self.engine = batcher.engine
-        self.model_name = self.engine.model_name
-        self.tokenizer = self.engine.tokenizer
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
-    def encode(self, prompt: Prompt) -> list[int]:
-        return self.engine.encode(prompt)
+    def __getattr__(self, name: str):  # model_name, max_model_len, encode, tokenize, decode, ...
+        return getattr(self.engine, name)
 
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         outs = self.batcher.submit(prompts, params or SamplingParams()).result()

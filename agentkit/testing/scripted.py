@@ -8,11 +8,13 @@ byte-level tokenizer, so masks and lengths are real.
 
 from __future__ import annotations
 
-from agentkit.engines.base import Completion, Prompt, SamplingParams, encode_prompt
+from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams
 
 
-class ScriptedEngine:
+class ScriptedEngine(LocalTokenizer):
     model_name = "scripted"
+    max_model_len = 4096
+    default_stop: list[str] = []
 
     def __init__(self, script: dict[str, list[str]]):
         from agentkit.models.tiny import build_tiny_tokenizer
@@ -21,8 +23,17 @@ class ScriptedEngine:
         self.tokenizer = build_tiny_tokenizer()
         self.calls: list[int] = []  # batch size of each generate call
 
-    def encode(self, prompt: Prompt) -> list[int]:
-        return encode_prompt(self.tokenizer, prompt)
+    def stats(self) -> dict[str, int]:
+        return {"requests": len(self.calls)}
+
+    def load_weights(self, model=None, path=None) -> None:
+        raise NotImplementedError("a scripted engine has no weights")
+
+    def score(self, contexts, continuations, entropy: bool = False):
+        raise NotImplementedError("a scripted engine does not score")
+
+    def close(self) -> None:
+        pass
 
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         params = params or SamplingParams()

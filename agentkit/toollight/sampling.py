@@ -32,7 +32,7 @@ def branch_points(traj: Trajectory, top_b: int = 3, ks: tuple[int, ...] = KS) ->
     return sorted(points, key=lambda p: (-p[2], p[0]))[:top_b]
 
 
-def cut(traj: Trajectory, seg_index: int, keep: int, tokenizer) -> Trajectory:
+def cut(traj: Trajectory, seg_index: int, keep: int, engine) -> Trajectory:
     """A running copy of ``traj`` up to segment ``seg_index``, of which the first ``keep`` tokens stay (an open
     turn the loop continues)."""
     t = Trajectory(traj.task_id, traj.prompt, traj.prompt_ids, copy.deepcopy(traj.segments[:seg_index]),
@@ -41,7 +41,7 @@ def cut(traj: Trajectory, seg_index: int, keep: int, tokenizer) -> Trajectory:
     if keep > 0:
         s = copy.deepcopy(traj.segments[seg_index])
         ids = s.token_ids[:keep]
-        s.token_ids, s.text = ids, tokenizer.decode(ids, skip_special_tokens=True)
+        s.token_ids, s.text = ids, engine.decode(ids)
         s.logprobs = (s.logprobs or [])[:keep]
         s.entropies = s.entropies[:keep] if s.entropies else None
         t.segments.append(s)
@@ -61,7 +61,7 @@ def entropy_guided_rollouts(engine, tasks: list[Any], tools, config: AgentConfig
     for b in range(branches):  # one batched continuation per branch index; each gets its own seed
         starts = []
         for m, (seg, keep, score) in cuts:
-            t = cut(m, seg, keep, engine.tokenizer)
+            t = cut(m, seg, keep, engine)
             t.meta.update({"branch_of": m.task_id, "branch_segment": seg, "branch_keep": keep,
                            "branch_score": score, "branch": b, "sample": b})
             starts.append(t)

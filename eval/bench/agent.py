@@ -53,9 +53,8 @@ def run(model: str = "smollm2-135m", tasks: int = 32, turns: int = 4, tokens_per
     from agentkit.engines.hf import HFEngine
 
     reuse = HFEngine(model)
-    fresh = HFEngine(reuse.model, reuse.tokenizer, prefix_cache_mb=0)
-    plain = HFEngine(reuse.model, reuse.tokenizer, prefix_cache_mb=0, share_prefix=False)
-    fresh.default_stop = plain.default_stop = reuse.default_stop
+    fresh = reuse.variant(prefix_cache_mb=0)
+    plain = reuse.variant(prefix_cache_mb=0, share_prefix=False)
     res = {"model": model, "tasks": tasks, "max_tool_turns": turns, "tokens_per_turn": tokens_per_turn,
            "few_shot_examples": examples}
     for wl in workloads:
@@ -66,7 +65,7 @@ def run(model: str = "smollm2-135m", tasks: int = 32, turns: int = 4, tokens_per
         rows, outs = {}, {}
         try:
             rollout(reuse, work[:2], [tool], AgentConfig(max_turns=1, max_tokens_per_turn=4))  # warm-up
-            reused0 = reuse.prefix_cache.reused_tokens
+            reused0 = reuse.stats()["cached_prompt_tokens"]
             for name, engine in (("re-encode-all", plain), ("re-encode", fresh), ("prefix-cache", reuse)):
                 t = time.perf_counter()
                 trajs = rollout(engine, work, [tool], cfg)
@@ -84,7 +83,7 @@ def run(model: str = "smollm2-135m", tasks: int = 32, turns: int = 4, tokens_per
                    "speedup": round(rows["re-encode"]["seconds"] / rows["prefix-cache"]["seconds"], 2),
                    "speedup_vs_re_encode_all": round(rows["re-encode-all"]["seconds"]
                                                      / rows["prefix-cache"]["seconds"], 2),
-                   "reused_tokens": reuse.prefix_cache.reused_tokens - reused0}
+                   "reused_tokens": reuse.stats()["cached_prompt_tokens"] - reused0}
     return res
 
 

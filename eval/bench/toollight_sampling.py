@@ -27,8 +27,7 @@ def run(model: str = "smollm2-135m", tasks: int = 16, top_b: int = 3, branches: 
     from agentkit.toollight.sampling import entropy_guided_rollouts
 
     cached = HFEngine(model)
-    naive = HFEngine(cached.model, cached.tokenizer, prefix_cache_mb=0)
-    naive.default_stop = cached.default_stop
+    naive = cached.variant(prefix_cache_mb=0)
     work, tool, shots = _workload(workload, tasks)
     cfg = AgentConfig(max_turns=4, max_tool_calls=4, max_tokens_per_turn=tokens_per_turn,
                       max_total_tokens=4 * (tokens_per_turn + 256), temperature=1.0, top_p=0.8, top_k=20, seed=0,
@@ -39,12 +38,12 @@ def run(model: str = "smollm2-135m", tasks: int = 16, top_b: int = 3, branches: 
                "main_tool_calls": sum(t.tool_calls for t in main)}
         outs = {}
         for name, engine in (("re-encode", naive), ("prefix-cache", cached)):
-            before = engine.prefill_tokens
+            before = engine.stats()["prefill_tokens"]
             t = time.perf_counter()
             _, br = entropy_guided_rollouts(engine, work, [tool], cfg, top_b, branches, main=copy.deepcopy(main))
             secs = time.perf_counter() - t
             outs[name] = [x.completion_ids for x in br]
-            res[name] = {"seconds": round(secs, 2), "prompt_tokens_encoded": engine.prefill_tokens - before,
+            res[name] = {"seconds": round(secs, 2), "prompt_tokens_encoded": engine.stats()["prefill_tokens"] - before,
                          "branches": len(br), "branch_tool_calls": sum(x.tool_calls for x in br)}
     finally:
         getattr(tool, "close", lambda: None)()

@@ -152,27 +152,17 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
                     shutil.rmtree(old, ignore_errors=True)
 
     def _sampler(self):
-        """The engine that samples and evaluates the current policy."""
+        """The engine that samples and evaluates the current policy (hf: the policy object itself samples;
+        vllm: a copy of its weights)."""
         if self.engine is None:
-            if self.config.engine == "hf":
-                from agentkit.engines.hf import HFEngine
+            from agentkit.engines import make_engine
 
-                self.engine = HFEngine(self.model, self.tokenizer)
-            else:  # vLLM serves the weights saved for this stage (the base model: its own name)
-                from agentkit.engines import make_engine
-
-                src = self.config.model if self.model_stage == "base" else str(self._model_dir(self.model_stage))
-                self.engine = make_engine("vllm", src, gpu_memory_utilization=0.3)
+            self.engine = make_engine(self.config.engine, self.model, tokenizer=self.tokenizer, name=self.config.model)
         return self.engine
 
     def _engine_changed(self) -> None:
-        if self.engine is None:
-            return
-        if self.config.engine == "hf":
-            self.engine.use_model(self.model)
-        else:
-            self.engine = None
-            _free_vllm()
+        if self.engine is not None:
+            self.engine.load_weights(model=self.model)
 
     # ---- stages -------------------------------------------------------------------------------------------
     def _sft(self) -> list[dict[str, Any]]:
@@ -416,14 +406,3 @@ def _atomic_dir(path: Path, write) -> None:
 
 def _save(dataset, path: Path) -> None:
     _atomic_dir(path, lambda tmp: dataset.save_to_disk(str(tmp)))
-
-
-def _free_vllm() -> None:
-    """Release a vLLM engine's GPU memory before the next one loads (vLLM holds it until collected)."""
-    import gc
-
-    import torch
-
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()

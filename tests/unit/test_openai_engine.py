@@ -1,12 +1,13 @@
 """OpenAIEngine against the real `agentkit serve` app on loopback (backed by HFEngine on the tiny model)."""
 
 import asyncio
+from dataclasses import replace
 
 import openai
 import pytest
 from fastapi.responses import JSONResponse
 
-from agentkit.engines import SamplingParams
+from agentkit.engines import SamplingParams, topk_entropy
 from agentkit.engines.openai import OpenAIEngine
 from agentkit.server import create_app
 from agentkit.testing.servers import serve_in_thread
@@ -35,12 +36,13 @@ def test_chat_and_completions_with_logprobs(tiny_engine):
         eng = OpenAIEngine("tiny", base_url=url + "/v1", api_key="k", entropy_top_k=20)
         p = SamplingParams(n=2, max_tokens=6, seed=5, entropy=True, ignore_eos=True)
         chat = eng.generate([[{"role": "user", "content": "hi"}]], p)[0]
-        local = tiny_engine.generate([[{"role": "user", "content": "hi"}]], p)[0]
+        local = tiny_engine.generate([[{"role": "user", "content": "hi"}]], replace(p, top_logprobs=20))[0]
         assert [c.text for c in chat] == [c.text for c in local]
+        assert [c.token_ids for c in chat] == [c.token_ids for c in local]  # return_tokens_as_token_ids
         assert chat[0].logprobs == pytest.approx(local[0].logprobs, abs=1e-5)
-        # the top-20 estimate is a truncated sum: never above the exact entropy, close when k covers the mass
-        for est, exact in zip(chat[0].entropies, local[0].entropies):
-            assert est <= exact + 1e-5 and est > 0.5 * exact
+        # the estimate is the truncated sum over the top 20: never above the exact entropy
+        for est, exact, top in zip(chat[0].entropies, local[0].entropies, local[0].top_logprobs):
+            assert est <= exact + 1e-5 and est == pytest.approx(topk_entropy(list(top.values())), abs=1e-4)
         text = eng.generate(["plain prompt"], SamplingParams(max_tokens=4, seed=1, ignore_eos=True))[0][0]
         assert len(text.logprobs) == 4 and text.finish_reason == "length" and text.prompt_tokens > 0
 

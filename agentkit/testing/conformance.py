@@ -1,0 +1,113 @@
+"""Engine protocol conformance: the checks every engine passes, against a reference HFEngine on the same model.
+
+Each check takes the engine under test and a reference (``HFEngine``, exact fp32) and asserts what the protocol
+promises (``agentkit.engines.base.Engine``). Engines differ in their random streams (vLLM's seeded sampler is
+not ours), so sampled text is compared within an engine (reproducible per seed, samples differ across seeds),
+and across engines only where the protocol fixes the answer: tokens, greedy decoding, logprobs of given tokens.
+``tol`` is the logprob tolerance (1e-4 for an fp32 engine, ~0.1 for bf16).
+"""
+
+from __future__ import annotations
+
+import math
+
+from agentkit.engines.base import SamplingParams
+
+CHAT = [{"role": "user", "content": "What is the capital of France?"}]
+TEXTS = ["The capital of France is", "1, 2, 3, 4,"]
+
+
+def check_tokens(engine, ref) -> None:
+    for t in TEXTS:
+        assert engine.encode(t) == ref.encode(t)
+        assert engine.tokenize(t) == ref.tokenize(t)
+        assert engine.decode(ref.tokenize(t)) == t
+    assert engine.encode(CHAT) == ref.encode(CHAT)
+    ids = ref.tokenize(TEXTS[0])
+    assert engine.token_strings(ids) == ref.token_strings(ids)
+    assert engine.encode(ids) == ids  # token ids pass through
+    assert engine.max_model_len > 0 and isinstance(engine.default_stop, list)
+
+
+def check_greedy(engine, ref, tol: float, tokens: int = 8) -> None:
+    """Greedy tokens equal the reference's (the first ``tokens``), logprobs within ``tol``."""
+    p = SamplingParams(max_tokens=tokens, temperature=0, ignore_eos=True)
+    for prompt in (CHAT, TEXTS[0]):
+        (got,), (want,) = engine.generate([prompt], p)[0], ref.generate([prompt], p)[0]
+        assert got.token_ids == want.token_ids, (got.text, want.text)
+        assert max(abs(a - b) for a, b in zip(got.logprobs, want.logprobs)) <= tol
+        assert got.prompt_tokens == len(ref.encode(prompt)) and got.finish_reason == "length"
+
+
+def check_n_and_seeds(engine) -> None:
+    p = SamplingParams(n=3, max_tokens=10, temperature=1.0, seed=7, ignore_eos=True)
+    a = engine.generate([TEXTS[0], TEXTS[1]], p)
+    assert [len(x) for x in a] == [3, 3]
+    assert len({tuple(c.token_ids) for c in a[0]}) > 1  # the n samples differ
+    b = engine.generate([TEXTS[0], TEXTS[1]], p)
+    assert [[c.token_ids for c in x] for x in a] == [[c.token_ids for c in x] for x in b]  # reproducible
+    other = engine.generate([TEXTS[0]], SamplingParams(n=3, max_tokens=10, temperature=1.0, seed=8, ignore_eos=True))
+    assert [c.token_ids for c in other[0]] != [c.token_ids for c in a[0]]
+    per = SamplingParams(max_tokens=10, temperature=1.0, seeds=[1, 2, 1], ignore_eos=True)
+    x, y, z = (r[0].token_ids for r in engine.generate([TEXTS[0]] * 3, per))
+    assert x == z and x != y  # equal prompts with their own seeds
+
+
+def check_stop(engine) -> None:
+    """A stop string taken from the greedy text ends generation there, cut (or kept with include_stop_str)."""
+    base = engine.generate([TEXTS[1]], SamplingParams(max_tokens=16, temperature=0, ignore_eos=True))[0][0]
+    text = base.text
+    stop = next(text[i:i + n] for n in (2, 1) for i in range(2, len(text) - n)
+                if text[i:i + n].strip() and "\ufffd" not in text[i:i + n] and text.find(text[i:i + n]) == i)
+    cut = text.find(stop)
+    c = engine.generate([TEXTS[1]], SamplingParams(max_tokens=16, temperature=0, ignore_eos=True, stop=[stop]))[0][0]
+    assert c.finish_reason == "stop" and c.text == text[:cut], (stop, c.text, text)
+    inc = engine.generate([TEXTS[1]], SamplingParams(max_tokens=16, temperature=0, ignore_eos=True, stop=[stop],
+                                                     include_stop_str_in_output=True))[0][0]
+    assert inc.text == text[:cut] + stop
+
+
+def check_logprobs_and_entropy(engine, ref, tol: float, top: int = 5) -> dict[str, float]:
+    """Sampled tokens' logprobs equal the reference's teacher-forced ones; top-k alternatives are the k most
+    likely, best first; the entropy estimate is at most the exact entropy. Returns the estimate's mean absolute
+    and relative error against the exact entropy (engines that estimate from the top-k document these)."""
+    p = SamplingParams(max_tokens=12, temperature=1.0, seed=3, entropy=True, top_logprobs=top, ignore_eos=True)
+    (c,) = engine.generate([CHAT], p)[0]
+    (s,) = ref.score([CHAT], [c.token_ids], entropy=True)
+    assert max(abs(a - b) for a, b in zip(c.logprobs, s.logprobs)) <= tol
+    assert c.top_logprobs is not None and len(c.top_logprobs) == len(c.token_ids)
+    for alts, lp in zip(c.top_logprobs, c.logprobs):
+        vals = list(alts.values())
+        assert len(vals) == top and vals == sorted(vals, reverse=True) and vals[0] >= lp - tol
+    assert all(e <= x + 10 * tol for e, x in zip(c.entropies, s.entropies))
+    err = [abs(e - x) for e, x in zip(c.entropies, s.entropies)]
+    rel = [d / x for d, x in zip(err, s.entropies) if x > 1e-6]
+    return {"entropy_abs_error": sum(err) / len(err), "entropy_rel_error": sum(rel) / max(1, len(rel))}
+
+
+def check_score(engine, ref, tol: float) -> None:
+    ctxs, conts = [TEXTS[0], CHAT], [" Paris, a city.", "Paris."]
+    for got, want in zip(engine.score(ctxs, conts), ref.score(ctxs, conts)):
+        assert got.token_ids == want.token_ids
+        assert max(abs(a - b) for a, b in zip(got.logprobs, want.logprobs)) <= tol
+        assert all(math.isfinite(x) and x <= 0 for x in got.logprobs)
+
+
+def check_stats(engine) -> None:
+    before = engine.stats()
+    engine.generate([TEXTS[0]], SamplingParams(max_tokens=3, temperature=0, ignore_eos=True))
+    after = engine.stats()
+    assert after["requests"] == before["requests"] + 1
+    assert after["completion_tokens"] - before["completion_tokens"] == 3
+    assert after["prompt_tokens"] - before["prompt_tokens"] == len(engine.encode(TEXTS[0]))
+
+
+def check_all(engine, ref, tol: float) -> dict[str, float]:
+    """Every check above; returns the entropy estimate's errors."""
+    check_tokens(engine, ref)
+    check_greedy(engine, ref, tol)
+    check_n_and_seeds(engine)
+    check_stop(engine)
+    check_score(engine, ref, tol)
+    check_stats(engine)
+    return check_logprobs_and_entropy(engine, ref, tol)
