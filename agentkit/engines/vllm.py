@@ -7,13 +7,16 @@ is at most the exact entropy (``topk_entropy``). ``score`` uses ``prompt_logprob
 On a machine without CUDA, ``enforce_eager`` defaults to True (compiling graphs on a CPU takes minutes for no
 gain at these sizes) and the dtype to bfloat16. With CUDA, ``gpu_memory_utilization`` defaults to 0.3, leaving
 room for training beside it (recipes); `agentkit serve` asks for 0.85. vLLM's engine core runs in this process
-(``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless set): a spawned core would re-import the caller's main module.
+(``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless set): a spawned core would re-import the caller's main module. On
+a CPU its KV cache gets 4 GiB (``VLLM_CPU_KVCACHE_SPACE``, unless set); vLLM's own default is most of the RAM.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored, topk_entropy
@@ -48,6 +51,7 @@ class VLLMEngine(LocalTokenizer):
         self.model_name = name or str(model)
         self.entropy_top_k = entropy_top_k
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "4")  # GiB; vLLM-CPU otherwise takes most of the RAM
         llm_kwargs.setdefault("max_logprobs", max(entropy_top_k, 20))
         llm_kwargs.setdefault("enable_prefix_caching", True)
         llm_kwargs.setdefault("disable_log_stats", False)  # stats() reads the engine's counters
@@ -66,7 +70,8 @@ class VLLMEngine(LocalTokenizer):
     def _load(self, source: str):
         from agentkit.models import resolve
 
-        return self._vllm.LLM(model=str(resolve(source)), logprobs_mode="raw_logprobs", **self._llm_kwargs)
+        with _modules_vllm_can_scan():
+            return self._vllm.LLM(model=str(resolve(source)), logprobs_mode="raw_logprobs", **self._llm_kwargs)
 
     def _inputs(self, prompts: list[Prompt]):
         return [{"prompt_token_ids": self.encode(p)} for p in prompts]
@@ -165,3 +170,25 @@ class VLLMEngine(LocalTokenizer):
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+
+@contextmanager
+def _modules_vllm_can_scan():
+    """vLLM 0.32 scans every loaded module's namespace when its worker starts (``triton_utils.dispatcher.
+    _rebind_kernels``) and fails with ``'_lib_fn_wrapper' object has no attribute 'get'`` on objects whose
+    ``vars()`` has no ``get``: llvmlite's, loaded whenever bm25s (our search tool) finds numba installed, as it is
+    beside vllm-cpu. Such modules are left out of ``sys.modules`` while vLLM starts, then put back."""
+    hidden = {}
+    for name, module in list(sys.modules.items()):
+        for value in list((getattr(module, "__dict__", None) or {}).values()):
+            try:  # what vLLM's scan does with each value
+                bad = hasattr(value, "__dict__") and not callable(getattr(vars(value), "get", None))
+            except TypeError:
+                bad = False
+            if bad:
+                hidden[name] = sys.modules.pop(name)
+                break
+    try:
+        yield
+    finally:
+        sys.modules.update(hidden)

@@ -174,14 +174,18 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
 
         for j in range(params.n):
             yield event([{"index": j, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+        sent = [0] * params.n  # characters streamed per sample
         async for j, delta in _drain(deltas, done):
+            sent[j] += len(delta)
             yield event([{"index": j, "delta": {"content": delta}, "finish_reason": None}])
         try:
             (outs,) = done.result()
         except Exception as e:
             yield _sse_error(e)
             return
-        for j, c in enumerate(outs):
+        for j, c in enumerate(outs):  # what was not streamed (an engine without text callbacks: all of it)
+            if c.text[sent[j]:]:
+                yield event([{"index": j, "delta": {"content": c.text[sent[j]:]}, "finish_reason": None}])
             yield event([{"index": j, "delta": {}, "finish_reason": c.finish_reason}])
         if include:
             used = sum(c.completion_tokens for c in outs)

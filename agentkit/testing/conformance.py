@@ -30,13 +30,23 @@ def check_tokens(engine, ref) -> None:
 
 
 def check_greedy(engine, ref, tol: float, tokens: int = 8) -> None:
-    """Greedy tokens equal the reference's (the first ``tokens``), logprobs within ``tol``."""
+    """Greedy tokens equal the reference's, logprobs within ``tol``, up to the first near tie of the reference
+    (top two within ``2·tol``: a lower-precision engine may rightly take either, e.g. SmolLM2's first answer
+    token in bf16), after which the paths may part."""
     p = SamplingParams(max_tokens=tokens, temperature=0, ignore_eos=True)
-    for prompt in (CHAT, TEXTS[0]):
-        (got,), (want,) = engine.generate([prompt], p)[0], ref.generate([prompt], p)[0]
-        assert got.token_ids == want.token_ids, (got.text, want.text)
-        assert max(abs(a - b) for a, b in zip(got.logprobs, want.logprobs)) <= tol
+    compared = 0
+    for prompt in (CHAT, TEXTS[0], TEXTS[1]):
+        (got,) = engine.generate([prompt], p)[0]
+        (want,) = ref.generate([prompt], SamplingParams(max_tokens=tokens, temperature=0, ignore_eos=True,
+                                                        top_logprobs=2))[0]
+        margins = [a - b for a, b in (sorted(t.values(), reverse=True)[:2] for t in want.top_logprobs)]
+        upto = next((i for i, m in enumerate(margins) if m < 2 * tol), tokens)
+        assert got.token_ids[:upto] == want.token_ids[:upto], (got.text, want.text)
+        if upto:
+            assert max(abs(a - b) for a, b in zip(got.logprobs[:upto], want.logprobs[:upto])) <= tol
         assert got.prompt_tokens == len(ref.encode(prompt)) and got.finish_reason == "length"
+        compared += upto
+    assert compared >= tokens  # at least one prompt's worth of tokens was compared
 
 
 def check_n_and_seeds(engine) -> None:
