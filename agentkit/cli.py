@@ -53,9 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     mp.add_argument("name")
 
     sv = sub.add_parser("serve", help="OpenAI-compatible API over an engine and agents", description=(
-        "Serve GET /v1/models, POST /v1/chat/completions (streaming, tools, logprobs) and POST /v1/completions. "
-        "With --agent tir, the model 'agentkit/tir' runs the tool loop server-side. Binds to 127.0.0.1 unless "
-        "--host says otherwise; with --api-key (or AGENTKIT_API_KEY) /v1 routes need 'Authorization: Bearer KEY'."))
+        "Serve GET /v1/models, POST /v1/chat/completions (streaming, tools, logprobs), POST /v1/completions and "
+        "vLLM's POST /tokenize and /detokenize. With --agent tir, the model 'agentkit/tir' runs the tool loop "
+        "server-side. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or AGENTKIT_API_KEY) every "
+        "route but /health needs 'Authorization: Bearer KEY'."))
     sv.add_argument("--model", default="smollm2-135m", help="catalog name, local dir or hub id")
     sv.add_argument("--engine", default="hf", choices=["hf", "vllm", "openai"],
                     help="hf: the embedded transformers engine; vllm: vLLM in this process (make setup-vllm); "
@@ -74,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     ts = sub.add_parser("tool-server", help="serve a tool over HTTP (FastAPI; loopback by default)", description=(
         "Serve one tool over HTTP: GET /health, GET /v1/tool (schema), POST /v1/call {arguments, session_id}. "
         "OpenAPI at /openapi.json. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or "
-        "AGENTKIT_API_KEY) every /v1 route needs 'Authorization: Bearer KEY'."))
+        "AGENTKIT_API_KEY) every route but /health needs 'Authorization: Bearer KEY'."))
     ts.add_argument("name", choices=["python", "search"])
     ts.add_argument("--host", default="127.0.0.1")
     ts.add_argument("--port", type=int, default=8100)

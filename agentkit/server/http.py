@@ -125,15 +125,19 @@ def install_error_handlers(app: FastAPI) -> None:
             return openai_error(500, f"{type(e).__name__}: {e}", "server_error")
 
 
+OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs"})
+
+
 def require_bearer_key(app: FastAPI, api_key: str | None) -> None:
-    """With a key, every ``/v1/`` route needs ``Authorization: Bearer KEY`` (401 otherwise); health stays open."""
+    """With a key, every route needs ``Authorization: Bearer KEY`` (401 otherwise) but ``/health`` and the API's
+    own description (``/openapi.json``, ``/docs``)."""
     if not api_key:
         return
     expected = f"Bearer {api_key}".encode()
 
     @app.middleware("http")
     async def auth(request: Request, call_next):
-        if request.url.path.startswith("/v1/") and not hmac.compare_digest(
+        if request.url.path not in OPEN_PATHS and not hmac.compare_digest(
                 request.headers.get("authorization", "").encode(), expected):
             return openai_error(401, "missing or wrong API key (send 'Authorization: Bearer KEY')",
                                 "authentication_error", code="invalid_api_key")

@@ -142,8 +142,10 @@ def test_errors_in_openai_shape(server, method, path, body, status, param, code,
 
 
 def test_auth_error_and_unknown_fields(server, client):
-    got, answer = _call(server[0], "POST", CHAT_PATH, json.dumps({"model": "tiny", "messages": MSG}).encode(), "no")
-    assert got == 401 and answer["error"]["code"] == "invalid_api_key"
+    for path, body in ((CHAT_PATH, {"model": "tiny", "messages": MSG}), ("/tokenize", {"model": "tiny", "prompt": "x"}),
+                       ("/detokenize", {"model": "tiny", "tokens": [1]})):
+        got, answer = _call(server[0], "POST", path, json.dumps(body).encode(), "no")
+        assert got == 401 and answer["error"]["code"] == "invalid_api_key"
     # unknown fields (client extra_body) are accepted
     r = client.chat.completions.create(model="tiny", messages=MSG, max_tokens=2,
                                        extra_body={"top_k": 5, "something_new": 1})
