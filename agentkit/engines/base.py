@@ -54,10 +54,6 @@ class SamplingParams:
     entropy: bool = False
     top_logprobs: int = 0
 
-    def seed_of(self, i: int) -> int | None:
-        """The seed of prompt ``i``."""
-        return self.seeds[i] if self.seeds is not None else self.seed
-
     def check_seeds(self, n_prompts: int) -> None:
         """Each per-prompt field that is set has one entry per prompt."""
         for name in self.PER_PROMPT:

@@ -274,7 +274,8 @@ class HFEngine(LocalTokenizer):
         expand = torch.tensor([unique.index(i) for i, _ in seqs], device=self.device)
         select_rows(cache, expand)
         logits, mask, pos = logits[expand], mask[expand], pos[expand]
-        gens = _generators([params.seed_of(i) for i, _ in seqs], [j for _, j in seqs], self.device)
+        seeds = params.per_prompt("seeds", len(encoded))
+        gens = _generators([seeds[i] for i, _ in seqs], [j for _, j in seqs], self.device)
         stop = [s for s in (params.stop or []) + self.default_stop if s]
         tail = max((len(s) for s in stop), default=0) + 4
         rows = list(range(len(seqs)))  # active row -> sequence index

@@ -190,7 +190,7 @@ class OpenAIEngine(LocalTokenizer):
         """Teacher forcing through ``echo``: the context's and continuation's ids are sent as one prompt, and the
         prompt logprobs of the continuation's positions come back."""
         ctx = [self.encode(c) for c in contexts]
-        cont = [list(c) if not isinstance(c, str) else self.tokenize(c) for c in continuations]
+        cont = self.continuation_ids(continuations)
 
         def one(pair):
             a, b = pair

@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
+from agentkit.engines.base import Completion
 from agentkit.server.chat import (
     agent_conversation,
     chat_response,
@@ -143,8 +144,6 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
             yield chunk
 
     def _agent_response(req, bengine, trajs):
-        from agentkit.engines.base import Completion
-
         outs, traces = [], []
         for t in trajs:
             final = t.answer if t.answer is not None else t.segments[-1].text if t.segments else ""
@@ -214,15 +213,17 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         as_ids = req.return_tokens_as_token_ids
         if params.max_tokens == 0 and not req.echo:
             raise RequestError(400, "max_tokens=0 needs echo=true (prompt scoring)", param="max_tokens")
-        outs = await generate(encoded, params) if params.max_tokens > 0 else [[None] * params.n for _ in encoded]
+        if params.max_tokens > 0:
+            outs = await generate(encoded, params)
+        else:  # prompt scoring alone: an empty completion per sample
+            outs = [[Completion("", [], [], "length", len(e), top_logprobs=[]) for _ in range(params.n)]
+                    for e in encoded]
         echoed = await run_in_threadpool(_prompt_logprobs, encoded) if req.echo else None
         choices, used = [], 0
         for k, cs in enumerate(outs):
             for c in cs:
-                ids = list(c.token_ids) if c is not None else []
-                lps: list = list(c.logprobs) if c is not None else []
-                tops = list(c.top_logprobs or [{}] * len(ids)) if c is not None else []
-                text = c.text if c is not None else ""
+                ids, lps, text = list(c.token_ids), list(c.logprobs), c.text
+                tops = list(c.top_logprobs or [{}] * len(ids))
                 if echoed is not None:
                     ids, lps, tops = encoded[k] + ids, echoed[k] + lps, [{}] * len(encoded[k]) + tops
                     text = engine.decode(encoded[k], skip_special_tokens=False) + text
@@ -232,9 +233,8 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
                           "text_offset": _offsets(engine.token_strings(ids)),
                           "top_logprobs": [dict(zip(token_names(engine, list(t), as_ids), t.values())) or None
                                            for t in tops] if req.logprobs else None}
-                choices.append({"index": len(choices), "text": text, "logprobs": lp,
-                                "finish_reason": c.finish_reason if c is not None else "length"})
-                used += c.completion_tokens if c is not None else 0
+                choices.append({"index": len(choices), "text": text, "logprobs": lp, "finish_reason": c.finish_reason})
+                used += c.completion_tokens
         prompt_tokens = sum(len(e) for e in encoded)
         return {"id": "cmpl-" + uuid.uuid4().hex, "object": "text_completion", "created": int(time.time()),
                 "model": req.model, "choices": choices,

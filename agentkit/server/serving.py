@@ -86,17 +86,16 @@ class Batcher:
             fut.set_result(outs[i:i + len(ps)])
             i += len(ps)
 
-
     def _log_failure(self, e: Exception, n_prompts: int, quiet_s: float = 60.0) -> None:
         """The traceback once; the same error again within ``quiet_s`` (a client retrying) as one short line."""
-        sig, first, repeats = self._last_error
-        now = time.monotonic()
-        if sig == f"{type(e).__name__}: {e}" and now - first < quiet_s:
+        sig, now = f"{type(e).__name__}: {e}", time.monotonic()
+        last, first, repeats = self._last_error
+        if sig == last and now - first < quiet_s:
             self._last_error = (sig, first, repeats + 1)
             log.error("engine call failed again (%d prompts): %s (%d times in %.0f s)", n_prompts, sig, repeats + 2,
                       now - first)
             return
-        self._last_error = (f"{type(e).__name__}: {e}", now, 0)
+        self._last_error = (sig, now, 0)
         log.exception("engine call failed (%d prompts)", n_prompts)
 
 

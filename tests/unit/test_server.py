@@ -96,6 +96,17 @@ def test_completions_and_echo_scoring(client, engine):
     ids = engine.encode("the context and more")
     want = engine.score([ids[:1]], [ids[1:]])[0].logprobs
     assert e.choices[0].logprobs.token_logprobs[1:] == pytest.approx(want, abs=1e-4)
+    assert e.choices[0].logprobs.token_logprobs[0] is None and e.usage.completion_tokens == 0
+    # echo with generation: the prompt's text and logprobs, then the completion's (as vLLM)
+    g = client.completions.create(model="tiny", prompt="the context and more", max_tokens=4, echo=True, logprobs=1,
+                                  seed=2, extra_body={"ignore_eos": True})
+    plain = client.completions.create(model="tiny", prompt="the context and more", max_tokens=4, logprobs=1, seed=2,
+                                      extra_body={"ignore_eos": True})
+    lp = g.choices[0].logprobs
+    assert g.choices[0].text == engine.decode(ids, skip_special_tokens=False) + plain.choices[0].text
+    assert lp.token_logprobs[0] is None and len(lp.token_logprobs) == len(ids) + 4
+    assert lp.token_logprobs[1:len(ids)] == pytest.approx(want, abs=1e-4)
+    assert lp.token_logprobs[len(ids):] == pytest.approx(plain.choices[0].logprobs.token_logprobs, abs=1e-4)
 
 
 def _call(url, method: str, path: str, body: bytes | None = None, key="sk-test"):
