@@ -20,6 +20,7 @@ EPILOG = """examples:
   agentkit bench sandbox
   agentkit bench agent
   agentkit bench serve
+  agentkit bench structured
   agentkit uncertainty generate --models smollm2-135m,gemma3-270m --tasks multihop-open:200 --out gens.jsonl
   agentkit uncertainty score gens.jsonl --similarity embedding
 """
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--model", default="smollm2-135m")
     be.add_argument("--batch-sizes", default="1,8,32,64")
     be.add_argument("--max-tokens", type=int, default=64)
+    be.add_argument("--no-vllm", action="store_true", help="skip the vLLM column (run when vLLM is installed)")
     be.add_argument("--out", help="also write the results as JSON here")
     ba = b.add_parser("agent", help="agent rollouts/min with HFEngine's prefix cache against re-encoding")
     ba.add_argument("--model", default="smollm2-135m")
@@ -110,7 +112,14 @@ def _parser() -> argparse.ArgumentParser:
     bv.add_argument("--requests", type=int, default=200)
     bv.add_argument("--clients", type=int, default=16)
     bv.add_argument("--max-tokens", type=int, default=16)
+    bv.add_argument("--peer", choices=["vllm"], help="also load vLLM's own server the same way (make setup-vllm)")
     bv.add_argument("--out", help="also write the results as JSON here")
+    bc = b.add_parser("structured", help="constrained decoding: grammar libraries, HFEngine constrained vs free")
+    bc.add_argument("--model", default="smollm2-135m")
+    bc.add_argument("--batch-sizes", default="1,32")
+    bc.add_argument("--max-tokens", type=int, default=64, help="tokens per row (the natural workload: up to twice)")
+    bc.add_argument("--skip-libraries", action="store_true", help="only HFEngine constrained vs free")
+    bc.add_argument("--out", help="also write the results as JSON here")
     bt = b.add_parser("toollight-sampling", help="entropy-guided branching: prefix cache vs re-encoding each prefix")
     bt.add_argument("--model", default="smollm2-135m")
     bt.add_argument("--tasks", type=int, default=16)
@@ -127,7 +136,19 @@ def _parser() -> argparse.ArgumentParser:
     bs.add_argument("-n", type=int, default=50, help="calls per side")
     bs.add_argument("--out", help="also write the results as JSON here")
     _uncertainty_parser(sub)
+    _show_defaults(p)
     return p
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Every option's ``--help`` line ends with its default (set here once, not on each ``add_argument``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _show_defaults(child)
+        elif action.option_strings and action.default not in (None, False, argparse.SUPPRESS) and \
+                "default" not in (action.help or ""):
+            action.help = f"{action.help} (default: %(default)s)" if action.help else "default: %(default)s"
 
 
 def _uncertainty_parser(sub) -> None:
@@ -316,10 +337,16 @@ def _cmd_bench(a) -> int:
 
         return bench_agent(model=a.model, tasks=a.tasks, turns=a.turns, tokens_per_turn=a.tokens_per_turn, out=a.out,
                            workloads=a.workloads, examples=not a.no_examples)
+    if a.target == "structured":
+        from agentkit.eval.bench.structured import main as bench_structured
+
+        return bench_structured(model=a.model, batch_sizes=[int(x) for x in a.batch_sizes.split(",")],
+                                max_tokens=a.max_tokens, skip_libraries=a.skip_libraries, out=a.out)
     if a.target == "serve":
         from agentkit.eval.bench.serve import main as bench_serve
 
-        return bench_serve(model=a.model, requests=a.requests, clients=a.clients, max_tokens=a.max_tokens, out=a.out)
+        return bench_serve(model=a.model, requests=a.requests, clients=a.clients, max_tokens=a.max_tokens, out=a.out,
+                           peer=a.peer)
     if a.target == "toollight-sampling":
         from agentkit.eval.bench.toollight_sampling import main as bench_tl
 
@@ -336,7 +363,7 @@ def _cmd_bench(a) -> int:
     from agentkit.eval.bench.engine import main as bench_engine
 
     return bench_engine(model=a.model, batch_sizes=[int(x) for x in a.batch_sizes.split(",")],
-                        max_tokens=a.max_tokens, out=a.out)
+                        max_tokens=a.max_tokens, out=a.out, vllm=not a.no_vllm)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,8 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from agentkit.engines.structured import Constraint
+
 Message = dict[str, Any]
 # A prompt is raw text, a chat (list of {"role", "content"} messages), or token ids (for continuing a prefix).
 Prompt = str | list[Message] | list[int]
@@ -32,14 +34,17 @@ class SamplingParams:
     the n trajectories of one question (their turns are separate prompts). Generation stops at
     an EOS token, at any of ``stop`` (the text is cut before it unless ``include_stop_str_in_output``), or after
     ``max_tokens`` new tokens. ``entropy`` asks for per-token entropies; ``top_logprobs`` for the k most likely
-    alternatives of each token (HF and vLLM; OpenAI servers cap k at 20).
+    alternatives of each token (HF and vLLM; OpenAI servers cap k at 20). ``constraint`` (or, per prompt,
+    ``constraints``) restricts what a completion may be: a JSON schema, any JSON object, a regex, a choice of
+    strings or a grammar (``agentkit.engines.structured``); a constrained completion ends when its grammar is
+    complete.
 
     Per-prompt fields (``PER_PROMPT``) hold one entry per prompt. Requests that differ only in them share one
     engine call: ``batch_key`` leaves them out and ``concat`` joins them (the server's batcher does both).
     """
 
     # per-prompt field -> the scalar field that gives every prompt the same value when the list is None
-    PER_PROMPT: ClassVar[dict[str, str | None]] = {"seeds": "seed"}
+    PER_PROMPT: ClassVar[dict[str, str | None]] = {"seeds": "seed", "constraints": "constraint"}
 
     n: int = 1
     temperature: float = 1.0
@@ -53,8 +58,10 @@ class SamplingParams:
     ignore_eos: bool = False
     entropy: bool = False
     top_logprobs: int = 0
+    constraint: Constraint | None = None
+    constraints: list[Constraint | None] | None = None
 
-    def check_seeds(self, n_prompts: int) -> None:
+    def check_per_prompt(self, n_prompts: int) -> None:
         """Each per-prompt field that is set has one entry per prompt."""
         for name in self.PER_PROMPT:
             value = getattr(self, name)
@@ -68,6 +75,19 @@ class SamplingParams:
             return list(value)
         scalar = self.PER_PROMPT[name]
         return [getattr(self, scalar) if scalar else None] * n_prompts
+
+    def split(self, n_prompts: int) -> list[SamplingParams]:
+        """One params per prompt, its per-prompt fields folded into their scalars (``seeds[i]`` → ``seed``): for
+        engines that send each prompt on its own (OpenAIEngine) or take per-prompt settings (vLLM).
+
+        >>> [p.seed for p in SamplingParams(seed=1, seeds=[4, None]).split(2)]
+        [4, None]
+        """
+        self.check_per_prompt(n_prompts)
+        values = {name: self.per_prompt(name, n_prompts) for name in self.PER_PROMPT}
+        return [replace(self, **{name: None for name in self.PER_PROMPT},
+                        **{scalar: values[name][i] for name, scalar in self.PER_PROMPT.items() if scalar})
+                for i in range(n_prompts)]
 
     def batch_key(self) -> str:
         """Equal for params that may share one engine call: every field but the per-prompt ones."""

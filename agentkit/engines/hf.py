@@ -26,6 +26,7 @@ from agentkit.engines.kv import (
 from agentkit.engines.prefix_cache import PrefixCache
 from agentkit.engines.sampling import sample_next
 from agentkit.engines.streaming import DeltaStream, TextCallback
+from agentkit.engines.structured import GrammarCompiler, RowGrammars
 
 
 class HFEngine(LocalTokenizer):
@@ -87,6 +88,7 @@ class HFEngine(LocalTokenizer):
         self.eos_ids = self._eos_ids()
         self.pad_id = self.tokenizer.pad_token_id
         self.prefix_cache = PrefixCache(prefix_cache_mb) if prefix_cache_mb > 0 else None
+        self._compiler: GrammarCompiler | None = None
 
     # ---- tokenisation -------------------------------------------------------------------------------------
     def _eos_ids(self) -> set[int]:
@@ -149,7 +151,7 @@ class HFEngine(LocalTokenizer):
         that could still turn out to be part of a stop string is held back until it cannot).
         """
         params = params or SamplingParams()
-        params.check_seeds(len(prompts))
+        params.check_per_prompt(len(prompts))
         self._check_weights()
         encoded = [self.encode(p) for p in prompts]
         self.counts["requests"] += 1
@@ -276,6 +278,8 @@ class HFEngine(LocalTokenizer):
         logits, mask, pos = logits[expand], mask[expand], pos[expand]
         seeds = params.per_prompt("seeds", len(encoded))
         gens = _generators([seeds[i] for i, _ in seqs], [j for _, j in seqs], self.device)
+        constraints = params.per_prompt("constraints", len(encoded))
+        grammar = self._grammars([constraints[i] for i, _ in seqs])
         stop = [s for s in (params.stop or []) + self.default_stop if s]
         tail = max((len(s) for s in stop), default=0) + 4
         rows = list(range(len(seqs)))  # active row -> sequence index
@@ -314,8 +318,10 @@ class HFEngine(LocalTokenizer):
                     break
                 logp = (logits[:, j] if len(idx) == len(rows) else logits[idx, j]).float().log_softmax(-1)
                 probs = logp.exp()
-                nxt = sample_next(logp, params.temperature, params.top_k, params.top_p,
-                                  [gens[r] for r in idx] if gens else None, probs=probs)
+                # constrained rows draw from their grammar's allowed tokens; logprobs stay the model's own
+                draw = grammar.mask([rows[r] for r in idx], logp) if grammar else logp
+                nxt = sample_next(draw, params.temperature, params.top_k, params.top_p,
+                                  [gens[r] for r in idx] if gens else None, probs=probs if draw is logp else None)
                 chosen = logp.gather(-1, nxt[:, None])[:, 0].tolist()
                 ent = (-(probs * logp).sum(-1)).tolist() if params.entropy else None
                 top = logp.topk(params.top_logprobs, -1) if params.top_logprobs else None
@@ -327,7 +333,9 @@ class HFEngine(LocalTokenizer):
                         ents[s].append(ent[i])
                     if top is not None:
                         tops[s].append(dict(zip(top.indices[i].tolist(), top.values[i].tolist())))
-                    if t in self.eos_ids and not params.ignore_eos:
+                    if grammar is not None and grammar.accept(s, t):  # the grammar is complete
+                        finish[s] = ("stop", t)
+                    elif t in self.eos_ids and not params.ignore_eos:
                         finish[s] = ("stop", t)
                     elif stop and (hit := _find_stop(self.tokenizer.decode(toks[s][-tail:]), stop)):
                         finish[s] = ("stop", hit)
@@ -384,6 +392,15 @@ class HFEngine(LocalTokenizer):
         self.drafted += sum(real)
         width = max(real)
         return [d + [self.pad_id] * (width - len(d)) for d in out], real
+
+    def _grammars(self, constraints: list) -> RowGrammars | None:
+        """llguidance matchers for the constrained rows (its tokenizer is built on first use: ~0.5 s)."""
+        if all(c is None for c in constraints):
+            return None
+        if self._compiler is None:
+            vocab = self.model.config.get_text_config().vocab_size
+            self._compiler = GrammarCompiler(self.tokenizer, vocab, self.eos_ids)
+        return self._compiler.rows(constraints)
 
     def _check_weights(self) -> None:
         """Stored keys/values belong to the weights that made them: drop them once training changed any weight."""

@@ -10,7 +10,9 @@ Tokens: with ``tokenizer`` (a local tokenizer of the same model: a catalog name,
 computed here; without, they come from the upstream's ``POST /tokenize`` and ``POST /detokenize`` (vLLM's routes,
 which ``agentkit serve`` has too). ``token_ids=True`` asks the server for each sampled token's id
 (``return_tokens_as_token_ids``, vLLM and agentkit), so completions carry real ids, as the agent loop needs;
-set it False for servers that reject unknown fields (api.openai.com); ids are then -1.
+set it False for servers that reject unknown fields (api.openai.com); ids are then -1. Constraints go as
+``response_format`` (JSON, chat prompts: any OpenAI-compatible server) or as vLLM's ``structured_outputs`` field
+(regex, choice, grammar, text prompts: vLLM and ``agentkit serve``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import Any
 
 from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored, topk_entropy
@@ -137,14 +138,19 @@ class OpenAIEngine(LocalTokenizer):
 
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         params = params or SamplingParams()
-        params.check_seeds(len(prompts))
         self.counts["requests"] += 1
-        seeds = params.per_prompt("seeds", len(prompts))
-        return self._map(lambda a: self._one(a[0], replace(params, seed=a[1], seeds=None)), list(zip(prompts, seeds)))
+        return self._map(lambda a: self._one(*a), list(zip(prompts, params.split(len(prompts)))))
 
     def _one(self, prompt: Prompt, p: SamplingParams) -> list[Completion]:
         kw, k = self._common(p)
-        if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
+        chat = isinstance(prompt, list) and prompt and isinstance(prompt[0], dict)
+        if p.constraint is not None:  # OpenAI's response_format where it can say it, else vLLM's field
+            fmt = p.constraint.response_format() if chat else None
+            if fmt is not None:
+                kw["response_format"] = fmt
+            else:
+                kw["extra_body"] = {**(kw["extra_body"] or {}), "structured_outputs": p.constraint.vllm_kwargs()}
+        if chat:
             r = self.client.chat.completions.create(messages=prompt, logprobs=True, top_logprobs=k or None, **kw)
             out = []
             for ch in r.choices:

@@ -9,10 +9,13 @@ gain at these sizes) and the dtype to bfloat16. With CUDA, ``gpu_memory_utilizat
 room for training beside it (recipes); `agentkit serve` asks for 0.85. vLLM's engine core runs in this process
 (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless set): a spawned core would re-import the caller's main module. On
 a CPU its KV cache gets 4 GiB (``VLLM_CPU_KVCACHE_SPACE``, unless set); vLLM's own default is most of the RAM.
+Constraints go to vLLM's structured outputs with its llguidance backend, as in HFEngine: compact JSON, strict
+schemas (``STRUCTURED_OUTPUTS``; vLLM 0.32 reads these per engine, not per request).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -20,6 +23,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored, topk_entropy
+
+# llguidance, compact JSON (vLLM writes no spaces: {"a":1}), no properties a schema does not name
+STRUCTURED_OUTPUTS = {"backend": "guidance", "disable_any_whitespace": True, "disable_additional_properties": True}
 
 
 class VLLMEngine(LocalTokenizer):
@@ -55,6 +61,7 @@ class VLLMEngine(LocalTokenizer):
         llm_kwargs.setdefault("max_logprobs", max(entropy_top_k, 20))
         llm_kwargs.setdefault("enable_prefix_caching", True)
         llm_kwargs.setdefault("disable_log_stats", False)  # stats() reads the engine's counters
+        llm_kwargs.setdefault("structured_outputs_config", STRUCTURED_OUTPUTS)
         if not torch.cuda.is_available():
             llm_kwargs.setdefault("enforce_eager", True)
             llm_kwargs.setdefault("dtype", "bfloat16")
@@ -79,16 +86,18 @@ class VLLMEngine(LocalTokenizer):
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         p = params or SamplingParams()
         k = max(p.top_logprobs, self.entropy_top_k if p.entropy else 0, 1)
-        p.check_seeds(len(prompts))
         stop = [s for s in p.stop + self.default_stop if s] or None
 
-        def params_for(seed):
-            return self._vllm.SamplingParams(n=p.n, temperature=p.temperature, top_p=p.top_p, top_k=p.top_k or -1,
-                                             max_tokens=p.max_tokens, seed=seed, stop=stop, logprobs=k,
-                                             include_stop_str_in_output=p.include_stop_str_in_output,
-                                             ignore_eos=p.ignore_eos)
+        def params_for(q: SamplingParams):
+            from vllm.sampling_params import StructuredOutputsParams
 
-        sp = [params_for(s) for s in p.per_prompt("seeds", len(prompts))]
+            structured = StructuredOutputsParams(**q.constraint.vllm_kwargs()) if q.constraint else None
+            return self._vllm.SamplingParams(n=q.n, temperature=q.temperature, top_p=q.top_p, top_k=q.top_k or -1,
+                                             max_tokens=q.max_tokens, seed=q.seed, stop=stop, logprobs=k,
+                                             include_stop_str_in_output=q.include_stop_str_in_output,
+                                             ignore_eos=q.ignore_eos, structured_outputs=structured)
+
+        sp = [params_for(q) for q in p.split(len(prompts))]
         results = self.llm.generate(self._inputs(prompts), sp, use_tqdm=False)
         out = []
         for r in results:
@@ -170,6 +179,32 @@ class VLLMEngine(LocalTokenizer):
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+
+def serve_args(model: str = "smollm2-135m", *, dtype: str | None = None, max_model_len: int = 2048,
+               api_key: str | None = None) -> list[str]:
+    """Arguments after ``python`` that start vLLM's own OpenAI server on a catalog model, set up as VLLMEngine
+    sets up vLLM (eager on a CPU, the same structured outputs, 50 logprobs); ``ServerProcess`` appends
+    ``--port``. ``python -m vllm.entrypoints.openai.api_server``, because the ``vllm`` command of the
+    ``vllm-cpu`` distribution cannot find its own metadata."""
+    import torch
+
+    from agentkit.models import resolve
+
+    args = ["-m", "vllm.entrypoints.openai.api_server", "--model", str(resolve(model)), "--served-model-name", model,
+            "--host", "127.0.0.1", "--max-model-len", str(max_model_len), "--max-logprobs", "50",
+            "--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS),
+            "--logprobs-mode", "raw_logprobs", "--enable-prefix-caching"]
+    if not torch.cuda.is_available():
+        args += ["--enforce-eager", "--dtype", dtype or "bfloat16"]
+    elif dtype:
+        args += ["--dtype", dtype]
+    return args + (["--api-key", api_key] if api_key else [])
+
+
+def serve_env() -> dict[str, str]:
+    """Environment for ``serve_args``'s process: a 4 GiB KV cache on a CPU, as VLLMEngine."""
+    return {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "4")}
 
 
 @contextmanager

@@ -2,7 +2,8 @@
 
 Client-side tools: the tool list is described to the model in a system message in the hermes format, and
 ``<tool_call>{…}</tool_call>`` in its output becomes ``message.tool_calls`` with ``finish_reason="tool_calls"``.
-A named ``tool_choice`` (or ``"required"``) pre-fills the start of the call, so the model can only complete it.
+A named ``tool_choice`` (or ``"required"``) pre-fills ``<tool_call>`` and constrains the rest to a call whose
+arguments follow the function's schema; ``response_format`` and ``structured_outputs`` constrain plain replies.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import uuid
 from typing import Any
 
 from agentkit.engines.base import Completion, SamplingParams
+from agentkit.engines.structured import Constraint
 from agentkit.server.http import RequestError
-from agentkit.server.protocol import ChatCompletionRequest, ChatMessage
+from agentkit.server.protocol import ChatCompletionRequest, ChatMessage, FunctionDef
 from agentkit.tools.parsers import (
+    call_from_json,
     format_hermes_call,
     hermes_tools_prompt,
     parse_hermes_calls,
@@ -24,7 +27,7 @@ from agentkit.tools.parsers import (
 )
 
 
-def sampling(req, default_max: int = 256) -> SamplingParams:
+def sampling(req, default_max: int = 256, constraint: Constraint | None = None) -> SamplingParams:
     stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
     max_tokens = getattr(req, "max_completion_tokens", None) or req.max_tokens
     top_logprobs = (req.top_logprobs or 0) if getattr(req, "logprobs", False) is True else 0
@@ -34,11 +37,17 @@ def sampling(req, default_max: int = 256) -> SamplingParams:
                           top_p=req.top_p or 1.0, top_k=max(0, req.top_k or 0),
                           max_tokens=default_max if max_tokens is None else max_tokens, seed=req.seed, stop=stop,
                           top_logprobs=top_logprobs, ignore_eos=req.ignore_eos,
-                          include_stop_str_in_output=req.include_stop_str_in_output)
+                          include_stop_str_in_output=req.include_stop_str_in_output, constraint=constraint)
 
 
-def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str]:
-    """Engine messages (tool calls and results rendered in hermes text) and the assistant pre-fill."""
+def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str, Constraint | None]:
+    """Engine messages (tool calls and results rendered in hermes text), the assistant pre-fill, and the
+    constraint on the completion.
+
+    A forced tool call (``tool_choice`` ``"required"`` or a named function) is pre-filled with ``<tool_call>`` and
+    its JSON is constrained to ``{"name": <a tool's name>, "arguments": <that tool's parameters schema>}``, so
+    the arguments validate against the function's schema. Otherwise ``response_format`` or ``structured_outputs``
+    constrains the reply."""
     msgs = []
     for m in req.messages:
         role = "system" if m.role == "developer" else m.role
@@ -49,19 +58,79 @@ def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str]:
             msgs.append({"role": "user", "content": f"<tool_response>\n{m.text()}\n</tool_response>"})
         else:
             msgs.append({"role": role, "content": m.text()})
-    prefill = ""
+    forced = forced_functions(req)
     if req.tools and req.tool_choice != "none":
         msgs.insert(0 if msgs[0]["role"] != "system" else 1, {"role": "system", "content": hermes_tools_prompt(
             [t.function.model_dump() for t in req.tools])})
-        choice = req.tool_choice
-        if isinstance(choice, dict):
-            name = (choice.get("function") or {}).get("name")
-            if name not in {t.function.name for t in req.tools}:
-                raise RequestError(400, f"tool_choice names an unknown function {name!r}", param="tool_choice")
-            prefill = '<tool_call>{"name": "' + name + '", "arguments": '
-        elif choice == "required":
-            prefill = '<tool_call>{"name": "'
-    return msgs, prefill
+    if forced:
+        return msgs, "<tool_call>", _checked(Constraint.schema(call_schema(forced)), "tools")
+    return msgs, "", constraint_of(req)
+
+
+def forced_functions(req: ChatCompletionRequest) -> list[FunctionDef]:
+    """The functions a reply must call (``tool_choice`` ``"required"``: any tool; a named one: that one); [] when
+    the model may answer in text. Bad ``tool_choice`` values are 400 errors."""
+    choice = req.tool_choice
+    if choice is None or choice in ("auto", "none"):
+        return []
+    if not req.tools:
+        raise RequestError(400, "tool_choice needs tools", param="tool_choice")
+    if choice == "required":
+        return [t.function for t in req.tools]
+    name = (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
+    if not isinstance(choice, dict) or choice.get("type", "function") != "function" or not isinstance(name, str):
+        raise RequestError(400, 'tool_choice must be "auto", "none", "required" or {"type": "function", '
+                                '"function": {"name": ...}}', param="tool_choice")
+    named = [t.function for t in req.tools if t.function.name == name]
+    if not named:
+        raise RequestError(400, f"tool_choice names an unknown function {name!r}", param="tool_choice")
+    return named
+
+
+def call_schema(functions: list[FunctionDef]) -> dict[str, Any]:
+    """JSON schema of one hermes call to any of ``functions``.
+
+    >>> call_schema([FunctionDef(name="f")])["properties"]["name"]
+    {'const': 'f'}
+    """
+    cases = [{"type": "object", "properties": {"name": {"const": f.name},
+                                               "arguments": f.parameters or {"type": "object"}},
+              "required": ["name", "arguments"]} for f in functions]
+    return cases[0] if len(cases) == 1 else {"anyOf": cases}
+
+
+def constraint_of(req) -> Constraint | None:
+    """The constraint a request asks for: OpenAI's ``response_format`` or vLLM's ``structured_outputs`` (400
+    errors name the field, and an invalid schema, regex or grammar is refused before anything is generated)."""
+    rf, so = req.response_format, req.structured_outputs
+    if rf is not None and so is not None:
+        raise RequestError(400, "give response_format or structured_outputs, not both", param="structured_outputs")
+    if so is not None:
+        try:
+            return _checked(Constraint.from_body(so), "structured_outputs")
+        except ValueError as e:
+            raise RequestError(400, str(e), param="structured_outputs") from None
+    if rf is None or rf.get("type") == "text":
+        return None
+    kind = rf.get("type")
+    if kind == "json_object":
+        return Constraint(json_object=True)
+    if kind != "json_schema":
+        raise RequestError(400, f"response_format.type must be text, json_object or json_schema, got {kind!r}",
+                           param="response_format.type")
+    schema = (rf.get("json_schema") or {}).get("schema") if isinstance(rf.get("json_schema"), dict) else None
+    if not isinstance(schema, dict):
+        raise RequestError(400, "response_format.json_schema.schema must be a JSON schema object",
+                           param="response_format.json_schema.schema")
+    return _checked(Constraint.schema(schema), "response_format.json_schema.schema")
+
+
+def _checked(c: Constraint, param: str) -> Constraint:
+    try:
+        c.check()
+    except ValueError as e:
+        raise RequestError(400, f"{param} cannot be enforced: {e}", param=param) from None
+    return c
 
 
 def token_names(engine, ids: list[int], as_ids: bool) -> list[str]:
@@ -86,7 +155,11 @@ def choice_message(req: ChatCompletionRequest, prefill: str, c: Completion, engi
     message: dict[str, Any] = {"role": "assistant", "content": text}
     finish = c.finish_reason
     if req.tools and req.tool_choice != "none":
-        content, calls = parse_hermes_calls(text, known={t.function.name for t in req.tools})
+        known = {t.function.name for t in req.tools}
+        if prefill and c.finish_reason == "stop":  # a forced call: the completion is exactly its JSON, which may
+            content, calls = "", [call_from_json(c.text, known)]  # hold "</tool_call>" inside a string
+        else:
+            content, calls = parse_hermes_calls(text, known=known)
         good = [x for x in calls if x.error is None]
         if good:
             if not req.parallel_tool_calls:

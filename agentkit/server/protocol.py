@@ -54,6 +54,10 @@ class _Sampling(_Lenient):
     ignore_eos: bool = False  # vLLM extensions, sent by OpenAIEngine in extra_body
     include_stop_str_in_output: bool = False
     return_tokens_as_token_ids: bool = False  # logprob tokens as "token_id:N"
+    # Structured outputs: OpenAI's response_format ({"type": "text" | "json_object" | "json_schema", ...}) or
+    # vLLM's structured_outputs ({"json" | "regex" | "choice" | "grammar" | "json_object": ...}); checked in chat.py
+    response_format: dict[str, Any] | None = None
+    structured_outputs: dict[str, Any] | None = None
 
 
 class ChatCompletionRequest(_Sampling):

@@ -20,6 +20,7 @@ from agentkit.engines.base import Completion
 from agentkit.server.chat import (
     agent_conversation,
     chat_response,
+    constraint_of,
     sampling,
     stream_chunks,
     to_messages,
@@ -96,9 +97,9 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         req = await _parse(request, ChatCompletionRequest)
         if req.model in agents:
             return await run_agent(req)
-        msgs, prefill = to_messages(req)
+        msgs, prefill, constraint = to_messages(req)
         ids = engine.encode(msgs) + (engine.tokenize(prefill) if prefill else [])
-        params = sampling(req)
+        params = sampling(req, constraint=constraint)
         check(req.model, ids, params)
         if req.stream and not (req.tools and req.tool_choice != "none"):
             return StreamingResponse(live_stream(req, ids, params), media_type="text/event-stream")
@@ -108,6 +109,9 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
 
     async def run_agent(req: ChatCompletionRequest):
         cfg = agent_config or AgentConfig()
+        for field in ("response_format", "structured_outputs", "tools"):
+            if getattr(req, field) is not None:  # its turns are the agent's own format; its answer is text
+                raise RequestError(400, f"the agent model {req.model!r} does not take {field}", param=field)
         params = sampling(req, default_max=cfg.max_tokens_per_turn)
         turns = (req.model_extra or {}).get("max_turns")  # an extension field: extra_body={"max_turns": 3}
         if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or not 1 <= turns <= 16):
@@ -206,7 +210,7 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         req = await _parse(request, CompletionRequest)
         prompts = [req.prompt] if isinstance(req.prompt, str) or (req.prompt and isinstance(req.prompt[0], int)) \
             else list(req.prompt)
-        params = sampling(req, default_max=16)
+        params = sampling(req, default_max=16, constraint=constraint_of(req))
         encoded = [engine.encode(p) for p in prompts]
         for ids in encoded:
             check(req.model, ids, params)

@@ -9,9 +9,12 @@ and across engines only where the protocol fixes the answer: tokens, greedy deco
 
 from __future__ import annotations
 
+import json
 import math
+import re
 
 from agentkit.engines.base import SamplingParams
+from agentkit.engines.structured import Constraint
 
 CHAT = [{"role": "user", "content": "What is the capital of France?"}]
 TEXTS = ["The capital of France is", "1, 2, 3, 4,"]
@@ -112,6 +115,39 @@ def check_stats(engine) -> None:
     assert after["prompt_tokens"] - before["prompt_tokens"] == len(engine.encode(TEXTS[0]))
 
 
+# A schema whose every completion is short (a random model finishes it too), a regex and a choice.
+SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}, "size": {"enum": ["small", "large"]},
+                                           "n": {"type": "integer", "minimum": 0, "maximum": 99}},
+          "required": ["ok", "size", "n"]}
+REGEX = r"[0-9]{3}-[a-z]{2}"
+CHOICES = ("yes", "no", "maybe")
+
+
+def check_structured(engine, ref=None, tol: float = 1e-4) -> None:
+    """Per-prompt constraints in one call: every constrained sample matches its constraint and ends when the
+    grammar does; the free prompt's samples are those it gets alone (constraints do not leak across rows). With
+    ``ref``, constrained tokens' logprobs are the model's own unconstrained ones (HFEngine's rule)."""
+    import jsonschema
+
+    cons = [Constraint.schema(SCHEMA), Constraint(regex=REGEX), Constraint(choice=CHOICES), None]
+    prompts = [CHAT, TEXTS[0], TEXTS[1], TEXTS[0]]
+    p = SamplingParams(n=2, max_tokens=64, temperature=1.0, seed=5, constraints=cons)
+    obj, reg, cho, free = engine.generate(prompts, p)
+    for c in obj:
+        jsonschema.validate(json.loads(c.text), SCHEMA)
+        assert c.finish_reason == "stop"
+    assert all(re.fullmatch(REGEX, c.text) for c in reg), [c.text for c in reg]
+    assert all(c.text in CHOICES for c in cho), [c.text for c in cho]
+    alone = engine.generate([TEXTS[0]], SamplingParams(n=2, max_tokens=64, temperature=1.0, seed=5))[0]
+    assert [c.token_ids for c in free] == [c.token_ids for c in alone]
+    one = engine.generate([TEXTS[0]], SamplingParams(max_tokens=16, temperature=0, constraint=cons[1]))[0][0]
+    assert re.fullmatch(REGEX, one.text)
+    if ref is not None:
+        for prompt, c in ((CHAT, obj[0]), (TEXTS[0], reg[0])):
+            (s,) = ref.score([prompt], [c.token_ids])
+            assert max(abs(a - b) for a, b in zip(c.logprobs, s.logprobs)) <= tol
+
+
 def check_all(engine, ref, tol: float) -> dict[str, float]:
     """Every check above; returns the entropy estimate's errors."""
     check_tokens(engine, ref)
@@ -120,4 +156,5 @@ def check_all(engine, ref, tol: float) -> dict[str, float]:
     check_stop(engine)
     check_score(engine, ref, tol)
     check_stats(engine)
+    check_structured(engine)
     return check_logprobs_and_entropy(engine, ref, tol)

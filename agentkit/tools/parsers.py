@@ -125,7 +125,7 @@ def parse_hermes_calls(text: str, known: set[str] | None = None) -> tuple[str, l
     first = text.find("<tool_call>")
     if first < 0:
         return text, []
-    calls = [_call_from_json(body, known) for body in _HERMES.findall(text[first:])]
+    calls = [call_from_json(body, known) for body in _HERMES.findall(text[first:])]
     return text[:first].strip(), calls
 
 
@@ -133,7 +133,8 @@ def format_hermes_call(call: ToolCall) -> str:
     return "<tool_call>" + json.dumps({"name": call.name, "arguments": call.arguments}) + "</tool_call>"
 
 
-def _call_from_json(body: str, known: set[str] | None) -> ToolCall:
+def call_from_json(body: str, known: set[str] | None = None) -> ToolCall:
+    """One hermes call's JSON body (``{"name": ..., "arguments": {...}}``) → a ToolCall (``error`` set if bad)."""
     try:
         obj = json.loads(body.strip())
     except (json.JSONDecodeError, RecursionError) as e:

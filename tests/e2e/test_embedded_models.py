@@ -176,6 +176,65 @@ def test_concurrent_agent_requests_with_seeds(smol_server):
     assert "Traceback" not in smol_server.tail(20000)
 
 
+THINGS = ["a cat", "a city", "a car", "a book", "a movie", "a planet", "a song", "a tree", "a laptop", "a river",
+          "a bird", "a chair", "a pizza", "a country", "a museum", "a phone", "a mountain", "a game", "a shoe", "a bridge"]
+JSON_SYSTEM = {"role": "system", "content": "You reply with one JSON object and nothing else."}
+ITEM = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 40},
+                                         "colour": {"enum": ["red", "green", "blue", "black", "white", "other"]},
+                                         "size": {"type": "integer", "minimum": 1, "maximum": 100}},
+        "required": ["name", "colour", "size"]}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
+                                           "parameters": {"type": "object", "properties": {
+                                               "city": {"type": "string", "maxLength": 40},
+                                               "unit": {"enum": ["celsius", "fahrenheit"]}},
+                                               "required": ["city", "unit"]}}},
+         {"type": "function", "function": {"name": "search", "description": "Search the web",
+                                           "parameters": {"type": "object", "properties": {
+                                               "query": {"type": "string", "maxLength": 60}}, "required": ["query"]}}}]
+
+
+@pytest.mark.parametrize("kind", ["json_object", "json_schema", "required", "named"])
+def test_structured_outputs_with_the_official_client(smol_server, kind):
+    """20 different prompts, sent at once (the server batches them, constrained rows beside each other): every
+    reply parses, and validates against its schema or its function's parameters."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import jsonschema
+    import openai
+
+    client = openai.OpenAI(base_url=f"{smol_server.url}/v1", api_key="sk-e2e", max_retries=0, timeout=600)
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+
+    def ask(i: int):
+        thing = THINGS[i]
+        kw = dict(model="smollm2-135m", max_tokens=128, temperature=0.7, seed=i)
+        if kind in ("json_object", "json_schema"):
+            fmt = {"type": "json_object"} if kind == "json_object" else \
+                {"type": "json_schema", "json_schema": {"name": "item", "schema": ITEM, "strict": True}}
+            r = client.chat.completions.create(messages=[JSON_SYSTEM, {"role": "user", "content": (
+                f"Give the name, colour and size of {thing} as a JSON object with the keys name, colour and size.")}],
+                response_format=fmt, **kw)
+            data = json.loads(r.choices[0].message.content)
+            assert isinstance(data, dict) and r.choices[0].finish_reason == "stop"
+            if kind == "json_schema":
+                jsonschema.validate(data, ITEM)
+            return data
+        choice = "required" if kind == "required" else {"type": "function", "function": {"name": "get_weather"}}
+        r = client.chat.completions.create(messages=[{"role": "user", "content": f"What is the weather near {thing}?"}],
+                                           tools=TOOLS, tool_choice=choice, **kw)
+        (call,) = r.choices[0].message.tool_calls
+        assert r.choices[0].finish_reason == "tool_calls"
+        assert kind == "required" or call.function.name == "get_weather"
+        args = json.loads(call.function.arguments)
+        jsonschema.validate(args, schemas[call.function.name])
+        return call.function.name, args
+
+    with ThreadPoolExecutor(20) as pool:
+        answers = list(pool.map(ask, range(20)))
+    assert len({json.dumps(a, sort_keys=True) for a in answers}) >= 10  # different prompts, different answers
+    print(kind, answers[:3])
+
+
 def test_serve_demo_recipe(tmp_path):
     """The main job, small: the server starts, both models answer through the official client (four requests in
     flight at once, all with the same seed), it stops; the server's log is in the run directory."""

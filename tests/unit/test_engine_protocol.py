@@ -35,6 +35,7 @@ def test_hf_engine_conforms(tiny_engine):
     assert isinstance(other, Engine)
     errors = conformance.check_all(other, tiny_engine, tol=1e-4)
     assert errors["entropy_abs_error"] < 1e-4  # HFEngine's entropy is exact
+    conformance.check_structured(other, tiny_engine)  # constrained samples keep the model's own logprobs
     other.load_weights(path="tiny-random")
     conformance.check_greedy(other, tiny_engine, tol=1e-4)
     other.close()
@@ -44,6 +45,7 @@ def test_openai_engine_conforms(remote, tiny_engine):
     assert isinstance(remote, Engine) and remote.max_model_len == tiny_engine.max_model_len
     errors = conformance.check_all(remote, tiny_engine, tol=1e-4)
     assert errors["entropy_rel_error"] > 0  # a top-20 estimate over a 259-token vocabulary
+    conformance.check_structured(remote, tiny_engine)  # constraints sent as structured_outputs
     with pytest.raises(Exception, match="serves its own weights"):
         remote.load_weights(path="x")
 

@@ -328,3 +328,23 @@ def test_speculation_backs_off_when_drafts_are_not_kept():
     got, want = spec.generate(prompts, params), plain.generate(prompts, params)
     assert [g[0].token_ids for g in got] == [w[0].token_ids for w in want]
     assert 0 < spec.drafted <= 2 * 12 and spec.draft_hits <= 2
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_constrained_rows_with_speculation(temperature):
+    """A row's grammar advances only on the tokens it keeps, so drafts checked in one forward pass give the
+    constrained tokens one-at-a-time decoding gives; a grammar's end ends the row even with ``ignore_eos``."""
+    from agentkit.engines.hf import HFEngine
+    from agentkit.engines.structured import Constraint
+    from agentkit.testing.conformance import SCHEMA
+
+    spec = HFEngine("tiny-random", speculate=3)
+    plain = HFEngine(spec.model, spec.tokenizer, speculate=0)
+    cons = [Constraint(regex="(ab ){5}[0-9]{3}"), Constraint.schema(SCHEMA)]
+    for prompts, cs in ((["ab ab ab ab "], cons[:1]), (["ab ab ab ab ", "x"], cons)):
+        p = SamplingParams(max_tokens=48, temperature=temperature, seed=4, ignore_eos=True, constraints=cs)
+        got, want = spec.generate(prompts, p), plain.generate(prompts, p)
+        assert [(c[0].token_ids, c[0].finish_reason) for c in got] == [(c[0].token_ids, c[0].finish_reason)
+                                                                       for c in want]
+        assert all(c[0].finish_reason == "stop" for c in got)
+    assert spec.draft_hits > 0  # the forced "ab " tokens were drafted and kept

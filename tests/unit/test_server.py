@@ -74,19 +74,53 @@ def test_streaming_chunks(client):
     assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens > 0
 
 
-def test_tool_choice_named_returns_tool_calls(client):
-    tools = [{"type": "function", "function": {"name": "get_weather", "description": "weather",
-                                               "parameters": {"type": "object", "properties": {}}}}]
-    r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "weather?"}],
-                                       tools=tools, tool_choice={"type": "function", "function": {"name": "get_weather"}},
-                                       max_tokens=40, seed=0, stop=["</tool_call>"])
-    choice = r.choices[0]
-    # the random model rarely closes the JSON; when it does, the call is returned as tool_calls
-    if choice.finish_reason == "tool_calls":
-        assert choice.message.tool_calls[0].function.name == "get_weather"
-        json.loads(choice.message.tool_calls[0].function.arguments)
-    else:
-        assert choice.message.content.startswith('<tool_call>{"name": "get_weather"')
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "weather", "parameters": {
+    "type": "object", "properties": {"unit": {"enum": ["C", "F"]}, "days": {"type": "integer", "minimum": 1,
+                                                                          "maximum": 7}},
+    "required": ["unit", "days"]}}}
+ADD = {"type": "function", "function": {"name": "add", "parameters": {
+    "type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},
+                                     "b": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["a", "b"]}}}
+
+
+@pytest.mark.parametrize("choice", [{"type": "function", "function": {"name": "get_weather"}}, "required"])
+def test_forced_tool_calls_follow_the_function_schema(client, choice):
+    """A named or required tool_choice always returns a call whose arguments validate against its schema, even
+    from a random model."""
+    import jsonschema
+
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER, ADD)}
+    r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "weather?"}], n=4,
+                                       tools=[WEATHER, ADD], tool_choice=choice, max_tokens=64, seed=0)
+    for ch in r.choices:
+        assert ch.finish_reason == "tool_calls" and ch.message.content is None
+        (call,) = ch.message.tool_calls
+        assert call.function.name in (["get_weather"] if isinstance(choice, dict) else schemas)
+        jsonschema.validate(json.loads(call.function.arguments), schemas[call.function.name])
+    none = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "weather?"}],
+                                          tools=[WEATHER], tool_choice="none", max_tokens=8, seed=0)
+    assert none.choices[0].message.tool_calls is None
+
+
+def test_response_format_and_structured_outputs(client):
+    import jsonschema
+
+    from agentkit.testing.conformance import SCHEMA
+
+    msgs = [{"role": "user", "content": "describe"}]
+    fmt = {"type": "json_schema", "json_schema": {"name": "thing", "schema": SCHEMA, "strict": True}}
+    r = client.chat.completions.create(model="tiny", messages=msgs, response_format=fmt, n=3, seed=1, max_tokens=64)
+    for ch in r.choices:
+        jsonschema.validate(json.loads(ch.message.content), SCHEMA)
+    streamed = client.chat.completions.create(model="tiny", messages=msgs, response_format=fmt, seed=1,
+                                              max_tokens=64, stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == r.choices[0].message.content
+    c = client.completions.create(model="tiny", prompt="code:", max_tokens=16, seed=2, n=3,
+                                  extra_body={"structured_outputs": {"regex": "[A-Z]{2}[0-9]{3}"}})
+    assert all(len(ch.text) == 5 and ch.text[:2].isupper() and ch.text[2:].isdigit() for ch in c.choices)
+    pick = client.chat.completions.create(model="tiny", messages=msgs, max_tokens=8, seed=3,
+                                          extra_body={"structured_outputs": {"choice": ["red", "green"]}})
+    assert pick.choices[0].message.content in ("red", "green")
 
 
 def test_completions_and_echo_scoring(client, engine):
@@ -137,6 +171,25 @@ BAD_REQUESTS = [  # (method, path, body, status, param, code, words in the messa
     ("POST", CHAT_PATH, {"model": "tiny", "messages": [{"role": "user", "content": "x" * 3000}]}, 400, "messages",
      "context_length_exceeded", "context length"),
     ("POST", "/v1/completions", {"model": "tiny", "prompt": "x", "logprobs": 99}, 400, "logprobs", None, "logprobs"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "response_format": {"type": "yaml"}}, 400,
+     "response_format.type", None, "json_schema"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "response_format": {"type": "json_schema"}}, 400,
+     "response_format.json_schema.schema", None, "JSON schema object"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "objec"}}}}, 400, "response_format.json_schema.schema", None, "objec"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "structured_outputs": {"regex": "[a-"}}, 400,
+     "structured_outputs", None, "cannot be enforced"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "structured_outputs": {"regex": "a", "choice": ["b"]}},
+     400, "structured_outputs", None, "exactly one of"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "tool_choice": "required"}, 400, "tool_choice", None,
+     "needs tools"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "tools": [WEATHER], "tool_choice": "always"}, 400,
+     "tool_choice", None, "must be"),
+    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "tools": [WEATHER],
+                         "tool_choice": {"type": "function", "function": {"name": "nope"}}}, 400, "tool_choice", None,
+     "unknown function"),
+    ("POST", CHAT_PATH, {"model": "agentkit/tir", "messages": MSG, "response_format": {"type": "json_object"}}, 400,
+     "response_format", None, "does not take"),
     ("POST", "/v1/nowhere", {}, 404, None, "unknown_url", "unknown URL"),
     ("GET", CHAT_PATH, None, 405, None, "method_not_allowed", "not allowed"),
 ]

@@ -104,3 +104,60 @@ def test_uncertainty_generate_with_a_vllm_member(tmp_path):
     rows = [json.loads(x) for x in gens.read_text().splitlines()]
     assert len(rows) == 3 and all(len(r["samples"][m]) == 3 for r in rows for m in ("smollm2-135m", "tiny-random"))
     assert all(r["greedy"]["smollm2-135m"] for r in rows)
+
+
+@pytest.fixture(scope="module")
+def vllm_serve(tmp_path_factory):
+    """vLLM's own OpenAI server (`python -m vllm.entrypoints.openai.api_server`) on the tiny model, fp32."""
+    from agentkit.engines.vllm import serve_args, serve_env
+    from agentkit.server.http import ServerProcess
+
+    log = tmp_path_factory.mktemp("vllm-serve") / "server.log"
+    with ServerProcess(serve_args("tiny-random", dtype="float32", api_key="vk"), log, env=serve_env(),
+                       startup_timeout_s=300) as server:
+        yield server
+
+
+def test_openai_engine_over_vllm_serve_conforms(vllm_serve, tiny_engine):
+    """OpenAIEngine against `vllm serve`: tokens from its /tokenize and /detokenize, real token ids, logprobs,
+    echo scoring and structured outputs (sent as vLLM's structured_outputs) pass the protocol checks."""
+    from agentkit.engines.openai import OpenAIEngine
+
+    eng = OpenAIEngine("tiny-random", base_url=f"{vllm_serve.url}/v1", api_key="vk", entropy_top_k=50)
+    try:
+        assert eng.max_model_len == 2048
+        conformance.check_all(eng, tiny_engine, tol=1e-3)
+    finally:
+        eng.close()
+
+
+def test_agent_served_over_vllm_serve(vllm_serve, tiny_engine):
+    """`agentkit serve --engine openai --upstream <vllm serve> --agent tir`: the agent loop runs here, every model
+    turn in vLLM's server, with vLLM's tokens (the same prompt ids as the local engine; greedy paths part at the
+    random model's near ties, so the texts are not compared)."""
+    import openai
+
+    from agentkit.agent import AgentConfig, rollout
+    from agentkit.engines.openai import OpenAIEngine
+    from agentkit.server import create_app
+    from agentkit.testing.servers import serve_in_thread
+    from agentkit.tools.python import PythonTool
+    from agentkit.tools.sandbox import SandboxConfig
+
+    eng = OpenAIEngine("tiny-random", base_url=f"{vllm_serve.url}/v1", api_key="vk")
+    tool = PythonTool(SandboxConfig(pool_size=2))
+    cfg = AgentConfig(max_turns=2, max_tokens_per_turn=24, temperature=0, entropy=False)
+    try:
+        here = rollout(tiny_engine, ["What is 2 + 2?", "Compute 3 * 7."], [tool], cfg)
+        there = rollout(eng, ["What is 2 + 2?", "Compute 3 * 7."], [tool], cfg)
+        assert [t.prompt_ids for t in there] == [t.prompt_ids for t in here]
+        assert all(t.completion_ids and len(t.mask) == len(t.completion_ids) and -1 not in t.completion_ids
+                   for t in there)
+        with serve_in_thread(create_app(eng, "tiny-random", tools={"python": tool})) as url:
+            client = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+            r = client.chat.completions.create(model="agentkit/tir", max_tokens=16, temperature=0,
+                                               messages=[{"role": "user", "content": "What is 2+2?"}])
+            assert r.model_extra["agentkit"][0]["trace"] and r.usage.total_tokens > 0
+    finally:
+        tool.close()
+        eng.close()
