@@ -55,3 +55,15 @@ def test_constraints_are_per_prompt_fields():
     assert [(p.constraint, p.seed) for p in joined.split(3)] == [(Constraint(regex="a"), None)] * 2 + [(None, 2)]
     with pytest.raises(ValueError, match="constraints has 1 entries for 2 prompts"):
         SamplingParams(constraints=[None]).check_per_prompt(2)
+
+
+def test_structured_bench_runs_on_the_tiny_model(tiny_engine):
+    """`agentkit bench structured`'s HFEngine part: every fixed-workload row decodes the same token count
+    constrained and free, and the grammar's share of the time is measured."""
+    from agentkit.eval.bench.structured import engine_rows
+
+    rows = engine_rows(tiny_engine, batch_sizes=(1, 3), max_tokens=8, repeats=1)
+    fixed = [r for r in rows if r["workload"] == "fixed"]
+    assert [r["batch"] for r in fixed] == [1, 3]
+    assert all(r["free_tokens"] == r["constrained_tokens"] == 8 * r["batch"] for r in fixed)
+    assert all(0 < r["grammar_share_of_time"] < 1 and r["ratio"] > 0 for r in rows)
