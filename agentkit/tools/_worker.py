@@ -3,7 +3,11 @@
 Start-up, while still privileged (root): new network namespace (no interface is up, so nothing is reachable,
 not even loopback) and mount namespace with private tmpfs over /tmp, /var/tmp and /dev/shm; resource limits;
 then drop to ``nobody``. Without root these steps are skipped and only the limits and the audit hook apply.
-Then: print ``READY`` and answer one JSON job per stdin line with one JSON result line on the real stdout.
+Then: print ``READY`` and answer one JSON job per stdin line with one JSON result line on the result channel
+(a copy of the original stdout); descriptors 1 and 2 are pointed at /dev/null first, so raw writes there
+(``os.write(1, …)``, C code) reach no result line. The channel is still a descriptor of this process, which
+sandboxed code can find by number: the parent reads it against the call's deadline and turns anything that is not
+a well-formed result into an error result.
 """
 
 import ast
@@ -152,8 +156,12 @@ def main():
     if level == "limits":
         set_limits(cfg)
     os.chdir(cfg["workdir"])
-    audit(os.path.realpath(cfg["workdir"]))
     channel = os.fdopen(os.dup(1), "w")
+    quiet = os.open(os.devnull, os.O_WRONLY)  # raw writes to fd 1 and 2 (os.write, C code) reach no result line
+    os.dup2(quiet, 1)
+    os.dup2(quiet, 2)
+    os.close(quiet)
+    audit(os.path.realpath(cfg["workdir"]))
     sys.stdin = io.TextIOWrapper(os.fdopen(0, "rb"))
     channel.write(json.dumps({"ready": True, "isolation": level}) + "\n")
     channel.flush()

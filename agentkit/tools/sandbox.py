@@ -9,7 +9,10 @@ the round trip (about a millisecond), not Python's start-up. The worker has:
 - no network: a new network namespace with no interface up (as root), and an audit hook on socket calls;
 - writes: only its own directory; as root it runs as ``nobody`` with private tmpfs mounts over /tmp, /var/tmp
   and /dev/shm, and an audit hook refuses opens for writing elsewhere;
-- output: stdout and stderr are cut at ``max_output`` characters (a runaway printer is stopped).
+- output: stdout and stderr are cut at ``max_output`` characters (a runaway printer is stopped);
+- results: read against the call's wall-time deadline, so half a line written where results are read cannot
+  hold the caller; anything but a well-formed result is an error result (``limit: "protocol"``), never an
+  exception.
 
 Sessions (``session_id``) keep one worker and its globals across calls, as the TIR papers' Python tools do;
 a session idle for ``idle_timeout_s`` is closed.
@@ -66,31 +69,45 @@ class _Worker:
                "HOME": self.workdir, "LANG": "C.UTF-8"}
         self.proc = subprocess.Popen([sys.executable, "-I", WORKER, json.dumps(wcfg)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                     start_new_session=True, text=True, bufsize=1)
+                                     start_new_session=True, bufsize=0)
         self.isolation = "unknown"
         self.last_used = time.monotonic()
         self.lock = threading.Lock()
+        # the longest honest result line: stdout, stderr and error text cut at max_output, JSON-escaped
+        self.max_line = 64 * 1024 + 3 * 6 * 4 * cfg.max_output
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         line = self._readline(timeout)
-        if not line:
+        try:
+            self.isolation = json.loads(line)["isolation"]
+        except (TypeError, ValueError, KeyError):
             self.kill()
-            raise RuntimeError("the sandbox worker failed to start")
-        self.isolation = json.loads(line)["isolation"]
+            raise RuntimeError("the sandbox worker failed to start") from None
 
-    def _readline(self, timeout: float) -> str | None:
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        return self.proc.stdout.readline() if ready else None
+    def _readline(self, timeout: float) -> bytes | None:
+        """One line from the worker, read against a deadline: None when the deadline passes first (however
+        the line arrives: a program that writes half a line and sleeps cannot hold the read), b"" at end of
+        file, the bytes read so far (no newline) when the line grows past ``max_line``."""
+        fd, buf = self.proc.stdout.fileno(), bytearray()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in buf and len(buf) <= self.max_line:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return bytes(buf)
+            buf += chunk
+        return bytes(buf.split(b"\n", 1)[0])
 
     def call(self, code: str, cfg: SandboxConfig) -> ToolResult:
         start = time.perf_counter()
         self.last_used = time.monotonic()
         try:
-            self.proc.stdin.write(json.dumps({"code": code, "cpu_s": cfg.cpu_s}) + "\n")
-            self.proc.stdin.flush()
+            self.proc.stdin.write(json.dumps({"code": code, "cpu_s": cfg.cpu_s}).encode() + b"\n")
             line = self._readline(cfg.wall_s)
         except (BrokenPipeError, OSError):
-            line = ""
+            line = b""
         meta = {"seconds": round(time.perf_counter() - start, 4), "isolation": self.isolation}
         if line is None:
             self.kill()
@@ -102,10 +119,16 @@ class _Worker:
                    -signal.SIGKILL: ("killed", "the process was killed (memory or CPU hard limit)")}.get(
                 code_, ("crash", f"the process died (exit status {code_})"))
             return ToolResult(f"Error: {why[1]}.", ok=False, meta={**meta, "limit": why[0]})
-        r = json.loads(line)
-        out = _with_cut(r["stdout"], r["stdout_size"]) + _with_cut(r["stderr"], r["stderr_size"]) + r["error"]
-        truncated = r["stdout_size"] > cfg.max_output or r["stderr_size"] > cfg.max_output
-        return ToolResult(out, ok=r["ok"], meta={**meta, "truncated": truncated})
+        try:
+            r = json.loads(line)
+            out = _with_cut(r["stdout"], r["stdout_size"]) + _with_cut(r["stderr"], r["stderr_size"]) + r["error"]
+            truncated = r["stdout_size"] > cfg.max_output or r["stderr_size"] > cfg.max_output
+            return ToolResult(out, ok=r["ok"] is True, meta={**meta, "truncated": truncated})
+        except (ValueError, TypeError, KeyError):  # garbage written where results are read: never an exception
+            self.kill()
+            return ToolResult("Error: the sandbox returned an unreadable result (the program wrote to the "
+                              "sandbox's result channel); the process was killed.", ok=False,
+                              meta={**meta, "limit": "protocol"})
 
     def kill(self) -> None:
         try:

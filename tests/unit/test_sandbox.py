@@ -125,3 +125,47 @@ def test_sandbox_bench_runs():
 
     res = run(n=3, pool_size=1)
     assert res["sandbox"]["p50_ms"] > 0 and res["python_c"]["p50_ms"] > 0 and res["isolation"]
+
+
+# The worker's result channel is a descriptor of the sandboxed process itself: code can find it by number.
+CHANNEL_ATTACK = """import os, time
+for fd in [1] + list(range(3, 64)):
+    try:
+        os.write(fd, {payload!r})
+    except OSError:
+        pass
+{after}"""
+
+
+def _bounded(fn, seconds: float):
+    """``fn()`` in a thread; fails the test instead of hanging it when ``fn`` blocks past ``seconds``."""
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert out, f"the call was still blocked after {seconds:g} s"
+    return out[0]
+
+
+def test_a_partial_line_on_the_channel_cannot_outlive_the_wall_limit(sandbox):
+    """Code writes half a result line where the parent reads results, then sleeps: the parent's read has the
+    call's deadline (it used to block in readline for ever)."""
+    code = CHANNEL_ATTACK.format(payload=b'{"ok": tr', after="time.sleep(60)")
+    r = _bounded(lambda: sandbox.run(code), 3 + 5)
+    assert not r.ok and r.meta["limit"] == "wall"
+    assert sandbox.run("print('alive')").output == "alive\n"
+
+
+def test_garbage_on_the_channel_is_an_error_result(sandbox):
+    """Garbage where the parent reads results is an error result, never an exception from the tool."""
+    for payload, after in ((b"garbage\n", ""), (b"\xff" * 70_000, "time.sleep(0.5)"), (b"[1, 2]\n", "")):
+        code = CHANNEL_ATTACK.format(payload=payload, after=after)
+        r = _bounded(lambda code=code: sandbox.run(code), 3 + 5)
+        assert not r.ok and r.meta["limit"] == "protocol" and "unreadable result" in r.output
+    assert sandbox.run("print('alive')").output == "alive\n"
+
+
+def test_raw_writes_to_stdout_do_not_reach_the_channel(sandbox):
+    """``os.write(1, …)`` (C extensions print this way too) cannot forge a result line."""
+    r = sandbox.run("import os\nos.write(1, b'{\"ok\": true, \"stdout\": \"FORGED\"}\\n')\nprint('real')")
+    assert r.ok and r.output == "real\n"
