@@ -20,6 +20,7 @@ a session idle for ``idle_timeout_s`` is closed.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections import deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,6 +39,13 @@ from pathlib import Path
 from agentkit.tools.base import ToolResult
 
 WORKER = str(Path(__file__).with_name("_worker.py"))
+_OPEN: weakref.WeakSet[Sandbox] = weakref.WeakSet()  # closed at interpreter exit: no worker or directory left
+
+
+@atexit.register
+def _close_open_sandboxes() -> None:
+    for sandbox in list(_OPEN):
+        sandbox.close(timeout_s=10.0)
 
 
 @dataclass
@@ -144,7 +153,12 @@ def _with_cut(text: str, size: int) -> str:
 
 
 class Sandbox:
-    """Runs code under ``SandboxConfig`` limits; thread-safe. Use ``run(code)`` or ``run(code, session_id=…)``."""
+    """Runs code under ``SandboxConfig`` limits; thread-safe. Use ``run(code)`` or ``run(code, session_id=…)``.
+
+    The pool holds ``pool_size`` idle workers: a call takes one (or starts one when none is idle) and asks for
+    only as many replacements as the pool lacks, so a burst does not leave the pool larger. Workers are reaped
+    and replaced off the caller's path; ``close()`` (also run at interpreter exit) waits for that work, so no
+    worker process or directory outlives the sandbox."""
 
     def __init__(self, config: SandboxConfig | None = None):
         self.config = config or SandboxConfig()
@@ -152,28 +166,54 @@ class Sandbox:
         self._sessions: dict[str, _Worker] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self._pending = self.config.pool_size  # workers being started for the pool
+        self._tasks: set[threading.Thread] = set()  # background reaping and refilling
         for _ in range(self.config.pool_size):
             self._refill()
         self._reaper = threading.Thread(target=self._reap, daemon=True)
         self._reaper.start()
+        _OPEN.add(self)
 
     def _spawn(self, session: bool) -> _Worker:
         w = _Worker(self.config, session)
         w.wait_ready()
         return w
 
-    def _refill(self) -> None:
-        w = self._spawn(session=False)
+    def _background(self, fn) -> None:
+        def task():
+            try:
+                fn()
+            finally:
+                with self._lock:
+                    self._tasks.discard(threading.current_thread())
+
+        t = threading.Thread(target=task, daemon=True)
         with self._lock:
-            if self._closed:
-                w.kill()
-            else:
+            self._tasks.add(t)
+        t.start()
+
+    def _refill(self) -> None:
+        try:
+            w = self._spawn(session=False)
+        except Exception:  # noqa: BLE001 - a worker that fails to start is retried by the next call
+            with self._lock:
+                self._pending -= 1
+            return
+        with self._lock:
+            self._pending -= 1
+            keep = not self._closed and len(self._pool) < self.config.pool_size
+            if keep:
                 self._pool.append(w)
+        if not keep:
+            w.kill()
 
     def _take(self) -> _Worker:
         with self._lock:
             w = self._pool.popleft() if self._pool else None
-        threading.Thread(target=self._refill, daemon=True).start()  # keep the pool warm in the background
+            missing = max(0, self.config.pool_size - len(self._pool) - self._pending)
+            self._pending += missing
+        for _ in range(missing):  # keep the pool warm in the background
+            self._background(self._refill)
         return w or self._spawn(session=False)
 
     def run(self, code: str, session_id: str | None = None) -> ToolResult:
@@ -182,7 +222,7 @@ class Sandbox:
             try:
                 return w.call(code, self.config)
             finally:  # a used worker is never reused; reap it off the caller's path
-                threading.Thread(target=w.kill, daemon=True).start()
+                self._background(w.kill)
         with self._lock:
             w = self._sessions.get(session_id)
         if w is None or w.proc.poll() is not None:
@@ -211,7 +251,8 @@ class Sandbox:
             for k in idle:
                 self.close_session(k)
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Kill every worker and wait (up to ``timeout_s``) for the reaping and refilling under way."""
         with self._lock:
             self._closed = True
             workers = list(self._pool) + list(self._sessions.values())
@@ -219,6 +260,15 @@ class Sandbox:
             self._sessions.clear()
         for w in workers:
             w.kill()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                tasks = list(self._tasks)
+            if not tasks or time.monotonic() > deadline:
+                break
+            for t in tasks:
+                t.join(max(0.0, deadline - time.monotonic()))
+        _OPEN.discard(self)
 
     def __enter__(self) -> Sandbox:
         return self

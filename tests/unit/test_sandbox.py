@@ -169,3 +169,38 @@ def test_raw_writes_to_stdout_do_not_reach_the_channel(sandbox):
     """``os.write(1, …)`` (C extensions print this way too) cannot forge a result line."""
     r = sandbox.run("import os\nos.write(1, b'{\"ok\": true, \"stdout\": \"FORGED\"}\\n')\nprint('real')")
     assert r.ok and r.output == "real\n"
+
+
+def test_the_pool_holds_its_size_under_a_burst():
+    """16 calls at once on a pool of 2: the calls that found no idle worker started their own, and afterwards
+    the pool is back to 2 idle workers (it used to keep one more per call: 18 after this burst)."""
+    with Sandbox(SandboxConfig(pool_size=2, wall_s=5)) as sb:
+        results = []
+        threads = [threading.Thread(target=lambda: results.append(sb.run("print(7)"))) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert [r.output for r in results] == ["7\n"] * 16
+        deadline = time.monotonic() + 20
+        while getattr(sb, "_pending", 0) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(sb._pool) == 2 and sb._pending == 0
+
+
+def test_no_worker_or_directory_outlives_the_process(tmp_path):
+    """A program that uses the sandbox (calls killed at the wall limit among them) and exits without closing it
+    leaves no worker directory and no worker process: close() runs at exit and waits for the reaping."""
+    import subprocess
+    import sys
+
+    script = ("from agentkit.tools.sandbox import Sandbox, SandboxConfig\n"
+              "sb = Sandbox(SandboxConfig(pool_size=2, wall_s=1, cpu_s=1))\n"
+              "for code in ['print(1)', 'import time; time.sleep(5)', 'while True: pass', 'print(2)']:\n"
+              "    sb.run(code)\n"
+              "sb.run('x = 1', session_id='s')\n")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("agentkit-sbx-")] == []
+    alive = subprocess.run(["pgrep", "-f", f"{tmp_path}/agentkit-sbx-"], capture_output=True, text=True).stdout
+    assert alive.strip() == ""
