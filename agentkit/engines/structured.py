@@ -21,8 +21,8 @@ protocol's rule); the sample is drawn from the masked one.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -114,7 +114,11 @@ class Constraint:
 
     def to_grammar(self) -> str:
         """The llguidance grammar (no tokenizer needed). Raises ``ValueError`` with llguidance's reason when the
-        schema, regex or grammar is invalid, so a server can answer 400 before anything is generated."""
+        schema, regex or grammar is invalid, so a server can answer 400 before anything is generated. Cached:
+        the server's check and the engine's matchers build it once."""
+        return _grammar_of(self)
+
+    def _build_grammar(self) -> str:
         from llguidance import LLMatcher, grammar_from
 
         if self.json is not None:
@@ -138,6 +142,11 @@ class Constraint:
         self.to_grammar()
 
 
+@functools.lru_cache(maxsize=256)
+def _grammar_of(c: Constraint) -> str:
+    return c._build_grammar()
+
+
 def strict_schema(schema: Any) -> Any:
     """``schema`` with ``additionalProperties: false`` on every object schema that does not set it.
 
@@ -155,9 +164,9 @@ def strict_schema(schema: Any) -> Any:
 
 
 class GrammarCompiler:
-    """Turns constraints into matchers for one tokenizer (llguidance), keeping the last ``cache`` grammars."""
+    """Turns constraints into matchers for one tokenizer (llguidance)."""
 
-    def __init__(self, tokenizer, vocab_size: int, stop_ids: set[int], cache: int = 64):
+    def __init__(self, tokenizer, vocab_size: int, stop_ids: set[int]):
         import llguidance
         import llguidance.hf
 
@@ -165,23 +174,10 @@ class GrammarCompiler:
         # llguidance stops a complete grammar with its EOS; the model's other end tokens count as EOS too
         self._tokenizer = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab_size, eos_token=sorted(stop_ids))
         self.vocab_size = vocab_size
-        self._cache: OrderedDict[Constraint, str] = OrderedDict()
-        self._size = cache
 
-    def grammar(self, c: Constraint) -> str:
-        if c in self._cache:
-            self._cache.move_to_end(c)
-            return self._cache[c]
-        self._cache[c] = grammar = c.to_grammar()
-        if len(self._cache) > self._size:
-            self._cache.popitem(last=False)
-        return grammar
-
-    def rows(self, constraints: list[Constraint | None]) -> RowGrammars | None:
-        """Matchers for a batch's rows (None where a row is free); None when no row is constrained."""
-        if all(c is None for c in constraints):
-            return None
-        return RowGrammars([self._llg.LLMatcher(self._tokenizer, self.grammar(c)) if c is not None else None
+    def rows(self, constraints: list[Constraint | None]) -> RowGrammars:
+        """Matchers for a batch's rows (None where a row is free)."""
+        return RowGrammars([self._llg.LLMatcher(self._tokenizer, c.to_grammar()) if c is not None else None
                             for c in constraints], self.vocab_size)
 
 
