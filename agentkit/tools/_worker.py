@@ -1,110 +1,61 @@
-"""Sandbox worker: run as ``python -I _worker.py CONFIG_JSON`` by agentkit.tools.sandbox. Stdlib only.
+"""Sandbox supervisor: run as ``python -I _worker.py CONFIG_JSON`` by agentkit.tools.sandbox. Stdlib only.
 
-Start-up, while still privileged (root): new network namespace (no interface is up, so nothing is reachable,
-not even loopback) and mount namespace with private tmpfs over /tmp, /var/tmp and /dev/shm; resource limits;
-then drop to ``nobody``. Without root these steps are skipped and only the limits and the audit hook apply.
-Then: print ``READY`` and answer one JSON job per stdin line with one JSON result line on the result channel
-(a copy of the original stdout); descriptors 1 and 2 are pointed at /dev/null first, so raw writes there
-(``os.write(1, …)``, C code) reach no result line. The channel is still a descriptor of this process, which
-sandboxed code can find by number: the parent reads it against the call's deadline and turns anything that is not
-a well-formed result into an error result.
+Two processes, so that the sandboxed code never holds the result channel:
+
+- the **supervisor** (this file's ``main``) owns the result channel (its stdout) and the job channel (its
+  stdin). It sets the resource limits, drops to the sandbox's uid when started as root, marks itself
+  non-dumpable (so code running as the same uid can neither open ``/proc/<pid>/fd/*`` nor ptrace it), and
+  forks the runner;
+- the **runner** closes every descriptor but its own four: stdin is /dev/null, stdout and stderr are pipes
+  the supervisor reads (keeping ``max_output`` bytes, killing a runaway printer), fd 3 brings it jobs and fd 4
+  takes back one status line per job. It installs the audit hook (defence in depth only: the boundary is the
+  kernel, see ``sandbox.py``) and runs the code.
+
+The supervisor builds each result from what it observed: the bytes on the pipes, the runner's exit status
+(SIGXCPU is the CPU limit) and its status line, which it parses strictly (anything else: ``limit: protocol``).
+After every call it kills every other process the call left behind.
 """
 
 import ast
 import ctypes
-import io
 import json
 import os
 import resource
+import select
+import signal
 import sys
 import traceback
 
-CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
-MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 0x1000, 0x2000, 0x4000, 0x40000
 BLOCKED_EVENTS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
                   "subprocess.Popen", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
                   "socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo"}
-
-
-def isolate(cfg):
-    """Namespaces and privilege drop (root only). Returns the isolation level reached."""
-    if os.geteuid() != 0:
-        return "limits"
-    libc = ctypes.CDLL(None, use_errno=True)
-    level = "limits"
-    if libc.unshare(CLONE_NEWNET | CLONE_NEWNS) == 0:
-        level = "namespaces"
-        libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
-        for d in (b"/tmp", b"/var/tmp", b"/dev/shm"):
-            libc.mount(b"tmpfs", d, b"tmpfs", 0, f"size={cfg['tmpfs_mb']}m,mode=1777".encode())
-        expose_interpreter(libc)
-    os.makedirs(cfg["workdir"], exist_ok=True)
-    os.chown(cfg["workdir"], 65534, 65534)
-    set_limits(cfg)
-    os.setgroups([])
-    os.setgid(65534)
-    os.setuid(65534)
-    return level + "+nobody"
-
-
-def expose_interpreter(libc):
-    """Let ``nobody`` read Python's own files when they sit under a private directory (e.g. /root/.pyenv).
-
-    For each ancestor that others cannot enter, mount an empty tmpfs over it (hiding the rest of it, e.g.
-    root's home) and move back only the entries that lead to the interpreter's paths.
-    """
-    needed = {os.path.realpath(p) for p in [sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path] if p}
-    needed = {p for p in needed if os.path.exists(p)}
-    closed = {}
-    for p in needed:
-        parts = p.split(os.sep)
-        for i in range(2, len(parts)):
-            anc = os.sep.join(parts[:i])
-            if not os.stat(anc).st_mode & 0o001:
-                closed.setdefault(anc, set()).add(parts[i])
-                break
-    for k, (anc, children) in enumerate(sorted(closed.items())):
-        stage = f"/tmp/.expose-{k}"
-        for child in children:
-            os.makedirs(f"{stage}/{child}")
-            libc.mount(f"{anc}/{child}".encode(), f"{stage}/{child}".encode(), None, MS_BIND | MS_REC, None)
-        libc.mount(b"tmpfs", anc.encode(), b"tmpfs", 0, b"size=1m,mode=0755")
-        for child in children:
-            os.makedirs(f"{anc}/{child}")
-            libc.mount(f"{stage}/{child}".encode(), f"{anc}/{child}".encode(), None, MS_MOVE, None)
+PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE = 38, 4
+JOB_FD, STATUS_FD = 3, 4
 
 
 def set_limits(cfg):
     mem = cfg["memory_mb"] * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     resource.setrlimit(resource.RLIMIT_FSIZE, (cfg["max_file_mb"] * 2**20,) * 2)
-    resource.setrlimit(resource.RLIMIT_NPROC, (cfg["max_procs"],) * 2)
+    resource.setrlimit(resource.RLIMIT_NPROC, (cfg["nproc"],) * 2)
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CPU, (cfg["cpu_hard_s"],) * 2)
 
 
-class Capped(io.TextIOBase):
-    """A text sink that keeps the first ``limit`` characters and counts the rest."""
-
-    def __init__(self, limit):
-        self.limit, self.parts, self.size, self.overflow_writes = limit, [], 0, 0
-
-    def write(self, s):
-        if self.size < self.limit:
-            self.parts.append(s[: self.limit - self.size])
-        elif (n := self.overflow_writes + 1) > 10_000:  # a runaway printer: stop it instead of burning its CPU
-            raise RuntimeError("output limit exceeded: the program kept printing after its output was cut")
-        else:
-            self.overflow_writes = n
-        self.size += len(s)
-        return len(s)
-
-    def text(self):
-        return "".join(self.parts)
+def drop_privileges(cfg):
+    """As root: become the sandbox's own uid (no other process has it), with no way back to privilege."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # setuid binaries grant nothing from here on
+    if cfg["uid"] is not None and os.geteuid() == 0:
+        os.chown(cfg["workdir"], cfg["uid"], cfg["uid"])
+        os.setgroups([])
+        os.setgid(cfg["uid"])
+        os.setuid(cfg["uid"])
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # same-uid code cannot read our descriptors or memory
 
 
-def audit(workdir):
+def audit(writable):
     def hook(event, args):
         if event in BLOCKED_EVENTS:
             what = "network access" if event.startswith("socket") else "starting processes" if "ctypes" not in event \
@@ -115,19 +66,49 @@ def audit(workdir):
             flags = args[2] if isinstance(args[2], int) else 0
             if any(c in mode for c in "wax+") or flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC):
                 path = os.path.realpath(os.fsdecode(args[0]))
-                if not (path == workdir or path.startswith(workdir + os.sep)):
+                if not any(path == d or path.startswith(d + os.sep) for d in writable):
                     raise PermissionError(f"writing outside the sandbox directory is not allowed: {path}")
     sys.addaudithook(hook)
 
 
-def run(code, ns, cfg, cpu_s):
-    used = resource.getrusage(resource.RUSAGE_SELF).ru_utime + resource.getrusage(resource.RUSAGE_SELF).ru_stime
-    soft = int(used + cpu_s) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.getrlimit(resource.RLIMIT_CPU)[1]))
-    out, err = Capped(cfg["max_output"]), Capped(cfg["max_output"])
-    real = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
-    ok, error = True, ""
+# ----------------------------------------------------------------------------------------------- the runner
+
+
+def runner(cfg, fds):
+    """The child that runs the code. ``fds``: (job_r, out_w, err_w, status_w) of pipes to the supervisor."""
+    job_r, out_w, err_w, status_w = fds
+    null = os.open(os.devnull, os.O_RDONLY)
+    for src, dst in ((null, 0), (out_w, 1), (err_w, 2), (job_r, JOB_FD), (status_w, STATUS_FD)):
+        os.dup2(src, dst)
+    os.closerange(STATUS_FD + 1, 1 << 16)  # the result and job channels of the supervisor among them
+    os.setpgid(0, 0)
+    sys.stdin = open(0, encoding="utf-8")
+    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    jobs = open(JOB_FD, encoding="utf-8")
+    status = open(STATUS_FD, "w", encoding="utf-8")
+    audit([os.path.realpath(d) for d in cfg["writable"]])
+    ns = {"__name__": "__main__"}
+    for line in jobs:
+        job = json.loads(line)
+        used = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+        soft = max(1, round(used + job["cpu_s"]))
+        hard = soft + 1 if not cfg["session"] else resource.getrlimit(resource.RLIMIT_CPU)[1]
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))  # a child that ignores SIGXCPU dies at hard
+        ok, error = execute(job["code"], ns, cfg["max_output"])
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except (OSError, ValueError):
+                pass
+        status.write(json.dumps({"ok": ok, "error": error}) + "\n")
+        status.flush()
+        if not cfg["session"]:
+            os._exit(0 if ok else 1)  # one call: its exit status confirms the status line
+    os._exit(0)
+
+
+def execute(code, ns, max_output):
     try:
         tree = ast.parse(code, "<sandbox>")
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
@@ -136,42 +117,154 @@ def run(code, ns, cfg, cpu_s):
             value = eval(compile(ast.Expression(last.value), "<sandbox>", "eval"), ns)
             if value is not None:
                 print(repr(value))
+        return True, ""
     except BaseException as e:  # the model must see every error, including SystemExit and MemoryError
-        ok = False
         if isinstance(e, MemoryError):
-            error = "MemoryError: the sandbox's memory limit was reached\n"
-        else:  # keep the end of a long traceback: the error line is what the model needs
-            error = "".join(traceback.format_exception(type(e), e, e.__traceback__.tb_next))
-            if len(error) > cfg["max_output"]:
-                error = "...\n" + error[-cfg["max_output"]:]
-    finally:
-        sys.stdout, sys.stderr = real
-    return {"ok": ok, "stdout": out.text(), "stderr": err.text(), "stdout_size": out.size, "stderr_size": err.size,
-            "error": error}
+            return False, "MemoryError: the sandbox's memory limit was reached\n"
+        error = "".join(traceback.format_exception(type(e), e, e.__traceback__.tb_next))
+        # keep the end of a long traceback: the error line is what the model needs
+        return False, error if len(error) <= max_output else "...\n" + error[-max_output:]
+
+
+# ------------------------------------------------------------------------------------------- the supervisor
+
+
+class Capped:
+    """Bytes from one pipe: keeps the first ``limit``, counts the rest."""
+
+    def __init__(self, limit):
+        self.limit, self.kept, self.size = limit, bytearray(), 0
+
+    def add(self, chunk):
+        if len(self.kept) < self.limit:
+            self.kept += chunk[: self.limit - len(self.kept)]
+        self.size += len(chunk)
+
+    def text(self):
+        return self.kept.decode("utf-8", errors="replace")
+
+
+def start_runner(cfg):
+    pipes = [os.pipe() for _ in range(4)]  # job, stdout, stderr, status
+    pid = os.fork()
+    if pid == 0:
+        try:
+            runner(cfg, (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]))
+        finally:
+            os._exit(70)
+    for r, w in pipes:  # keep the job pipe's write end and the three read ends
+        os.close(r if (r, w) == pipes[0] else w)
+    return pid, pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]
+
+
+def kill_strays(cfg, keep=None):
+    """Kill every process the call left behind except ``keep`` (a session's runner). Every process the supervisor
+    may signal belongs to this sandbox when it has a PID namespace or its own uid; otherwise (the weaker mode
+    without root) only the runner's process group is known to be the sandbox's."""
+    own = cfg["pid_namespace"] or cfg["uid"] is not None
+    if keep is None:
+        try:
+            os.kill(-1, signal.SIGKILL) if own else os.killpg(cfg["runner_pgid"], signal.SIGKILL)
+        except OSError:
+            pass
+        return
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (1, me, keep):
+            continue
+        try:
+            if cfg["pid_namespace"] or (_real_uid(name) == os.getuid() if own
+                                        else os.getpgid(int(name)) == cfg["runner_pgid"]):
+                os.kill(int(name), signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _real_uid(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+
+
+def serve_job(cfg, runner_fds, job_line):
+    """Forward one job to the runner, collect its output, and return the result (a dict)."""
+    pid, job_w, out_r, err_r, status_r = runner_fds
+    out, err, status = Capped(cfg["max_output"]), Capped(cfg["max_output"]), bytearray()
+    runaway = max(64 * cfg["max_output"], 1 << 20)
+    os.write(job_w, job_line)
+    pidfd = os.pidfd_open(pid)
+    streams, exit_status, limit = {out_r: out, err_r: err, status_r: None}, None, None
+    while True:
+        ready = select.select([*streams, pidfd], [], [])[0]
+        for fd in (fd for fd in ready if fd in streams):
+            chunk = os.read(fd, 65536)
+            if streams[fd] is not None:
+                streams[fd].add(chunk)
+            else:
+                status += chunk
+            if not chunk or streams[fd] is None and (cfg["session"] and b"\n" in status
+                                                     or len(status) > 16 * cfg["max_output"]):
+                del streams[fd]  # end of file, a session's status line, or more than a status line can be
+        if out.size + err.size > runaway:  # a runaway printer: stop it now, not at the CPU limit
+            os.kill(pid, signal.SIGKILL)
+            limit = "output"
+        if pidfd in ready or limit:
+            exit_status = os.waitpid(pid, 0)[1]
+            break
+        if cfg["session"] and status_r not in streams:
+            break
+    os.close(pidfd)
+    kill_strays(cfg, keep=pid if exit_status is None else None)
+    drain(out_r, out)
+    drain(err_r, err)
+    result = {"stdout": out.text(), "stderr": err.text(), "stdout_size": out.size, "stderr_size": err.size,
+              "ok": False, "error": "", "limit": limit}
+    if limit is None and exit_status is not None and os.WIFSIGNALED(exit_status):
+        sig = os.WTERMSIG(exit_status)
+        result["limit"] = {signal.SIGXCPU: "cpu", signal.SIGKILL: "killed"}.get(sig, "crash")
+        result["error"] = f"signal {sig}, {signal.Signals(sig).name}"
+    code = 0 if exit_status is None or os.WIFSIGNALED(exit_status) else os.waitstatus_to_exitcode(exit_status)
+    if not result["limit"] and code not in (0, 1):  # the runner exits 0 or 1; anything else is the code's doing
+        result["limit"], result["error"] = "crash", f"exit status {code}"
+    if result["limit"]:
+        return result
+    try:
+        # a session's call ends at its first status line; a single call's runner exits, and its last line and
+        # its exit status decide (so a forged line written before an exception changes nothing)
+        lines = bytes(status).split(b"\n")
+        parsed = json.loads(lines[0] if cfg["session"] else lines[-2] if len(lines) > 1 else b"")
+        assert isinstance(parsed, dict) and isinstance(parsed["ok"], bool) and isinstance(parsed["error"], str)
+    except (ValueError, UnicodeDecodeError, KeyError, AssertionError):
+        result["limit"] = "protocol" if status else "crash"
+        result["error"] = "" if status else f"exit status {code}"
+        return result
+    result["ok"], result["error"] = parsed["ok"] and code == 0, parsed["error"][-8 * cfg["max_output"]:]
+    return result
+
+
+def drain(fd, sink):
+    os.set_blocking(fd, False)
+    try:
+        while chunk := os.read(fd, 65536):
+            sink.add(chunk)
+    except OSError:
+        pass
 
 
 def main():
     cfg = json.loads(sys.argv[1])
-    level = isolate(cfg) if cfg["isolate"] else "limits"
-    if level == "limits":
-        set_limits(cfg)
+    set_limits(cfg)
+    drop_privileges(cfg)
     os.chdir(cfg["workdir"])
-    channel = os.fdopen(os.dup(1), "w")
-    quiet = os.open(os.devnull, os.O_WRONLY)  # raw writes to fd 1 and 2 (os.write, C code) reach no result line
-    os.dup2(quiet, 1)
-    os.dup2(quiet, 2)
-    os.close(quiet)
-    audit(os.path.realpath(cfg["workdir"]))
-    sys.stdin = io.TextIOWrapper(os.fdopen(0, "rb"))
-    channel.write(json.dumps({"ready": True, "isolation": level}) + "\n")
+    channel = sys.stdout.buffer
+    runner_fds = start_runner(cfg)
+    cfg["runner_pgid"] = runner_fds[0]
+    channel.write(json.dumps({"ready": True}).encode() + b"\n")
     channel.flush()
-    ns = {"__name__": "__main__"}
-    for line in sys.stdin:
-        job = json.loads(line)
-        result = run(job["code"], ns, cfg, job["cpu_s"])
-        channel.write(json.dumps(result) + "\n")
+    for line in sys.stdin.buffer:
+        result = serve_job(cfg, runner_fds, line)
+        channel.write(json.dumps(result).encode() + b"\n")
         channel.flush()
-        if not cfg["session"]:
+        if not cfg["session"] or result["limit"]:
             break
 
 

@@ -1,26 +1,42 @@
-"""A sandbox for model-written Python: one process per call (or per session), limits, no network.
+"""A sandbox for model-written Python, isolated by the kernel: one process tree per call (or per session).
 
-Each call runs in a fresh worker process (``_worker.py``) taken from a pre-warmed pool, so the call pays only
-the round trip (about a millisecond), not Python's start-up. The worker has:
+Each call runs in a worker (``_worker.py``) started under **bubblewrap** (``bwrap``, the sandbox Flatpak uses)
+and taken from a pre-warmed pool, so a call pays a round trip (a few milliseconds), not a start-up. What
+holds it is the kernel, not Python:
 
-- CPU time: RLIMIT_CPU per call (SIGXCPU ends it); wall time: the parent kills its process group;
-- memory: RLIMIT_AS; files: RLIMIT_FSIZE, 64 descriptors; processes: RLIMIT_NPROC, and starting processes is
-  refused by an audit hook;
-- no network: a new network namespace with no interface up (as root), and an audit hook on socket calls;
-- writes: only its own directory; as root it runs as ``nobody`` with private tmpfs mounts over /tmp, /var/tmp
-  and /dev/shm, and an audit hook refuses opens for writing elsewhere;
-- output: stdout and stderr are cut at ``max_output`` characters (a runaway printer is stopped);
-- results: read against the call's wall-time deadline, so half a line written where results are read cannot
-  hold the caller; anything but a well-formed result is an error result (``limit: "protocol"``), never an
-  exception.
+- **namespaces**: its own PID namespace with its own ``/proc`` (it sees no host process, and the whole tree
+  dies with the namespace's init when the call ends or is killed), no network (a network namespace with no
+  interface), its own IPC and UTS namespaces;
+- **files**: a read-only root holding only ``/usr``, the interpreter and its site-packages, a few ``/etc``
+  files and this worker (not the project, not ``/root`` or ``/home``); writable are only its working
+  directory ``/sandbox``, ``/tmp`` and ``/dev/shm``, private size-limited tmpfs mounts that vanish with it;
+- **identity**: as root each worker drops to a uid of its own (so it can signal no other process and read no
+  private file); without root bwrap maps it to ``nobody`` in a user namespace. ``no_new_privs`` is set;
+- **limits**: RLIMIT_CPU per call (SIGXCPU, then SIGKILL one second later), RLIMIT_AS, RLIMIT_FSIZE,
+  RLIMIT_NPROC (per uid, so per sandbox as root) and 64 descriptors, inherited by every child;
+- **wall time**: the parent kills the worker at the call's deadline, and the namespace takes every process
+  with it;
+- **results**: the code runs in a child of the worker's supervisor and never holds the result channel; the
+  parent reads that channel against the call's deadline, and anything but a well-formed result is an error
+  result (``limit: "protocol"``), never an exception;
+- **defence in depth**: an audit hook refuses subprocesses, sockets, ctypes and writes outside the writable
+  directories (code can remove the hook; the kernel boundary stays).
+
+Where the kernel refuses namespaces (no bwrap, or no user namespaces without root) ``Sandbox`` refuses to start,
+unless ``isolation="rlimits-only"`` opts in, by name, to a weaker mode: rlimits, the audit hook, the
+supervisor split and (as root) an own uid, but the host's files stay readable, there is no network or PID
+isolation, and a child that starts a new session may outlive its call. Every result's ``meta["isolation"]``
+names the mode that ran.
 
 Sessions (``session_id``) keep one worker and its globals across calls, as the TIR papers' Python tools do;
-a session idle for ``idle_timeout_s`` is closed.
+processes a call starts are killed when it returns, and a session idle for ``idle_timeout_s`` is closed.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
+import itertools
 import json
 import os
 import select
@@ -31,15 +47,23 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 import weakref
 from collections import deque
-from dataclasses import asdict, dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
+from agentkit.errors import AgentkitError
 from agentkit.tools.base import ToolResult
 
 WORKER = str(Path(__file__).with_name("_worker.py"))
 _OPEN: weakref.WeakSet[Sandbox] = weakref.WeakSet()  # closed at interpreter exit: no worker or directory left
+_IN_SANDBOX_WORKER = "/run/agentkit/worker.py"
+_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/alternatives", "/etc/fonts",
+        "/etc/matplotlibrc")
+_UIDS = itertools.count()
 
 
 @atexit.register
@@ -48,14 +72,20 @@ def _close_open_sandboxes() -> None:
         sandbox.close(timeout_s=10.0)
 
 
+class SandboxUnavailable(AgentkitError):
+    """Kernel isolation cannot run here, and the weaker mode was not chosen."""
+
+
 @dataclass
 class SandboxConfig:
     """Limits of one sandboxed call.
 
-    cpu_s / wall_s: CPU and wall-clock seconds per call. memory_mb: address-space limit. max_output: characters
-    kept of stdout and of stderr. max_file_mb: largest file it may write. max_procs: process/thread limit.
-    pool_size: workers kept warm. idle_timeout_s: sessions unused this long are closed. isolate: use namespaces
-    and drop to nobody when running as root.
+    cpu_s / wall_s: CPU and wall-clock seconds per call. memory_mb: address-space limit per process.
+    max_output: bytes kept of stdout and of stderr. max_file_mb: largest file it may write. max_procs:
+    process/thread limit. tmpfs_mb: size of each private writable mount. pool_size: workers kept warm.
+    idle_timeout_s: sessions unused this long are closed. isolation: "kernel" (bubblewrap namespaces, the
+    default) or "rlimits-only", the weaker mode, which must be chosen by name (here, or for every sandbox a
+    program starts, with the environment variable ``AGENTKIT_SANDBOX_ISOLATION=rlimits-only``).
     """
 
     cpu_s: float = 5.0
@@ -63,40 +93,148 @@ class SandboxConfig:
     memory_mb: int = 1024
     max_output: int = 4000
     max_file_mb: int = 16
-    max_procs: int = 256
+    max_procs: int = 64
     tmpfs_mb: int = 64
     pool_size: int = 2
     idle_timeout_s: float = 300.0
-    isolate: bool = True
+    isolation: Literal["kernel", "rlimits-only"] = field(
+        default_factory=lambda: os.environ.get("AGENTKIT_SANDBOX_ISOLATION", "kernel"))
+
+    def __post_init__(self) -> None:
+        if self.isolation not in ("kernel", "rlimits-only"):
+            raise ValueError(f"isolation must be 'kernel' or 'rlimits-only', not {self.isolation!r}")
+        for name in ("cpu_s", "wall_s", "memory_mb", "max_output", "max_file_mb", "max_procs", "tmpfs_mb",
+                     "idle_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, not {getattr(self, name)!r}")
+        if self.pool_size < 0:
+            raise ValueError(f"pool_size must be >= 0, not {self.pool_size!r}")
+
+
+def _interpreter_paths() -> list[str]:
+    """The directories the worker's interpreter needs (its prefixes; site-packages live inside them)."""
+    paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    paths.add(os.path.dirname(os.path.realpath(sys.executable)))
+    paths = sorted(p for p in paths if os.path.isdir(p) and not p.startswith("/usr/"))
+    return [p for p in paths if not any(p.startswith(q + os.sep) for q in paths if q != p)]
+
+
+def _private_interpreter() -> str | None:
+    """The first directory on the way to the interpreter that other users cannot enter or read, if any."""
+    for p in _interpreter_paths():
+        parts = p.split(os.sep)
+        for i in range(2, len(parts) + 1):
+            anc = os.sep.join(parts[:i])
+            if not os.stat(anc).st_mode & (0o005 if i == len(parts) else 0o001):
+                return anc
+    return None
+
+
+def bwrap_argv(cfg: SandboxConfig, as_root: bool) -> list[str]:
+    """bubblewrap's arguments for one worker (everything before the command)."""
+    argv = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    if not as_root:  # a user namespace: the worker is nobody there and holds no capability
+        argv += ["--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for d in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(d):
+            argv += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            argv += ["--ro-bind", d, d]
+    for f in _ETC:
+        argv += ["--ro-bind-try", f, f]
+    made: set[str] = {"/", "/usr"}
+    for p in [*_interpreter_paths(), os.path.dirname(_IN_SANDBOX_WORKER)]:
+        parts = p.split(os.sep)
+        for i in range(2, len(parts) + (p == os.path.dirname(_IN_SANDBOX_WORKER))):
+            anc = os.sep.join(parts[:i])
+            if anc not in made:  # parents bwrap would otherwise create with the host's (maybe private) modes
+                argv += ["--perms", "0755", "--dir", anc]
+                made.add(anc)
+        if p != os.path.dirname(_IN_SANDBOX_WORKER):
+            argv += ["--ro-bind", p, p]
+    argv += ["--ro-bind", WORKER, _IN_SANDBOX_WORKER, "--proc", "/proc", "--dev", "/dev"]
+    size = str(cfg.tmpfs_mb * 2**20)
+    for d, mode in (("/tmp", "1777"), ("/dev/shm", "1777"), ("/sandbox", "0700" if as_root else "0777")):
+        argv += ["--size", size, "--perms", mode, "--tmpfs", d]
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/sandbox", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+           "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLCONFIGDIR": "/tmp"}
+    argv += ["--remount-ro", "/", "--chdir", "/sandbox", "--clearenv"]
+    for k, v in env.items():
+        argv += ["--setenv", k, v]
+    return argv
+
+
+@functools.cache
+def kernel_isolation_error() -> str | None:
+    """Why kernel isolation cannot run here (None when it can): tried once per process with a real worker
+    command."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    cmd = bwrap_argv(SandboxConfig(), os.geteuid() == 0) + [sys.executable, "-I", "-c", "pass"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bubblewrap failed to start: {e}"
+    if r.returncode != 0:
+        return f"bubblewrap cannot create the sandbox here: {(r.stderr.strip().splitlines() or ['?'])[-1]}"
+    return None
+
+
+def _next_uid() -> int:
+    """A uid no other process has: one per worker, from a range of 10^4 per host process (as root only)."""
+    return 1_000_000_000 + (os.getpid() % 100_000) * 10_000 + next(_UIDS) % 10_000
+
+
+def _processes_of(uid: int) -> int:
+    n = 0
+    for name in os.listdir("/proc"):
+        try:
+            n += name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid
+        except OSError:
+            pass
+    return n
 
 
 class _Worker:
     def __init__(self, cfg: SandboxConfig, session: bool):
-        self.workdir = tempfile.mkdtemp(prefix="agentkit-sbx-")
-        wcfg = {**asdict(cfg), "workdir": self.workdir, "session": session, "cpu_hard_s": int(cfg.cpu_s * 1000) + 1}
+        as_root = os.geteuid() == 0
+        kernel = cfg.isolation == "kernel"
+        self.workdir = None if kernel else tempfile.mkdtemp(prefix="agentkit-sbx-")
+        workdir = "/sandbox" if kernel else self.workdir
+        uid = _next_uid() if as_root else None
+        # RLIMIT_NPROC counts every process of the uid: an own uid starts at zero, a shared one does not
+        nproc = cfg.max_procs if as_root else _processes_of(os.getuid()) + cfg.max_procs
+        wcfg = {**asdict(cfg), "workdir": workdir, "writable": [workdir, "/tmp"] if kernel else [workdir],
+                "session": session, "cpu_hard_s": int(cfg.cpu_s * 1000) + 1, "uid": uid, "nproc": nproc,
+                "pid_namespace": kernel}
         env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-               "HOME": self.workdir, "LANG": "C.UTF-8"}
-        self.proc = subprocess.Popen([sys.executable, "-I", WORKER, json.dumps(wcfg)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                     start_new_session=True, bufsize=0)
-        self.isolation = "unknown"
+               "HOME": workdir, "LANG": "C.UTF-8"}
+        if kernel:
+            cmd = [*bwrap_argv(cfg, as_root), sys.executable, "-I", _IN_SANDBOX_WORKER, json.dumps(wcfg)]
+        else:
+            cmd = [sys.executable, "-I", WORKER, json.dumps(wcfg)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, cwd=self.workdir, start_new_session=True, bufsize=0)
+        self.isolation = cfg.isolation
         self.last_used = time.monotonic()
         self.lock = threading.Lock()
         # the longest honest result line: stdout, stderr and error text cut at max_output, JSON-escaped
-        self.max_line = 64 * 1024 + 3 * 6 * 4 * cfg.max_output
+        self.max_line = 64 * 1024 + 6 * 10 * cfg.max_output
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         line = self._readline(timeout)
         try:
-            self.isolation = json.loads(line)["isolation"]
-        except (TypeError, ValueError, KeyError):
+            assert json.loads(line)["ready"] is True
+        except (TypeError, ValueError, KeyError, AssertionError):
             self.kill()
             raise RuntimeError("the sandbox worker failed to start") from None
 
     def _readline(self, timeout: float) -> bytes | None:
         """One line from the worker, read against a deadline: None when the deadline passes first (however
-        the line arrives: a program that writes half a line and sleeps cannot hold the read), b"" at end of
-        file, the bytes read so far (no newline) when the line grows past ``max_line``."""
+        the line arrives), b"" at end of file, the bytes read so far (no newline) when the line grows past
+        ``max_line``."""
         fd, buf = self.proc.stdout.fileno(), bytearray()
         deadline = time.monotonic() + timeout
         while b"\n" not in buf and len(buf) <= self.max_line:
@@ -122,22 +260,23 @@ class _Worker:
             self.kill()
             return ToolResult(f"Error: wall-time limit of {cfg.wall_s:g} s exceeded; the process was killed.",
                               ok=False, meta={**meta, "limit": "wall"})
-        if not line:
-            code_ = self.proc.wait(timeout=5)
-            why = {-signal.SIGXCPU: ("cpu", f"CPU-time limit of {cfg.cpu_s:g} s exceeded"),
-                   -signal.SIGKILL: ("killed", "the process was killed (memory or CPU hard limit)")}.get(
-                code_, ("crash", f"the process died (exit status {code_})"))
-            return ToolResult(f"Error: {why[1]}.", ok=False, meta={**meta, "limit": why[0]})
         try:
             r = json.loads(line)
-            out = _with_cut(r["stdout"], r["stdout_size"]) + _with_cut(r["stderr"], r["stderr_size"]) + r["error"]
+            out = _with_cut(r["stdout"], r["stdout_size"]) + _with_cut(r["stderr"], r["stderr_size"])
             truncated = r["stdout_size"] > cfg.max_output or r["stderr_size"] > cfg.max_output
-            return ToolResult(out, ok=r["ok"] is True, meta={**meta, "truncated": truncated})
-        except (ValueError, TypeError, KeyError):  # garbage written where results are read: never an exception
+            limit = r["limit"]
+        except (ValueError, TypeError, KeyError):  # the worker died, or its supervisor was replaced: no exception
             self.kill()
-            return ToolResult("Error: the sandbox returned an unreadable result (the program wrote to the "
-                              "sandbox's result channel); the process was killed.", ok=False,
-                              meta={**meta, "limit": "protocol"})
+            return ToolResult("Error: the sandbox's supervisor died or returned an unreadable result; the "
+                              "process was killed.", ok=False, meta={**meta, "limit": "crash"})
+        if limit is None:
+            return ToolResult(out + r["error"], ok=r["ok"] is True, meta={**meta, "truncated": truncated})
+        why = {"cpu": f"CPU-time limit of {cfg.cpu_s:g} s exceeded",
+               "killed": "the process was killed (CPU hard limit)",
+               "output": f"the program printed more than {max(64 * cfg.max_output, 2**20)} bytes and was stopped",
+               "protocol": "the program wrote an unreadable status to the sandbox's status pipe",
+               "crash": f"the process died ({r['error'] or 'no status'})"}[limit]
+        return ToolResult(f"{out}Error: {why}.", ok=False, meta={**meta, "limit": limit, "truncated": truncated})
 
     def kill(self) -> None:
         try:
@@ -145,7 +284,8 @@ class _Worker:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def _with_cut(text: str, size: int) -> str:
@@ -162,12 +302,26 @@ class Sandbox:
 
     def __init__(self, config: SandboxConfig | None = None):
         self.config = config or SandboxConfig()
+        if self.config.isolation == "kernel" and (why := kernel_isolation_error()):
+            raise SandboxUnavailable(
+                f"{why}. The python sandbox needs kernel isolation (bubblewrap namespaces); install bubblewrap "
+                "and allow user namespaces (sysctl kernel.unprivileged_userns_clone=1), or opt in to the weaker "
+                "mode with AGENTKIT_SANDBOX_ISOLATION=rlimits-only (tool-server: --isolation rlimits-only): no file, "
+                "network or PID isolation")
+        if self.config.isolation == "rlimits-only" and os.geteuid() == 0 and (hidden := _private_interpreter()):
+            raise SandboxUnavailable(
+                f"the 'rlimits-only' sandbox runs code as its own uid, which cannot read the interpreter under "
+                f"{hidden}", "use the kernel isolation (install bubblewrap) or a Python that others may read")
+        if self.config.isolation == "rlimits-only":
+            warnings.warn("the python sandbox runs in the weaker 'rlimits-only' mode: sandboxed code can read "
+                          "this machine's files and see its processes", stacklevel=2)
         self._pool: deque[_Worker] = deque()
         self._sessions: dict[str, _Worker] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._pending = self.config.pool_size  # workers being started for the pool
         self._tasks: set[threading.Thread] = set()  # background reaping and refilling
+        self._starter = ThreadPoolExecutor(1, thread_name_prefix="sandbox-start")
         for _ in range(self.config.pool_size):
             self._refill()
         self._reaper = threading.Thread(target=self._reap, daemon=True)
@@ -175,7 +329,9 @@ class Sandbox:
         _OPEN.add(self)
 
     def _spawn(self, session: bool) -> _Worker:
-        w = _Worker(self.config, session)
+        # bwrap's --die-with-parent follows the thread that started it: start every worker from one thread that
+        # lives as long as the sandbox, or a worker started by a finished refill thread would die with it
+        w = self._starter.submit(_Worker, self.config, session).result()
         w.wait_ready()
         return w
 
@@ -209,7 +365,12 @@ class Sandbox:
 
     def _take(self) -> _Worker:
         with self._lock:
-            w = self._pool.popleft() if self._pool else None
+            w = None
+            while self._pool and w is None:  # a worker that died while idle (killed from outside) is skipped
+                w = self._pool.popleft()
+                if w.proc.poll() is not None:
+                    self._background(w.kill)
+                    w = None
             missing = max(0, self.config.pool_size - len(self._pool) - self._pending)
             self._pending += missing
         for _ in range(missing):  # keep the pool warm in the background
@@ -268,6 +429,7 @@ class Sandbox:
                 break
             for t in tasks:
                 t.join(max(0.0, deadline - time.monotonic()))
+        self._starter.shutdown(wait=False)
         _OPEN.discard(self)
 
     def __enter__(self) -> Sandbox:

@@ -1,7 +1,8 @@
-"""``agentkit bench sandbox``: latency of a sandboxed ``print(1+1)`` against a fresh ``python -c`` process.
+"""``agentkit bench sandbox``: latency of a sandboxed ``print(1+1)`` against a fresh ``python -c`` process and
+a bare ``bwrap … python -c`` (the same namespaces and mounts, started per call, with no pool and no limits).
 
-Both run ``print(1+1)`` ``n`` times one after another and report p50/p95 in milliseconds. The sandbox keeps a
-pool of pre-started, already isolated workers, so a call costs a round trip instead of an interpreter start.
+Each runs ``print(1+1)`` ``n`` times one after another and reports p50/p95 in milliseconds. The sandbox keeps a
+pool of pre-started, already isolated workers, so a call costs a round trip instead of a start-up.
 """
 
 from __future__ import annotations
@@ -19,14 +20,24 @@ def _percentiles(xs: list[float]) -> dict[str, float]:
     return {"p50_ms": round(1000 * xs[len(xs) // 2], 2), "p95_ms": round(1000 * xs[int(len(xs) * 0.95) - 1], 2)}
 
 
-def run(n: int = 50, pool_size: int = 4) -> dict:
-    from agentkit.tools.sandbox import Sandbox, SandboxConfig
-
-    fresh = []
+def _timed(cmd: list[str], n: int) -> list[float]:
+    times = []
     for _ in range(n):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "print(1+1)"], capture_output=True, check=True)
-        fresh.append(time.perf_counter() - t)
+        out = subprocess.run(cmd, capture_output=True, check=True, text=True).stdout
+        times.append(time.perf_counter() - t)
+        assert out == "2\n", out
+    return times
+
+
+def run(n: int = 50, pool_size: int = 4) -> dict:
+    import os
+
+    from agentkit.tools.sandbox import Sandbox, SandboxConfig, bwrap_argv, kernel_isolation_error
+
+    fresh = _timed([sys.executable, "-c", "print(1+1)"], n)
+    bare = None if kernel_isolation_error() else \
+        _timed([*bwrap_argv(SandboxConfig(), os.geteuid() == 0), sys.executable, "-c", "print(1+1)"], n)
     pooled, isolation = [], ""
     with Sandbox(SandboxConfig(pool_size=pool_size)) as sb:
         time.sleep(2)  # let the pool warm up, as a long-running server's would be
@@ -37,8 +48,11 @@ def run(n: int = 50, pool_size: int = 4) -> dict:
             assert r.output == "2\n", r
             isolation = r.meta["isolation"]
             time.sleep(0.05)  # calls arrive spaced, as between model turns; the pool refills in between
-    res = {"n": n, "isolation": isolation, "sandbox": _percentiles(pooled), "python_c": _percentiles(fresh)}
+    res = {"n": n, "isolation": isolation, "sandbox": _percentiles(pooled), "python_c": _percentiles(fresh),
+           "bwrap_python_c": _percentiles(bare) if bare else None}
     res["speedup_p50"] = round(res["python_c"]["p50_ms"] / res["sandbox"]["p50_ms"], 1)
+    if bare:
+        res["speedup_vs_bwrap_p50"] = round(res["bwrap_python_c"]["p50_ms"] / res["sandbox"]["p50_ms"], 1)
     return res
 
 
@@ -48,5 +62,8 @@ def main(n: int = 50, out: str | None = None) -> int:
     print(f"\nprint(1+1): sandbox p50 {res['sandbox']['p50_ms']} ms (p95 {res['sandbox']['p95_ms']}), "
           f"fresh `python -c` p50 {res['python_c']['p50_ms']} ms (p95 {res['python_c']['p95_ms']}); "
           f"{res['speedup_p50']}x faster, isolation: {res['isolation']}")
+    if res["bwrap_python_c"]:
+        print(f"bare `bwrap … python -c` p50 {res['bwrap_python_c']['p50_ms']} ms "
+              f"(p95 {res['bwrap_python_c']['p95_ms']}); the sandbox is {res['speedup_vs_bwrap_p50']}x faster")
     write_json(out, res)
     return 0

@@ -4,6 +4,7 @@ import os
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -73,8 +74,10 @@ def _accept(server):
 
 def test_writes_are_confined(sandbox, tmp_path):
     target = tmp_path / "escaped.txt"
-    r = sandbox.run(f"open({str(target)!r}, 'w').write('x')")
-    assert not r.ok and "PermissionError" in r.output and not target.exists()
+    r = sandbox.run(f"open({str(target)!r}, 'w').write('x')")  # the sandbox's /tmp is its own: no such directory
+    assert not r.ok and "FileNotFoundError" in r.output and not target.exists()
+    r = sandbox.run("open('/var/escaped.txt', 'w').write('x')")  # the audit hook refuses first
+    assert not r.ok and "PermissionError" in r.output and not os.path.exists("/var/escaped.txt")
     r = sandbox.run(f"import os\nfd = os.open({str(target)!r}, os.O_WRONLY | os.O_CREAT)")
     assert not r.ok and not target.exists()
     r = sandbox.run("open('inside.txt', 'w').write('ok')\nprint(open('inside.txt').read())")
@@ -114,27 +117,178 @@ def test_python_tool_protocol(sandbox):
     assert not tool(code="").ok and not tool(cmd="x").ok
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and the drop to nobody need root")
-def test_isolation_level_as_root(sandbox):
-    r = sandbox.run("import os\nprint(os.getuid())")
-    assert r.output == "65534\n" and r.meta["isolation"] == "namespaces+nobody"
+def test_isolation_is_the_kernels(sandbox):
+    """Its own uid (as root) or nobody, its own PID namespace, no view of the host's processes or files."""
+    r = sandbox.run("import os\nprint(os.getuid(), os.getpid(), os.getcwd(), sorted(os.listdir('/proc'))[:0])")
+    uid, pid, cwd, _ = r.output.split(" ", 3)
+    assert r.ok and r.meta["isolation"] == "kernel" and cwd == "/sandbox"
+    assert int(uid) not in (0, os.getuid()) and int(pid) <= 4  # init (bwrap), supervisor, runner
+    r = sandbox.run(f"import os\nprint(os.path.exists('/proc/{os.getpid()}'), os.path.exists({__file__!r}))")
+    assert r.output == "False False\n"
 
 
 def test_sandbox_bench_runs():
     from agentkit.eval.bench.sandbox import run
 
     res = run(n=3, pool_size=1)
-    assert res["sandbox"]["p50_ms"] > 0 and res["python_c"]["p50_ms"] > 0 and res["isolation"]
+    assert res["sandbox"]["p50_ms"] > 0 and res["python_c"]["p50_ms"] > 0 and res["bwrap_python_c"]["p50_ms"] > 0
+    assert res["isolation"] == "kernel"
 
 
-# The worker's result channel is a descriptor of the sandboxed process itself: code can find it by number.
-CHANNEL_ATTACK = """import os, time
-for fd in [1] + list(range(3, 64)):
+# Attacks on the boundary. Each first removes the audit hook's checks, as any program can (the hook is defence in
+# depth only): what stops it must be the kernel. Each of these escaped on the sandbox before kernel isolation.
+BYPASS = """import gc
+for _o in gc.get_objects():
+    if isinstance(_o, set) and "subprocess.Popen" in _o:
+        _o.clear()
+"""
+
+
+def _alive(marker: str) -> list[str]:
+    """Command lines of host processes that contain ``marker``."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmd and pid != str(os.getpid()):
+            found.append(cmd)
+    return found
+
+
+def _gone(marker: str, seconds: float = 3.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(marker)
+
+
+def test_hook_bypass_then_subprocess_in_a_new_session_dies_with_the_call(sandbox):
+    marker = f"sbx-orphan-{os.getpid()}"
+    code = BYPASS + f"import subprocess\nsubprocess.Popen(['/bin/sh', '-c', 'sleep 30; echo {marker}'], " \
+                    "start_new_session=True)\nprint('started')"
+    r = sandbox.run(code)
+    assert r.output == "started\n"  # the hook is gone: the kernel allowed the process inside the sandbox
+    assert _gone(marker), _alive(marker)
+
+
+def test_a_child_that_ignores_sigxcpu_dies_at_the_hard_limit_and_with_the_call(sandbox):
+    marker = f"sbx-spinner-{os.getpid()}"
+    spin = f"import signal; signal.signal(signal.SIGXCPU, signal.SIG_IGN); x = '{marker}'\nwhile True: pass"
+    start = BYPASS + f"import subprocess, sys, time\np = subprocess.Popen([sys.executable, '-c', {spin!r}])\n"
+    r = sandbox.run(start + "time.sleep(2.7)\nprint(p.poll())")  # CPU limit 1 s: SIGKILL at the hard limit, 2 s
+    assert r.ok and r.output == "-9\n", r.output
+    r = sandbox.run(start + "time.sleep(0.5)")
+    assert r.ok and _gone(marker), _alive(marker)
+    # in a session the call's processes die too, while the session's own state survives
+    assert sandbox.run("keep = 1", session_id="spin").ok
+    assert sandbox.run(start + "time.sleep(0.5)", session_id="spin").ok
+    assert _gone(marker), _alive(marker)
+    assert sandbox.run("keep + 1", session_id="spin").output == "2\n"
+    sandbox.close_session("spin")
+
+
+def test_writes_outside_fail_in_the_kernel(sandbox, tmp_path):
+    """mkdir and dir_fd writes (the audit hook never saw them) into writable host places: read-only root."""
+    target = f"/run/lock/sbx-{os.getpid()}"
+    code = BYPASS + f"""import os
+errors = []
+for attempt in (lambda: os.mkdir({target!r}), lambda: os.mkdir({str(tmp_path / 'd')!r}),
+                lambda: os.open({os.path.basename(target) + "-fd"!r}, os.O_WRONLY | os.O_CREAT,
+                                dir_fd=os.open('/run/lock', os.O_RDONLY)),
+                lambda: os.open('/usr/sbx-x', os.O_WRONLY | os.O_CREAT)):
+    try:
+        attempt()
+        errors.append('wrote')
+    except OSError as e:
+        errors.append(type(e).__name__)
+print(errors)"""
+    r = sandbox.run(code)
+    assert r.ok and "wrote" not in r.output, r.output
+    assert not os.path.exists(target) and not (tmp_path / "d").exists() and not os.path.exists(target + "-fd")
+
+
+def test_no_secret_of_the_host_is_readable(sandbox):
+    """The host's command lines (an API key), /etc/shadow, a private file at home and the project's files."""
+    secret = Path.home() / f".agentkit-secret-{os.getpid()}"
+    secret.write_text("s3cret")
+    secret.chmod(0o600)
+    try:
+        r = sandbox.run(_SECRETS.replace("PATHS", repr(("/etc/shadow", str(secret), os.path.abspath(__file__)))))
+    finally:
+        secret.unlink()
+    assert r.ok and r.output == "False\nrefused\nrefused\nrefused\n", r.output
+
+
+_SECRETS = BYPASS + """import os
+seen = []
+for pid in filter(str.isdigit, os.listdir('/proc')):
+    try:
+        seen.append(open(f'/proc/{pid}/cmdline', 'rb').read())
+    except OSError:
+        pass
+print(any(b'pytest' in c for c in seen))
+for path in PATHS:
+    try:
+        print(bool(open(path).read(1)))
+    except OSError:
+        print('refused')"""
+
+
+def test_one_call_cannot_kill_other_sandboxes(sandbox):
+    """``kill -1`` reached every sandbox of the shared uid, the warm pool and other sessions among them."""
+    assert sandbox.run("state = 'kept'", session_id="victim").ok
+    r = sandbox.run(BYPASS + "import os, signal\nos.kill(-1, signal.SIGKILL)")
+    assert not r.ok  # it kills its own supervisor at most
+    assert sandbox.run("state", session_id="victim").output == "'kept'\n"
+    sandbox.close_session("victim")
+
+
+def test_the_result_channel_is_not_inherited(sandbox):
+    """The code holds neither end of its worker's channels to the parent, and cannot reach them through
+    ``/proc/<supervisor>/fd`` (``dir_fd`` gets past the audit hook's path check; the kernel refuses)."""
+    code = BYPASS + """import os
+inodes = set()
+for fd in range(64):
+    try:
+        inodes.add(os.fstat(fd).st_ino)
+    except OSError:
+        pass
+reached = []
+for pid in filter(str.isdigit, os.listdir('/proc')):
+    try:
+        d = os.open(f'/proc/{pid}/fd', os.O_RDONLY)
+    except OSError:
+        continue
+    for fd in range(64):
+        try:
+            os.close(os.open(str(fd), os.O_WRONLY, dir_fd=d))
+            reached.append((int(pid), fd))
+        except OSError:
+            pass
+print(sorted(inodes), [r for r in reached if r[0] != os.getpid()])"""
+    assert sandbox.run("x = 1", session_id="chan").ok
+    worker = sandbox._sessions["chan"]
+    channels = {os.fstat(worker.proc.stdout.fileno()).st_ino, os.fstat(worker.proc.stdin.fileno()).st_ino}
+    r = sandbox.run(code, session_id="chan")
+    sandbox.close_session("chan")
+    inodes, reached = r.output.rsplit("] [", 1)
+    assert r.ok and reached == "]\n", r.output
+    assert not channels & {int(x) for x in inodes.strip("[").split(", ")}, (channels, inodes)
+
+
+# A forged result: the code writes a well-formed result line to every descriptor it holds (fd 4 is the status
+# pipe its supervisor reads, not the result channel), then fails.
+FORGE = """import os, time
+for fd in range(1, 64):
     try:
         os.write(fd, {payload!r})
     except OSError:
         pass
 {after}"""
+FORGED = b'{"ok": true, "error": "", "stdout": "FORGED", "stderr": "", "stdout_size": 6, "stderr_size": 0}\n'
 
 
 def _bounded(fn, seconds: float):
@@ -147,28 +301,56 @@ def _bounded(fn, seconds: float):
     return out[0]
 
 
-def test_a_partial_line_on_the_channel_cannot_outlive_the_wall_limit(sandbox):
-    """Code writes half a result line where the parent reads results, then sleeps: the parent's read has the
-    call's deadline (it used to block in readline for ever)."""
-    code = CHANNEL_ATTACK.format(payload=b'{"ok": tr', after="time.sleep(60)")
-    r = _bounded(lambda: sandbox.run(code), 3 + 5)
+def test_a_forged_result_changes_nothing(sandbox):
+    r = sandbox.run(FORGE.format(payload=FORGED, after="1/0"))
+    assert not r.ok and "ZeroDivisionError" in r.output
+    r = sandbox.run(FORGE.format(payload=FORGED, after="import sys; sys.stdout.flush(); os._exit(3)"))
+    assert not r.ok and r.meta["limit"] == "crash"
+
+
+def test_a_partial_line_cannot_outlive_the_wall_limit(sandbox):
+    """Half a line, then sleep: the reads all have the call's deadline (the parent's read used to block)."""
+    r = _bounded(lambda: sandbox.run(FORGE.format(payload=b'{"ok": tr', after="time.sleep(60)")), 3 + 5)
     assert not r.ok and r.meta["limit"] == "wall"
     assert sandbox.run("print('alive')").output == "alive\n"
 
 
-def test_garbage_on_the_channel_is_an_error_result(sandbox):
-    """Garbage where the parent reads results is an error result, never an exception from the tool."""
-    for payload, after in ((b"garbage\n", ""), (b"\xff" * 70_000, "time.sleep(0.5)"), (b"[1, 2]\n", "")):
-        code = CHANNEL_ATTACK.format(payload=payload, after=after)
-        r = _bounded(lambda code=code: sandbox.run(code), 3 + 5)
-        assert not r.ok and r.meta["limit"] == "protocol" and "unreadable result" in r.output
+def test_garbage_is_an_error_result_never_an_exception(sandbox):
+    for payload, after in ((b"garbage\n", "os._exit(0)"), (b"\xff" * 70_000, "time.sleep(0.5); os._exit(0)"),
+                           (b"[1, 2]\n", "os._exit(0)")):
+        r = _bounded(lambda p=payload, a=after: sandbox.run(FORGE.format(payload=p, after=a)), 3 + 5)
+        assert not r.ok and r.meta["limit"] == "protocol" and "unreadable status" in r.output, r
+    # in a session the first status line ends the call: garbage there resets the session, nothing else
+    assert sandbox.run("x = 1", session_id="g").ok
+    r = sandbox.run(FORGE.format(payload=b"garbage\n", after="time.sleep(0.2)"), session_id="g")
+    assert not r.ok and r.meta["limit"] == "protocol" and r.meta["session_reset"]
     assert sandbox.run("print('alive')").output == "alive\n"
 
 
-def test_raw_writes_to_stdout_do_not_reach_the_channel(sandbox):
-    """``os.write(1, …)`` (C extensions print this way too) cannot forge a result line."""
-    r = sandbox.run("import os\nos.write(1, b'{\"ok\": true, \"stdout\": \"FORGED\"}\\n')\nprint('real')")
-    assert r.ok and r.output == "real\n"
+def test_the_weaker_mode_is_refused_unless_chosen_by_name(monkeypatch):
+    import shutil
+
+    from agentkit.tools import sandbox as sbx
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)  # a machine without bubblewrap
+    sbx.kernel_isolation_error.cache_clear()
+    try:
+        with pytest.raises(sbx.SandboxUnavailable, match="bubblewrap is not installed.*rlimits-only"):
+            Sandbox(SandboxConfig(pool_size=0))
+        if os.geteuid() == 0 and sbx._private_interpreter():  # its own uid could not even import the stdlib
+            with pytest.raises(sbx.SandboxUnavailable, match="cannot read the interpreter"):
+                Sandbox(SandboxConfig(pool_size=0, isolation="rlimits-only"))
+            return
+        with pytest.warns(UserWarning, match="rlimits-only"):
+            sb = Sandbox(SandboxConfig(pool_size=1, isolation="rlimits-only", wall_s=5))
+        with sb:
+            r = sb.run("print(6 * 7)")
+            assert r.output == "42\n" and r.meta["isolation"] == "rlimits-only"
+            assert "not allowed" in sb.run("import subprocess\nsubprocess.run(['true'])").output
+    finally:
+        sbx.kernel_isolation_error.cache_clear()
+    with pytest.raises(ValueError, match="isolation"):
+        SandboxConfig(isolation="none")
 
 
 def test_the_pool_holds_its_size_under_a_burst():
@@ -195,12 +377,14 @@ def test_no_worker_or_directory_outlives_the_process(tmp_path):
     import sys
 
     script = ("from agentkit.tools.sandbox import Sandbox, SandboxConfig\n"
-              "sb = Sandbox(SandboxConfig(pool_size=2, wall_s=1, cpu_s=1))\n"
+              "sb = Sandbox(SandboxConfig(pool_size=2, wall_s=1, cpu_s=1, memory_mb=513))\n"
               "for code in ['print(1)', 'import time; time.sleep(5)', 'while True: pass', 'print(2)']:\n"
               "    sb.run(code)\n"
               "sb.run('x = 1', session_id='s')\n")
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("agentkit-sbx-")] == []
-    alive = subprocess.run(["pgrep", "-f", f"{tmp_path}/agentkit-sbx-"], capture_output=True, text=True).stdout
-    assert alive.strip() == ""
+    from agentkit.tools.sandbox import _private_interpreter
+
+    for isolation in ("kernel",) if os.geteuid() == 0 and _private_interpreter() else ("kernel", "rlimits-only"):
+        env = {**os.environ, "TMPDIR": str(tmp_path), "AGENTKIT_SANDBOX_ISOLATION": isolation}
+        subprocess.run([sys.executable, "-W", "ignore", "-c", script], env=env, check=True, timeout=120)
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith("agentkit-sbx-")] == []
+        assert _gone('"memory_mb": 513', 5), isolation  # the marker in the workers' command lines

@@ -110,6 +110,87 @@ def test_search_server_matches_local(tmp_path):
         assert not remote(query="").ok
 
 
+def test_a_busy_server_answers_health_and_503_with_retry_after():
+    """Every slot busy and the queue's wait over: 503 with Retry-After, not silence; /health answers meanwhile."""
+    from agentkit.tool_servers.app import build_app
+    from agentkit.tools.python import PythonTool
+
+    tool = PythonTool(SandboxConfig(pool_size=1, wall_s=5))
+    try:
+        with serve_in_thread(build_app(tool, max_concurrency=1, queue_timeout_s=0.5)) as url:
+            slow = threading.Thread(target=_post, args=(url + "/v1/call", {"arguments": {"code": "import time\ntime.sleep(3)"}}))
+            slow.start()
+            time.sleep(0.5)
+            t = time.perf_counter()
+            with urllib.request.urlopen(url + "/health", timeout=5) as r:
+                assert r.status == 200 and time.perf_counter() - t < 1
+            req = urllib.request.Request(url + "/v1/call", data=b'{"arguments": {"code": "1"}}',
+                                         headers={"Content-Type": "application/json"})
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(req, timeout=10)
+            assert e.value.code == 503 and e.value.headers["Retry-After"] == "1"
+            assert json.loads(e.value.read())["error"]["type"] == "server_busy"
+            slow.join()
+    finally:
+        tool.close()
+
+
+# Hostile code through `agentkit tool-server python` started as a user would, an API key on its command line.
+PARTIAL = "import os, time\nfor fd in range(1, 64):\n    try: os.write(fd, b'{\"ok\": tr')\n    except OSError: pass\n" \
+          "time.sleep(60)"
+UNHOOK = "import gc\nfor o in gc.get_objects():\n    if isinstance(o, set) and 'subprocess.Popen' in o: o.clear()\n"
+
+
+def test_attacks_through_the_cli_tool_server(tmp_path):
+    key = f"key-{time.time_ns()}"
+    args = ["-m", "agentkit", "tool-server", "python", "--api-key", key, "--max-concurrency", "4", "--wall-s", "3",
+            "--cpu-s", "1", "--memory-mb", "515"]
+    with ServerProcess(args, tmp_path / "server.log", startup_timeout_s=60) as server:
+        tool = RemoteTool(server.url, api_key=key)
+        # 8 calls that write half a result line and sleep: each ends at its wall limit, the server keeps answering
+        results, t = [], time.perf_counter()
+        threads = [threading.Thread(target=lambda: results.append(tool(code=PARTIAL))) for _ in range(8)]
+        for th in threads:
+            th.start()
+        time.sleep(0.5)
+        with urllib.request.urlopen(server.url + "/health", timeout=2) as r:
+            assert r.status == 200
+        for th in threads:
+            th.join(30)
+        assert len(results) == 8 and all(r.meta.get("limit") == "wall" for r in results), results
+        assert time.perf_counter() - t < 15
+        # the server's command line (its API key) is out of sight; killing everything reaches only the caller
+        scan = UNHOOK + ("import os\nhits = 0\nfor p in filter(str.isdigit, os.listdir('/proc')):\n"
+                         "    try: hits += b'" + key + "' in open(f'/proc/{p}/cmdline', 'rb').read()\n"
+                         "    except OSError: pass\nprint(hits)")
+        assert tool(code=scan).output == "0\n"
+        assert tool(code="x = 1", session_id="other").ok
+        assert not tool(code=UNHOOK + "import os, signal\nos.kill(-1, signal.SIGKILL)").ok
+        assert tool(code="x + 1", session_id="other").output == "2\n"
+        forged = UNHOOK + "import os\nfor fd in range(1, 64):\n    try: os.write(fd, b'{\"ok\": true, \"error\": \"\"}\\n')\n" \
+                          "    except OSError: pass\n1/0"
+        r = tool(code=forged)
+        assert not r.ok and "ZeroDivisionError" in r.output
+        assert tool(code="print('up')").output == "up\n"
+    deadline = time.monotonic() + 5  # and nothing of the server's sandboxes outlives it
+    while _workers('"memory_mb": 515') and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _workers('"memory_mb": 515')
+
+
+def _workers(marker):
+    import os
+
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                found += [pid] if marker.encode() in f.read() else []
+        except OSError:
+            pass
+    return found
+
+
 def test_cli_tool_server_subprocess(tmp_path):
     kb = MultiHopKB.build(seed=4)
     path = kb.write_corpus(tmp_path / "corpus.jsonl")
