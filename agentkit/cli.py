@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from agentkit.errors import AgentkitError
 
@@ -11,7 +12,7 @@ EPILOG = """examples:
   agentkit run quickstart                          the embedded model on seeded arithmetic problems
   agentkit run quickstart --preset tiny --set num_problems=8
   agentkit run my_run.yaml --set engine.max_batch_size=32 --output-dir outputs/x
-  agentkit run quickstart --resume                 continue the latest interrupted run
+  agentkit run quickstart --resume                 continue the latest run that is not complete
   accelerate launch --config_file configs/accelerate/cpu.yaml -m agentkit run quickstart
   agentkit models list
   agentkit serve --model smollm2-135m --agent tir --tools python --api-key KEY
@@ -26,16 +27,87 @@ EPILOG = """examples:
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``error: agentkit serve: argument --port: ... (see `agentkit serve --help`)``,
+    exit 2 (argparse prints the whole usage first)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"error: {self.prog}: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _number(tp: type, low: float | None = None, high: float | None = None, open_low: bool = False):
+    """An argparse type: ``tp`` within [low, high] (``open_low``: > low)."""
+
+    def parse(text: str):
+        try:
+            value = tp(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if tp is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        if low is not None and (value <= low if open_low else value < low):
+            raise argparse.ArgumentTypeError(f"must be {'>' if open_low else '>='} {low:g}, got {text}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be <= {high:g}, got {text}")
+        return value
+
+    parse.__name__ = tp.__name__
+    return parse
+
+
+POS_INT, NONNEG_INT, PORT = _number(int, 1), _number(int, 0), _number(int, 1, 65535)
+POS_FLOAT, NONNEG_FLOAT, TOP_P = _number(float, 0, open_low=True), _number(float, 0), _number(float, 0, 1, True)
+
+
+def _int_list(text: str) -> str:
+    """A comma-separated list of positive integers (kept as text; the command splits it)."""
+    for part in text.split(","):
+        POS_INT(part.strip())
+    return text
+
+
+class _RunHelp(argparse.Action):
+    """``agentkit run RECIPE --help``: the command's help, then every config key of RECIPE (nested ones dotted)
+    with its type, its default (after the recipe's default.yaml) and its doc, as TRL's parser prints them."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.print_help()
+        if getattr(namespace, "recipe", None):
+            try:
+                print("\n" + recipe_help(namespace.recipe))
+            except AgentkitError as e:
+                parser.error(str(e))
+        parser.exit()
+
+
+def recipe_help(spec: str) -> str:
+    import textwrap
+
+    from agentkit.config import build_config, describe
+    from agentkit.runner import resolve_spec
+
+    name, cls, layer = resolve_spec(spec)
+    cfg = build_config(cls.config_cls, layer)
+    lines = [f"config of recipe {name!r} (KEY: TYPE = DEFAULT; defaults < the recipe's YAML < --set KEY=VALUE):"]
+    for key, tp, value, doc in describe(cfg):
+        lines.append(f"  {key}: {tp} = {value!r}")
+        if doc:
+            lines += textwrap.wrap(doc, 110, initial_indent="      ", subsequent_indent="      ")
+    return "\n".join(lines)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="agentkit", description="LLM agents and reasoning training.",
+    p = _Parser(prog="agentkit", description="LLM agents and reasoning training.",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    r = sub.add_parser("run", help="run a recipe", description=(
+    r = sub.add_parser("run", help="run a recipe", add_help=False, description=(
         "Run a recipe by name (config: the dataclass defaults < the recipe's default.yaml or --preset < --set) or "
         "from a YAML file whose 'recipe:' key names it. Writes outputs/<recipe>/<timestamp>/: config.yaml, "
         "metrics.jsonl, report.md with plots, state/ (checkpoints and finished work for --resume)."))
+    r.add_argument("-h", "--help", action=_RunHelp, nargs=0,
+                   help="show this help; after a recipe, also its config keys with types, defaults and docs")
     r.add_argument("recipe", help="recipe name (see `agentkit recipes list`) or FILE.yaml")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, dotted for nested ones (repeatable)")
@@ -43,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--output-dir", help="the run directory (default outputs/<recipe>/<timestamp>)")
     r.add_argument("--resume", nargs="?", const=True, default=False, metavar="RUN_DIR",
                    help="continue an interrupted run: RUN_DIR, --output-dir, or the latest run of the recipe")
+    r.add_argument("--force", action="store_true",
+                   help="with --resume: accept --set values that change the run's config (recorded in the run)")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
 
     rl = sub.add_parser("recipes", help="list recipes").add_subparsers(dest="action", required=True)
@@ -51,7 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     m = sub.add_parser("models", help="the model catalog").add_subparsers(dest="action", required=True)
     m.add_parser("list", help="name, family, parameters, installed or not, path")
     mp = m.add_parser("prepare", help="convert a catalog model into the safetensors cache now")
-    mp.add_argument("name")
+    mp.add_argument("name", help="catalog name (see `agentkit models list`)")
 
     sv = sub.add_parser("serve", help="OpenAI-compatible API over an engine and agents", description=(
         "Serve GET /v1/models, POST /v1/chat/completions (streaming, tools, logprobs), POST /v1/completions and "
@@ -69,40 +143,40 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--agent", choices=["tir"], help="also serve the tool-using agent as 'agentkit/tir'")
     sv.add_argument("--tools", default="python", help="agent tools, comma-separated: python,search")
     sv.add_argument("--corpus", help="search tool: JSONL of {id, title, text}")
-    sv.add_argument("--host", default="127.0.0.1")
-    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--host", default="127.0.0.1", help="interface to bind (loopback unless you say otherwise)")
+    sv.add_argument("--port", type=PORT, default=8000, help="TCP port")
     sv.add_argument("--api-key", default=None, help="required bearer key (default: $AGENTKIT_API_KEY, else none)")
 
     ts = sub.add_parser("tool-server", help="serve a tool over HTTP (FastAPI; loopback by default)", description=(
         "Serve one tool over HTTP: GET /health, GET /v1/tool (schema), POST /v1/call {arguments, session_id}. "
         "OpenAPI at /openapi.json. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or "
         "AGENTKIT_API_KEY) every route but /health needs 'Authorization: Bearer KEY'."))
-    ts.add_argument("name", choices=["python", "search"])
-    ts.add_argument("--host", default="127.0.0.1")
-    ts.add_argument("--port", type=int, default=8100)
+    ts.add_argument("name", choices=["python", "search"], help="the tool to serve")
+    ts.add_argument("--host", default="127.0.0.1", help="interface to bind (loopback unless you say otherwise)")
+    ts.add_argument("--port", type=PORT, default=8100, help="TCP port")
     ts.add_argument("--api-key", default=None, help="required bearer key (default: $AGENTKIT_API_KEY, else none)")
-    ts.add_argument("--max-concurrency", type=int, default=8, help="calls run at once; more wait, up to 64")
+    ts.add_argument("--max-concurrency", type=POS_INT, default=8, help="calls run at once; more wait, up to 64")
     ts.add_argument("--corpus", help="search: JSONL of {id, title, text}")
     ts.add_argument("--mode", default="bm25", choices=["bm25", "dense", "hybrid"], help="search: retrieval mode")
-    ts.add_argument("--top-k", type=int, default=3, help="search: passages per query")
-    ts.add_argument("--cpu-s", type=float, default=5.0, help="python: CPU seconds per call")
-    ts.add_argument("--wall-s", type=float, default=10.0, help="python: wall seconds per call")
-    ts.add_argument("--memory-mb", type=int, default=1024, help="python: memory limit per call")
+    ts.add_argument("--top-k", type=POS_INT, default=3, help="search: passages per query")
+    ts.add_argument("--cpu-s", type=POS_FLOAT, default=5.0, help="python: CPU seconds per call")
+    ts.add_argument("--wall-s", type=POS_FLOAT, default=10.0, help="python: wall seconds per call")
+    ts.add_argument("--memory-mb", type=POS_INT, default=1024, help="python: memory limit per call")
     ts.add_argument("--isolation", default="kernel", choices=["kernel", "rlimits-only"],
                     help="python: bubblewrap namespaces, or (by name only) the weaker rlimits-only mode")
 
     b = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="target", required=True)
     be = b.add_parser("engine", help="HFEngine tokens/s against model.generate, per prompt and batched")
-    be.add_argument("--model", default="smollm2-135m")
-    be.add_argument("--batch-sizes", default="1,8,32,64")
-    be.add_argument("--max-tokens", type=int, default=64)
+    be.add_argument("--model", default="smollm2-135m", help="catalog name, directory or hub id")
+    be.add_argument("--batch-sizes", type=_int_list, default="1,8,32,64", help="comma-separated batch sizes to measure")
+    be.add_argument("--max-tokens", type=POS_INT, default=64, help="tokens generated per row")
     be.add_argument("--no-vllm", action="store_true", help="skip the vLLM column (run when vLLM is installed)")
     be.add_argument("--out", help="also write the results as JSON here")
     ba = b.add_parser("agent", help="agent rollouts/min with HFEngine's prefix cache against re-encoding")
-    ba.add_argument("--model", default="smollm2-135m")
-    ba.add_argument("--tasks", type=int, default=32)
-    ba.add_argument("--turns", type=int, default=4, help="most tool turns per trajectory (model turns: one more)")
-    ba.add_argument("--tokens-per-turn", type=int, default=64)
+    ba.add_argument("--model", default="smollm2-135m", help="catalog name, directory or hub id")
+    ba.add_argument("--tasks", type=POS_INT, default=32, help="trajectories per workload")
+    ba.add_argument("--turns", type=POS_INT, default=4, help="most tool turns per trajectory (model turns: one more)")
+    ba.add_argument("--tokens-per-turn", type=POS_INT, default=64, help="most tokens per model turn")
     ba.add_argument("--workloads", default="python,search,steps",
                     help="python (suite a, sandbox), search (suite b, BM25 over the knowledge base), steps (four "
                          "dependent calculations, one python call each)")
@@ -110,32 +184,32 @@ def _parser() -> argparse.ArgumentParser:
                     help="no few-shot examples (for a model trained on the tag format, e.g. the toollight recipe's models/sft)")
     ba.add_argument("--out", help="also write the results as JSON here")
     bv = b.add_parser("serve", help="load on agentkit serve: concurrent clients vs one by one")
-    bv.add_argument("--model", default="smollm2-135m")
-    bv.add_argument("--requests", type=int, default=200)
-    bv.add_argument("--clients", type=int, default=16)
-    bv.add_argument("--max-tokens", type=int, default=16)
+    bv.add_argument("--model", default="smollm2-135m", help="catalog name, directory or hub id")
+    bv.add_argument("--requests", type=POS_INT, default=200, help="requests per side")
+    bv.add_argument("--clients", type=POS_INT, default=16, help="concurrent client threads")
+    bv.add_argument("--max-tokens", type=POS_INT, default=16, help="tokens per answer")
     bv.add_argument("--peer", choices=["vllm"], help="also load vLLM's own server the same way (make setup-vllm)")
     bv.add_argument("--out", help="also write the results as JSON here")
     bc = b.add_parser("structured", help="constrained decoding: grammar libraries, HFEngine constrained vs free")
-    bc.add_argument("--model", default="smollm2-135m")
-    bc.add_argument("--batch-sizes", default="1,32")
-    bc.add_argument("--max-tokens", type=int, default=64, help="tokens per row (the natural workload: up to twice)")
+    bc.add_argument("--model", default="smollm2-135m", help="catalog name, directory or hub id")
+    bc.add_argument("--batch-sizes", type=_int_list, default="1,32", help="comma-separated batch sizes to measure")
+    bc.add_argument("--max-tokens", type=POS_INT, default=64, help="tokens per row (the natural workload: up to twice)")
     bc.add_argument("--skip-libraries", action="store_true", help="only HFEngine constrained vs free")
     bc.add_argument("--out", help="also write the results as JSON here")
     bt = b.add_parser("toollight-sampling", help="entropy-guided branching: prefix cache vs re-encoding each prefix")
-    bt.add_argument("--model", default="smollm2-135m")
-    bt.add_argument("--tasks", type=int, default=16)
-    bt.add_argument("--top-b", type=int, default=3, help="branch points per main chain")
-    bt.add_argument("--branches", type=int, default=3, help="continuations per branch point")
+    bt.add_argument("--model", default="smollm2-135m", help="catalog name, directory or hub id")
+    bt.add_argument("--tasks", type=POS_INT, default=16, help="questions whose main chains are branched")
+    bt.add_argument("--top-b", type=POS_INT, default=3, help="branch points per main chain")
+    bt.add_argument("--branches", type=POS_INT, default=3, help="continuations per branch point")
     bt.add_argument("--no-examples", action="store_true", help="no few-shot examples (a tool-trained model)")
-    bt.add_argument("--workload", default="python", help="python (suite a) or search (suite b)")
+    bt.add_argument("--workload", default="python", choices=["python", "search"], help="python (suite a) or search (suite b)")
     bt.add_argument("--out", help="also write the results as JSON here")
     bu = b.add_parser("uncertainty", help="scoring 2,000 questions x 2 models x 5 samples: vectorised vs a per-pair loop")
-    bu.add_argument("--questions", type=int, default=2000)
-    bu.add_argument("--samples", type=int, default=5)
+    bu.add_argument("--questions", type=POS_INT, default=2000, help="questions scored")
+    bu.add_argument("--samples", type=_number(int, 2), default=5, help="samples per question and model (at least 2)")
     bu.add_argument("--out", help="also write the results as JSON here")
     bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
-    bs.add_argument("-n", type=int, default=50, help="calls per side")
+    bs.add_argument("-n", type=POS_INT, default=50, help="calls per side")
     bs.add_argument("--out", help="also write the results as JSON here")
     _uncertainty_parser(sub)
     _show_defaults(p)
@@ -163,20 +237,20 @@ def _uncertainty_parser(sub) -> None:
     g.add_argument("--models", required=True, help="comma-separated model specs, e.g. smollm2-135m,gemma3-270m")
     g.add_argument("--tasks", required=True, help="FILE.jsonl (id, question, answer[, kind, metric]) or suites "
                    "NAME[:N] joined by commas: arithmetic, arithmetic-easy, multihop, multihop-open")
-    g.add_argument("--samples", type=int, default=5)
-    g.add_argument("--temperature", type=float, default=0.7)
-    g.add_argument("--top-p", type=float, default=1.0)
-    g.add_argument("--max-tokens", type=int, default=24)
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--samples", type=_number(int, 2), default=5, help="sampled answers per question and model (AU needs at least 2)")
+    g.add_argument("--temperature", type=NONNEG_FLOAT, default=0.7, help="sampling temperature")
+    g.add_argument("--top-p", type=TOP_P, default=1.0, help="nucleus sampling mass")
+    g.add_argument("--max-tokens", type=POS_INT, default=24, help="tokens per answer")
+    g.add_argument("--seed", type=int, default=0, help="seed of the suites and of sampling")
     g.add_argument("--no-few-shot", action="store_true", help="do not show worked examples before each question")
     g.add_argument("--out", required=True, help="GENS.jsonl, GENS.parquet, or a directory for an HF dataset")
     s = u.add_parser("score", help="AU / EU / TU and baselines, metrics and a report", description=(
         "Score saved generations (JSONL, Parquet or an HF dataset directory; see `agentkit.uncertainty.schema`). "
         "Writes report.md (tables, accuracy-rejection and reliability plots), metrics.json and scores.jsonl."))
-    s.add_argument("generations")
+    s.add_argument("generations", help="GENS.jsonl, GENS.parquet or a saved HF dataset directory")
     s.add_argument("--reference-model", help="the model whose answers are judged (default: the first in the file)")
     s.add_argument("--models", help="ensemble, comma-separated (default: every model in the file)")
-    s.add_argument("--similarity", default="embedding", choices=["embedding", "nli", "rougeL", "exact"])
+    s.add_argument("--similarity", default="embedding", choices=["embedding", "nli", "rougeL", "exact"], help="how two samples are compared")
     s.add_argument("--nli-model", help="path or hub id of an NLI cross-encoder (for --similarity nli)")
     s.add_argument("--text", default="full", choices=["full", "answer"],
                    help="compare whole samples (the paper) or their extracted answers")
@@ -197,11 +271,19 @@ def _cmd_uncertainty(a) -> int:
                        few_shot=not a.no_few_shot)
         print(f"saved generations: {out}")
         return 0
+    from agentkit.config import build_config
     from agentkit.uncertainty.score import ScoreConfig, score
 
-    cfg = ScoreConfig(reference_model=a.reference_model, models=a.models.split(",") if a.models else None,
-                      similarity=a.similarity, nli_model=a.nli_model, text=a.text, label=a.label, inter=a.inter,
-                      clip_eu=a.clip_eu, skip_bad=a.skip_bad)
+    models = [m.strip() for m in a.models.split(",") if m.strip()] if a.models else None
+    if models is not None and len({*models, a.reference_model or models[0]}) < 2:
+        raise AgentkitError(f"--models {a.models!r} is only the reference model",
+                            "cross-model EU needs a second model, e.g. --models smollm2-135m,gemma3-270m")
+    if not Path(a.generations).exists():
+        raise AgentkitError(f"{a.generations} does not exist", "pass the file or directory `uncertainty generate` wrote")
+    cfg = build_config(ScoreConfig, {"reference_model": a.reference_model, "models": models,
+                                     "similarity": a.similarity, "nli_model": a.nli_model, "text": a.text,
+                                     "label": a.label, "inter": a.inter, "clip_eu": a.clip_eu,
+                                     "skip_bad": a.skip_bad})
     out = a.out or str(a.generations).rstrip("/") + ".uncertainty"
     res = score(a.generations, cfg, out)
     print(f"{res['questions']} questions, reference {res['reference_model']} accuracy {res['accuracy']:.1%}"
@@ -217,7 +299,7 @@ def _cmd_run(a) -> int:
     from agentkit.runner import run_recipe
 
     metrics, run_dir = run_recipe(a.recipe, a.sets, output_dir=a.output_dir, resume=a.resume, preset=a.preset,
-                                  quiet=a.quiet)
+                                  quiet=a.quiet, force=a.force)
     print(f"run directory: {run_dir}")
     for k, v in metrics.items():
         print(f"  {k}: {v:.4g}" if isinstance(v, float) else f"  {k}: {v}")
@@ -284,28 +366,34 @@ def _cmd_serve(a) -> int:
                "openai": {"base_url": a.upstream, "tokenizer": a.tokenizer}}[a.engine]
     if a.engine == "openai" and not a.upstream:
         raise AgentkitError("--engine openai needs --upstream URL", "the base URL of the server that runs the model")
+    if not a.agent and (a.tools != "python" or a.corpus):
+        raise AgentkitError("--tools and --corpus need --agent tir", "add --agent tir to serve the tool-using agent")
+    tools = _agent_tools(a) if a.agent else None  # every argument is checked before the model loads
     if a.engine == "vllm":
         import torch
 
         if not torch.cuda.is_available():
             options = {}  # vLLM on CPU: VLLMEngine's defaults (bf16, eager)
     engine = make_engine(a.engine, a.model, **options)
-    tools = None
-    if a.agent:
-        from agentkit.tools import TOOLS
-
-        tools = {}
-        for name in [t for t in a.tools.split(",") if t]:
-            if name == "search":
-                if not a.corpus:
-                    raise AgentkitError("the search tool needs --corpus FILE", "a JSONL file of {id, title, text}")
-                tools[name] = TOOLS.get(name)(a.corpus)
-            else:
-                tools[name] = TOOLS.get(name)()
     app = create_app(engine, a.model, api_key=key, tools=tools)
     print(f"serving {a.model}{' and agentkit/tir' if tools else ''} on http://{a.host}:{a.port}/v1", flush=True)
     uvicorn.run(app, host=a.host, port=a.port, log_level="warning")
     return 0
+
+
+def _agent_tools(a) -> dict:
+    from agentkit.tools import TOOLS
+
+    names = [t.strip() for t in a.tools.split(",") if t.strip()]
+    if not names:
+        raise AgentkitError("--tools names no tool", "e.g. --tools python,search")
+    for name in names:
+        TOOLS.get(name)  # an unknown name: one line with a did-you-mean
+    if "search" in names and not a.corpus:
+        raise AgentkitError("the search tool needs --corpus FILE", "a JSONL file of {id, title, text}")
+    if a.corpus and not Path(a.corpus).is_file():
+        raise AgentkitError(f"--corpus {a.corpus} does not exist", "a JSONL file of {id, title, text}")
+    return {name: TOOLS.get(name)(a.corpus) if name == "search" else TOOLS.get(name)() for name in names}
 
 
 def _cmd_tool_server(a) -> int:
@@ -376,14 +464,28 @@ def main(argv: list[str] | None = None) -> int:
                 "tool-server": _cmd_tool_server, "serve": _cmd_serve, "uncertainty": _cmd_uncertainty}
     try:
         return handlers[args.command](args)
-    except AgentkitError as e:
+    except KeyboardInterrupt as e:
+        print(f"interrupted{f': {e}' if str(e) else ''}", file=sys.stderr)
+        return 130
+    except Exception as e:
         if args.debug:
             raise
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: continue with `agentkit run ... --resume`", file=sys.stderr)
-        return 130
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        return 2 if isinstance(e, (AgentkitError, OSError)) else 1
+
+
+def _one_line(e: Exception) -> str:
+    """An exception as the CLI's one line: a user error as it is, a file error with its path, anything else
+    (a bug, not bad input) with its type and how to see the traceback."""
+    if isinstance(e, AgentkitError):
+        text = str(e)
+    elif isinstance(e, OSError) and e.filename:
+        text = f"{e.filename}: {e.strerror or e}"
+    elif isinstance(e, OSError):
+        text = str(e)
+    else:
+        text = f"{type(e).__name__}: {e} (unexpected; `agentkit --debug ...` shows the traceback)"
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":

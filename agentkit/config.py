@@ -1,7 +1,11 @@
 """Layered typed configs: dataclass defaults < YAML file < ``--set a.b=value``.
 
-Every layer is checked against the dataclass: an unknown key is an error with a did-you-mean, a value of
-the wrong type is an error naming the key, and a malformed YAML file is an error naming the file and line.
+Every layer is checked against the dataclass when the config is built, before anything runs: an unknown key
+(with a did-you-mean that gives the full dotted key), a value of the wrong type, a value outside the range or
+choices its annotation declares (``Annotated[int, Gt(0)]``, ``Literal[...]``, ``list[Literal[...]]``,
+``Annotated[str, MinLen(1)]``, ``Annotated[str | None, EXISTING]``). Every problem is listed at once, in one
+line, each naming its key and where the value came from (``file.yaml:LINE`` or ``--set key=value``). A
+malformed YAML file is an error naming the file and line.
 """
 
 from __future__ import annotations
@@ -10,36 +14,86 @@ import dataclasses
 import types
 import typing
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
+import annotated_types as at
 import yaml
 
 from agentkit.errors import AgentkitError, did_you_mean
 
 C = TypeVar("C")
+EXISTING = "existing path"  # Annotated marker: the value names a file or directory that exists
+MODEL = "model"  # Annotated marker: a catalog name, local directory, .gguf file or hub id (checked, not loaded)
+
+# The constraints configs use most (``from agentkit.config import PosInt``; annotated_types for the rest)
+PosInt = Annotated[int, at.Gt(0)]
+NonNegInt = Annotated[int, at.Ge(0)]
+PosFloat = Annotated[float, at.Gt(0)]
+NonNegFloat = Annotated[float, at.Ge(0)]
+Fraction = Annotated[float, at.Interval(ge=0, le=1)]
+TopP = Annotated[float, at.Interval(gt=0, le=1)]
+NonEmptyStr = Annotated[str, at.MinLen(1)]
+ExistingPath = Annotated["str | None", EXISTING]
+ModelName = Annotated[str, at.MinLen(1), MODEL]
 
 
-def load_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping; errors name the file and line."""
+class Layer(dict):
+    """A mapping of overrides that remembers where each dotted key came from (``file:line`` or ``--set``)."""
+
+    def __init__(self, data: dict[str, Any] | None = None, where: dict[str, str] | None = None):
+        super().__init__(data or {})
+        self.where = where or {}
+
+
+def _lines(node: yaml.Node, path: str, prefix: str, out: dict[str, str]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            key = f"{prefix}{k.value}"
+            out[key] = f"{path}:{k.start_mark.line + 1}"
+            _lines(v, path, key + ".", out)
+
+
+def load_yaml(path: str | Path) -> Layer:
+    """Read a YAML mapping; errors name the file and line, and so do later errors about its values."""
     path = Path(path)
     if not path.is_file():
         raise AgentkitError(f"config file {path} does not exist", "check the path")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        text = path.read_text()
+        data = yaml.safe_load(text) or {}
+        node = yaml.compose(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise AgentkitError(f"malformed YAML at {where}: {problem}", "fix the file's syntax") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise AgentkitError(f"cannot read {path}: {e}") from None
     if not isinstance(data, dict):
         raise AgentkitError(f"{path} must hold a mapping of config keys, not {type(data).__name__}")
-    return data
+    where: dict[str, str] = {}
+    if node is not None:
+        _lines(node, str(path), "", where)
+    return Layer(data, where)
+
+
+def _yaml_value(text: str, key: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise AgentkitError(f"{key}: {text!r} is not a valid YAML list or mapping", "e.g. [a, b] or {k: v}") from None
 
 
 def _coerce(value: Any, tp: Any, key: str) -> Any:
     """Convert ``value`` (from YAML or a ``--set`` string) to the annotated type ``tp``, or raise."""
     origin = typing.get_origin(tp)
     if tp is Any:
+        return value
+    if origin is Annotated:
+        base, *marks = typing.get_args(tp)
+        value = _coerce(value, base, key)
+        for m in marks:
+            _check(value, m, key)
         return value
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
@@ -59,17 +113,18 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     if origin is typing.Literal:
         if value in typing.get_args(tp):
             return value
-        raise AgentkitError(f"{key}: {value!r} is not allowed", did_you_mean(str(value), map(str, typing.get_args(tp))))
+        raise AgentkitError(f"{key}: {value!r} is not allowed, "
+                            f"{did_you_mean(str(value), map(str, typing.get_args(tp)))}")
     if origin in (list, tuple):
         if isinstance(value, str):
-            value = yaml.safe_load(value) if value.startswith("[") else [v for v in value.split(",") if v]
+            value = _yaml_value(value, key) if value.startswith("[") else [v for v in value.split(",") if v]
         if not isinstance(value, (list, tuple)):
             raise AgentkitError(f"{key}: expected a list, got {value!r}")
         (item_tp, *_) = typing.get_args(tp) or (Any,)
         return origin(_coerce(v, item_tp, f"{key}[{i}]") for i, v in enumerate(value))
     if origin is dict:
         if isinstance(value, str):
-            value = yaml.safe_load(value)
+            value = _yaml_value(value, key)
         if not isinstance(value, dict):
             raise AgentkitError(f"{key}: expected a mapping, got {value!r}")
         return dict(value)
@@ -97,49 +152,133 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     return value
 
 
+_BOUNDS = ((at.Gt, "gt", ">", lambda v, b: v > b), (at.Ge, "ge", ">=", lambda v, b: v >= b),
+           (at.Lt, "lt", "<", lambda v, b: v < b), (at.Le, "le", "<=", lambda v, b: v <= b))
+
+
+def _check(value: Any, mark: Any, key: str) -> None:
+    """Raise when ``value`` breaks one ``Annotated`` constraint (annotated_types bounds and lengths, EXISTING)."""
+    if value is None:
+        return
+    for cls, attr, sign, ok in _BOUNDS:
+        if isinstance(mark, cls) and not ok(value, getattr(mark, attr)):
+            raise AgentkitError(f"{key}: must be {sign} {getattr(mark, attr)}, got {value!r}")
+    if isinstance(mark, at.Interval):
+        for cls, attr, _, _ in _BOUNDS:
+            if getattr(mark, attr) is not None:
+                _check(value, cls(getattr(mark, attr)), key)
+    if isinstance(mark, at.MinLen) and len(value) < mark.min_length:
+        raise AgentkitError(f"{key}: must not be empty" if mark.min_length == 1 else
+                            f"{key}: needs at least {mark.min_length} items, got {len(value)}")
+    if mark == EXISTING and not Path(value).exists():
+        raise AgentkitError(f"{key}: {value} does not exist")
+    if mark == MODEL:
+        from agentkit.models.catalog import model_problem
+
+        if problem := model_problem(value):
+            raise AgentkitError(f"{key}: {problem}")
+
+
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    return typing.get_type_hints(cls, include_extras=True)
 
 
-def apply_overrides(cfg: C, overrides: dict[str, Any], prefix: str = "") -> C:
-    """Return a copy of dataclass ``cfg`` with nested ``overrides`` applied and type-checked."""
+def leaf_keys(cfg: Any, prefix: str = "") -> list[str]:
+    """Every dotted key of a config dataclass (nested ones included)."""
+    out = []
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        out.append(prefix + f.name)
+        if dataclasses.is_dataclass(value):
+            out += leaf_keys(value, f"{prefix}{f.name}.")
+    return out
+
+
+def apply_overrides(cfg: C, overrides: dict[str, Any], prefix: str = "",
+                    problems: list[str] | None = None, where: dict[str, str] | None = None,
+                    root: Any = None) -> C:
+    """Return a copy of dataclass ``cfg`` with nested ``overrides`` applied and type-checked.
+
+    Problems are appended to ``problems`` when given (so a caller can report them all), else the first raises.
+    """
+    raise_now = problems is None
+    problems = [] if problems is None else problems
+    where = getattr(overrides, "where", {}) if where is None else where
+    root = cfg if root is None else root
     fields = {f.name: f for f in dataclasses.fields(cfg)}  # type: ignore[arg-type]
     hints = _hints(type(cfg))
     changes: dict[str, Any] = {}
     for name, value in overrides.items():
         key = f"{prefix}{name}"
+        at_ = f" ({where[key]})" if key in where else ""
         if name not in fields:
-            raise AgentkitError(f"unknown config key {key!r}", did_you_mean(name, fields))
+            keys = leaf_keys(root)
+            same_leaf = [k for k in keys if k.rsplit(".", 1)[-1] == name]  # right name, wrong level
+            close = f"did you mean {same_leaf[0]!r}?" if same_leaf else did_you_mean(key, keys)
+            problems.append(f"unknown config key {key!r}{at_}, {close}")
+            continue
         current = getattr(cfg, name)
         if dataclasses.is_dataclass(current):
             if not isinstance(value, dict):
-                raise AgentkitError(f"{key}: expected a mapping of {type(current).__name__} fields, got {value!r}")
-            changes[name] = apply_overrides(current, value, prefix=f"{key}.")
-        else:
+                problems.append(f"{key}: expected a mapping of {type(current).__name__} fields, got {value!r}{at_}")
+                continue
+            changes[name] = apply_overrides(current, value, f"{key}.", problems, where, root)
+            continue
+        try:
             changes[name] = _coerce(value, hints[name], key)
+        except AgentkitError as e:
+            problems.append(f"{e}{at_}")
+    if raise_now and problems:
+        raise AgentkitError(_joined(problems))
     return dataclasses.replace(cfg, **changes)  # type: ignore[type-var]
 
 
-def parse_sets(items: list[str]) -> dict[str, Any]:
+def cross_checks(cfg: Any, prefix: str = "") -> list[str]:
+    """The messages of every ``problems()`` method in a config and its nested configs: rules that involve
+    several fields (a config returns e.g. ``["model: ..."]``; nested keys get their dotted prefix)."""
+    out = [f"{prefix}{m}" for m in (cfg.problems() if callable(getattr(cfg, "problems", None)) else [])]
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value):
+            out += cross_checks(value, f"{prefix}{f.name}.")
+    return out
+
+
+def _joined(problems: list[str]) -> str:
+    return problems[0] if len(problems) == 1 else f"{len(problems)} config problems: " + "; ".join(problems)
+
+
+def parse_sets(items: list[str]) -> Layer:
     """``["a.b=1", "c=x"]`` → ``{"a": {"b": "1"}, "c": "x"}`` (values stay strings; typing happens later)."""
-    out: dict[str, Any] = {}
+    out = Layer()
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise AgentkitError(f"--set {item!r} is not of the form key=value", "e.g. --set train.lr=1e-5")
-        node = out
+        node: dict[str, Any] = out
         *parents, leaf = key.strip().split(".")
+        if not all((*parents, leaf)):
+            raise AgentkitError(f"--set {item!r}: the key has an empty part", "e.g. --set engine.model=NAME")
         for p in parents:
-            node = node.setdefault(p, {})
+            child = node.setdefault(p, {})
+            if not isinstance(child, dict):
+                raise AgentkitError(f"--set {item!r} conflicts with --set {p}={child}")
+            node = child
         node[leaf] = value
+        out.where[key.strip()] = f"--set {item}"
     return out
 
 
 def build_config(cls: type[C], *layers: dict[str, Any]) -> C:
-    """Dataclass defaults, then each layer in order (YAML mappings, then ``--set`` mappings)."""
-    cfg = cls()
+    """Dataclass defaults, then each layer in order (YAML mappings, then ``--set`` mappings); every problem of
+    every layer is reported at once, in one ``AgentkitError``."""
+    cfg, problems = cls(), []
     for layer in layers:
-        cfg = apply_overrides(cfg, layer)
+        cfg = apply_overrides(cfg, layer, problems=problems)
+    if not problems:
+        problems += cross_checks(cfg)
+    if problems:
+        raise AgentkitError(_joined(problems))
     return cfg
 
 
@@ -149,3 +288,72 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
 def dump_yaml(data: dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=False)
+
+
+# ---- help: every key with its type, default and doc (``agentkit run RECIPE --help``) -----------------------
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Each field's doc, read from the class docstring's ``name: text`` entries (``a / b: text`` documents
+    both); a field without an entry gets the first sentence that names it, or ``""``."""
+    import re
+
+    doc = cls.__doc__ or ""
+    text = "" if doc.startswith(f"{cls.__name__}(") else " ".join(doc.split())  # dataclass's generated doc
+    names = {f.name for f in dataclasses.fields(cls)}
+    entry = re.compile(r"(?<![\w.])([a-z_]\w*(?:\s*(?:/|,|and)\s*[a-z_]\w*)*):\s")
+    starts = [(m.start(), m.end(), re.split(r"\s*(?:/|,|and)\s*", m.group(1))) for m in entry.finditer(text)]
+    starts = [s for s in starts if names & set(s[2])]
+    docs: dict[str, str] = {}
+    for i, (_, end, listed) in enumerate(starts):
+        body = text[end: starts[i + 1][0] if i + 1 < len(starts) else len(text)].strip()
+        for name in listed:
+            docs.setdefault(name, body)
+    for name in names - docs.keys():
+        pattern = re.compile(rf"(?<![\w.]){re.escape(name.split('_')[0])}_\*|(?<![\w.]){re.escape(name)}(?!\w)")
+        sentence = next((x for x in re.split(r"(?<=[.;])\s+", text) if pattern.search(x)), "")
+        docs[name] = sentence
+    return docs
+
+
+def type_name(tp: Any) -> str:
+    """A type annotation as a user reads it: ``int > 0``, ``hf | vllm``, ``list of (mul | chain)``."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Annotated:
+        base, *marks = args
+        out = type_name(base)
+        for m in marks:
+            for cls, attr, sign, _ in _BOUNDS:
+                if isinstance(m, cls):
+                    out += f" {sign} {getattr(m, attr)}"
+            if isinstance(m, at.Interval):
+                lo = f"[{m.ge}" if m.ge is not None else f"({m.gt}"
+                hi = f"{m.le}]" if m.le is not None else f"{m.lt})"
+                out += f" in {lo}, {hi}"
+            if isinstance(m, at.MinLen):
+                out += ", not empty"
+            if m == EXISTING:
+                out += " (an existing path)"
+        return out
+    if origin is typing.Literal:
+        return " | ".join(map(str, args))
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(type_name(a) for a in args)
+    if origin in (list, tuple):
+        inner = type_name(args[0]) if args else "any"
+        return f"list of ({inner})" if " " in inner else f"list of {inner}"
+    if tp is type(None):
+        return "None"
+    return getattr(tp, "__name__", str(tp))
+
+
+def describe(cfg: Any, prefix: str = "") -> list[tuple[str, str, Any, str]]:
+    """``(dotted key, type, value, doc)`` for every leaf of a config dataclass, nested ones included."""
+    hints, docs, out = _hints(type(cfg)), field_docs(type(cfg)), []
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value):
+            out += describe(value, f"{prefix}{f.name}.")
+        else:
+            out.append((prefix + f.name, type_name(hints[f.name]), value, docs.get(f.name, "")))
+    return out

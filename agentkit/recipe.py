@@ -201,9 +201,26 @@ class Recipe(Generic[C]):
     def evaluate(self) -> dict[str, Any]:
         return {}
 
+    def teardown(self) -> None:
+        """Close what the recipe opened (engines, tools, worker pools); runs after ``run`` whether it failed or
+        not. The default closes every attribute, or item of a dict or list attribute, with a ``close()`` method
+        that agentkit defines (``Engine.close``, ``Tool.close``); a recipe that holds other resources extends it."""
+        seen: set[int] = set()
+        for value in vars(self).values():
+            for obj in (value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]):
+                if id(obj) in seen or not type(obj).__module__.startswith("agentkit"):
+                    continue
+                seen.add(id(obj))
+                close = getattr(obj, "close", None)
+                if callable(close):
+                    close()
+
     def run(self) -> dict[str, Any]:
-        self.setup()
-        metrics = {**self.train(), **self.evaluate()}
+        try:
+            self.setup()
+            metrics = {**self.train(), **self.evaluate()}
+        finally:
+            self.teardown()
         self.ctx.log({"final": True, **metrics})
         self.ctx.write_report(self.name, self.config, metrics)
         return metrics

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import json
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -38,11 +41,52 @@ def resolve_spec(spec: str, preset: str | None = None) -> tuple[str, type[Recipe
     return spec, cls, layer
 
 
-def _latest_run(root: Path) -> Path:
-    runs = sorted(p for p in root.glob("*") if (p / "config.yaml").exists()) if root.is_dir() else []
-    if not runs:
-        raise AgentkitError(f"no run to resume under {root}", "start one without --resume first")
-    return runs[-1]
+def run_status(run_dir: Path) -> str:
+    """``complete``, ``failed``, ``interrupted`` or ``running`` (from ``status.json``; ``unknown`` before it)."""
+    try:
+        return json.loads((run_dir / "status.json").read_text())["status"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "unknown"
+
+
+def _latest_run(root: Path, cls: type[Recipe]) -> Path:
+    """The latest run under ``root`` that can be resumed: not complete, and its saved config still valid."""
+    runs = sorted((p for p in root.glob("*") if (p / "config.yaml").exists()), reverse=True) if root.is_dir() else []
+    for run in runs:
+        if run_status(run) == "complete":
+            continue
+        try:
+            _saved_config(run, cls)
+        except AgentkitError:
+            continue
+        return run
+    raise AgentkitError(f"no run to resume under {root}" + (" (every run there is complete)" if runs else ""),
+                        "start one without --resume")
+
+
+def _saved_config(run_dir: Path, cls: type[Recipe], overrides: dict[str, Any] | None = None):
+    saved = load_yaml(run_dir / "config.yaml")
+    saved.pop("recipe", None)
+    return build_config(cls.config_cls, saved, *([overrides] if overrides else []))
+
+
+def _changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for k, v in new.items():
+        if isinstance(v, dict) and isinstance(old.get(k), dict):
+            out.update(_changes(old[k], v, f"{prefix}{k}."))
+        elif old.get(k) != v:
+            out[f"{prefix}{k}"] = [old.get(k), v]
+    return out
+
+
+def _write_status(run_dir: Path, status: str, **extra: Any) -> None:
+    atomic_write(run_dir / "status.json", json.dumps({"status": status, "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                                      **extra}) + "\n")
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run: the message is the exact command that resumes it."""
 
 
 def _shared_timestamp() -> str:
@@ -58,24 +102,58 @@ def _shared_timestamp() -> str:
 
 def run_recipe(spec: str, sets: list[str] | None = None, *, output_dir: str | None = None,
                resume: bool | str = False, preset: str | None = None, outputs_root: str = "outputs",
-               quiet: bool = False) -> tuple[dict[str, Any], Path]:
-    """Run a recipe; returns ``(final metrics, run directory)``."""
+               quiet: bool = False, force: bool = False) -> tuple[dict[str, Any], Path]:
+    """Run a recipe; returns ``(final metrics, run directory)``.
+
+    The config is built and validated before anything is created. The run directory holds ``status.json``
+    (running → complete, failed or interrupted). ``resume=True`` takes the latest run that is not complete (and
+    says which); a resume whose ``sets`` change the saved config is refused unless ``force`` (then the change is
+    appended to ``config_changes.jsonl``)."""
     name, cls, layer = resolve_spec(spec, preset)
     overrides = parse_sets(sets or [])
+    changes: dict[str, list[Any]] = {}
     if resume:
         run_dir = Path(resume) if isinstance(resume, str) else (
-            Path(output_dir) if output_dir else _latest_run(Path(outputs_root) / name))
+            Path(output_dir) if output_dir else _latest_run(Path(outputs_root) / name, cls))
         if not (run_dir / "config.yaml").exists():
             raise AgentkitError(f"{run_dir} is not a run directory (no config.yaml)", "pass the run's directory")
-        saved = load_yaml(run_dir / "config.yaml")
-        saved.pop("recipe", None)
-        config = build_config(cls.config_cls, saved, overrides)
+        saved = _saved_config(run_dir, cls)
+        config = _saved_config(run_dir, cls, overrides)
+        changes = _changes(to_dict(saved), to_dict(config))
+        if changes and not force:
+            listed = ", ".join(f"{k} ({a!r} -> {b!r})" for k, (a, b) in changes.items())
+            raise AgentkitError(f"--resume with --set would change the run's config: {listed}",
+                                "a resumed run keeps its config; add --force to change it anyway (recorded in "
+                                "the run's config_changes.jsonl)")
+        if resume is True and not output_dir:
+            print(f"resuming {run_dir} ({run_status(run_dir)})", file=sys.stderr)
     else:
-        run_dir = Path(output_dir) if output_dir else Path(outputs_root) / name / _shared_timestamp()
         config = build_config(cls.config_cls, layer, overrides)
+        run_dir = Path(output_dir) if output_dir else Path(outputs_root) / name / _shared_timestamp()
+        if run_dir.exists() and not run_dir.is_dir():
+            raise AgentkitError(f"--output-dir {run_dir} is a file", "name a directory (new or a previous run's)")
+        if run_dir.is_dir() and (run_dir / "config.yaml").exists():
+            raise AgentkitError(f"{run_dir} already holds a run", f"resume it with --resume {run_dir}, or choose "
+                                "another --output-dir")
     ctx = RunContext(run_dir, resume=bool(resume), quiet=quiet)
     if ctx.is_main:
         atomic_write(run_dir / "config.yaml", dump_yaml({"recipe": name, **to_dict(config)}))
+        if changes:
+            with open(run_dir / "config_changes.jsonl", "a") as f:
+                f.write(json.dumps({"time": time.strftime("%Y-%m-%d %H:%M:%S"), "changes": changes}) + "\n")
+        _write_status(run_dir, "running", pid=os.getpid())
     recipe = cls(config, ctx)
     recipe.name = name
-    return recipe.run(), run_dir
+    try:
+        metrics = recipe.run()
+    except KeyboardInterrupt:
+        if ctx.is_main:
+            _write_status(run_dir, "interrupted")
+        raise RunInterrupted(f"resume with `agentkit run {spec} --resume {run_dir}`") from None
+    except BaseException as e:
+        if ctx.is_main:
+            _write_status(run_dir, "failed", error=f"{type(e).__name__}: {e}"[:2000])
+        raise
+    if ctx.is_main:
+        _write_status(run_dir, "complete")
+    return metrics, run_dir

@@ -34,6 +34,18 @@ def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
     atomic_write(Path(path), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
+def read_parquet(path: str | Path):
+    """A ``pyarrow.parquet.ParquetFile``; a corrupt or non-Parquet file is one error naming it."""
+    import pyarrow
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except (pyarrow.ArrowException, OSError) as e:
+        raise AgentkitError(f"{path}: not a readable Parquet file ({' '.join(str(e).split())})",
+                            "pass a .jsonl, .parquet or a saved dataset directory") from None
+
+
 def read_jsonl(path: str | Path, required: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Read a JSONL file; a malformed line or a missing field is an error naming the file and line."""
     path = Path(path)
@@ -66,7 +78,10 @@ def load_task_file(path: str | Path) -> list[Task]:
 
         if not path.exists():
             raise AgentkitError(f"{path} does not exist", "check the path")
-        ds = datasets.load_from_disk(str(path)) if path.is_dir() else datasets.Dataset.from_parquet(str(path))
+        if path.is_dir():
+            ds = datasets.load_from_disk(str(path))
+        else:
+            ds = datasets.Dataset(read_parquet(path).read())
         rows, where = list(ds), "row"
     else:
         rows, where = read_jsonl(path), "line"

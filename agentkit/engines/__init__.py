@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
+from agentkit.config import NonEmptyStr, PosInt
 from agentkit.engines.base import Completion, Engine, Prompt, SamplingParams, Scored, topk_entropy
 
 __all__ = ["Completion", "Engine", "EngineConfig", "Prompt", "SamplingParams", "Scored", "make_engine",
@@ -17,13 +19,22 @@ class EngineConfig:
     kind: hf (embedded transformers engine), vllm (GPU) or openai (any OpenAI-compatible server at base_url).
     model: a catalog name (`agentkit models list`), local directory, or hub id; for openai, the served model name.
     max_batch_size: most sequences the hf engine decodes at once.
+    base_url: the openai engine's server (e.g. http://127.0.0.1:8000/v1). api_key: its key (default: the
+    OPENAI_API_KEY environment variable).
     """
 
-    kind: str = "hf"
-    model: str = "smollm2-135m"
-    max_batch_size: int = 64
+    kind: Literal["hf", "vllm", "openai"] = "hf"
+    model: NonEmptyStr = "smollm2-135m"
+    max_batch_size: PosInt = 64
     base_url: str | None = None
     api_key: str | None = None
+
+    def problems(self) -> list[str]:
+        """The model must exist for hf and vllm (an openai server names its own models)."""
+        from agentkit.models.catalog import model_problem
+
+        problem = None if self.kind == "openai" else model_problem(self.model)
+        return [f"model: {problem}"] if problem else []
 
     def build(self) -> Engine:
         if self.kind == "hf":

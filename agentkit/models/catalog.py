@@ -178,6 +178,20 @@ def materialize(info: ModelInfo) -> Path:
     return _atomic_dir(d, build)
 
 
+def model_problem(name_or_path: str) -> str | None:
+    """Why ``resolve`` would refuse this model, found without loading or converting anything (None: it would
+    not refuse; a hub id is only checked when it is used)."""
+    info = get_info(name_or_path)
+    if info is not None:
+        return None if info.installed() else f"model {name_or_path!r} is not installed ({info.install_hint})"
+    p = Path(name_or_path).expanduser()
+    if p.is_dir() or p.is_file() and p.suffix == ".gguf" or "/" in name_or_path and not name_or_path.startswith(
+            (".", "/")):
+        return None
+    return (f"unknown model {name_or_path!r}: not in the catalog, not a local directory or .gguf file "
+            f"({did_you_mean(name_or_path, CATALOG)}; `agentkit models list` shows the catalog)")
+
+
 def resolve(name_or_path: str) -> Path | str:
     """Catalog name → local cache dir; local dir or .gguf file → dir; anything with a '/' → HF id as given."""
     info = get_info(name_or_path)

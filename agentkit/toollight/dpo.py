@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt
 from agentkit.toollight.pairs import Pair
 
 
@@ -97,7 +98,9 @@ def load_pairs(path: str | Path, tokenizer):
 
         ds = datasets.Dataset.from_list(read_jsonl(path, required=("prompt", "chosen", "rejected")))
     elif path.suffix == ".parquet":
-        ds = datasets.Dataset.from_parquet(str(path))
+        from agentkit.data.tasks import read_parquet
+
+        ds = datasets.Dataset(read_parquet(path).read())
     else:
         raise AgentkitError(f"{path}: not a dataset directory, .jsonl or .parquet file",
                             "save pairs with Dataset.save_to_disk or as JSONL rows {prompt, chosen, rejected}")
@@ -155,14 +158,14 @@ class DPOSettings:
     (the paper: r = 8) and merges them after the round, so the merged model is the next round's policy and
     reference either way."""
 
-    beta: float = 0.1
-    epochs: float = 1.0
-    learning_rate: float = 7e-6
-    batch_size: int = 4
-    grad_accum: int = 1
-    max_length: int = 1024
-    warmup_ratio: float = 0.1
-    lora_r: int = 0
+    beta: PosFloat = 0.1
+    epochs: NonNegFloat = 1.0
+    learning_rate: PosFloat = 7e-6
+    batch_size: PosInt = 4
+    grad_accum: PosInt = 1
+    max_length: PosInt = 1024
+    warmup_ratio: Fraction = 0.1
+    lora_r: NonNegInt = 0
     seed: int = 0
 
 

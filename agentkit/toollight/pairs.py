@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agentkit.agent.trajectory import Trajectory
+from agentkit.config import Fraction
 from agentkit.toollight.entropy import chain_entropy
 
 Difficulty = Literal["easy", "hard"]
@@ -39,13 +40,13 @@ Difficulty = Literal["easy", "hard"]
 
 @dataclass
 class PairRules:
-    vanilla_easy_at: float = 0.7
-    vanilla_hard_at: float = 0.4
-    guided_easy_at: float = 0.5
-    guided_hard_at: float = 0.5
+    vanilla_easy_at: Fraction = 0.7
+    vanilla_hard_at: Fraction = 0.4
+    guided_easy_at: Fraction = 0.5
+    guided_hard_at: Fraction = 0.5
     hard_to_easy: tuple[int, int] = (2, 1)
     vanilla_to_guided: tuple[int, int] = (13, 7)
-    self_evolved_hard_ratio: float = 0.5
+    self_evolved_hard_ratio: Fraction = 0.5
 
 
 @dataclass

@@ -10,10 +10,13 @@ search, or a user's questions with the configured tools).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Annotated, Any
+
+import annotated_types as at
 
 from agentkit.agent.loop import AgentConfig, rollout
 from agentkit.agent.trajectory import Trajectory
+from agentkit.config import NonNegFloat, NonNegInt, PosInt, TopP
 from agentkit.data.tasks import Task
 from agentkit.toollight.pairs import (
     Candidate,
@@ -50,17 +53,17 @@ class SamplingSettings:
     max_total_tokens: rollout limits. seed: base seed (each round offsets it).
     """
 
-    mine_samples: int = 5
-    mine_keep_below: float = 1.0
-    vanilla: int = 8
-    top_b: int = 3
-    branches: int = 3
-    temperature: float = 1.0
-    top_p: float = 0.95
-    tool_budget: int = 4
-    max_turns: int = 5
-    max_tokens_per_turn: int = 64
-    max_total_tokens: int = 768
+    mine_samples: PosInt = 5
+    mine_keep_below: Annotated[float, at.Interval(gt=0, le=1)] = 1.0
+    vanilla: NonNegInt = 8
+    top_b: NonNegInt = 3
+    branches: NonNegInt = 3
+    temperature: NonNegFloat = 1.0
+    top_p: TopP = 0.95
+    tool_budget: NonNegInt = 4
+    max_turns: PosInt = 5
+    max_tokens_per_turn: PosInt = 64
+    max_total_tokens: PosInt = 768
     seed: int = 0
 
     def agent(self, tools: list[Any], n: int = 1, seed: int = 0) -> AgentConfig:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentkit.agent.trajectory import Trajectory
+from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt
 
 
 def to_sft_dataset(trajectories: list[Trajectory], max_length: int | None = None):
@@ -33,13 +34,13 @@ class SFTSettings:
     """epochs, learning_rate, batch_size (per device), grad_accum, max_length (tokens; longer rows dropped),
     warmup_ratio, seed. Full fine-tuning by default; lora_r > 0 trains LoRA adapters (PEFT) instead."""
 
-    epochs: float = 2.0
-    learning_rate: float = 5e-5
-    batch_size: int = 8
-    grad_accum: int = 1
-    max_length: int = 1024
-    warmup_ratio: float = 0.05
-    lora_r: int = 0
+    epochs: NonNegFloat = 2.0
+    learning_rate: PosFloat = 5e-5
+    batch_size: PosInt = 8
+    grad_accum: PosInt = 1
+    max_length: PosInt = 1024
+    warmup_ratio: Fraction = 0.05
+    lora_r: NonNegInt = 0
     seed: int = 0
 
 

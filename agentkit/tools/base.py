@@ -26,6 +26,10 @@ class Tool(Protocol):
 
     def __call__(self, **arguments: Any) -> ToolResult: ...
 
+    def close(self) -> None:
+        """Release what the tool holds (worker processes, connections); idempotent. Recipes' ``teardown`` and
+        the servers call it, also when a run fails."""
+
 
 def openai_schema(tool: Tool) -> dict[str, Any]:
     """The tool as an OpenAI ``tools`` entry."""

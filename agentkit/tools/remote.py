@@ -38,3 +38,6 @@ class RemoteTool:
         except (urllib.error.URLError, TimeoutError, OSError) as e:
             return ToolResult(f"Error: the {self.name} server is unreachable ({e})", ok=False)
         return ToolResult(r["output"], ok=r["ok"], meta=r.get("meta", {}))
+
+    def close(self) -> None:
+        """Nothing to release: each call is its own connection, and the server closes idle sessions."""

@@ -160,3 +160,6 @@ class SearchTool:
             return ToolResult("No results.", meta={"ids": []})
         text = "\n\n".join(f"[{n}] {h.title} ({h.id})\n{h.text[: self.max_chars]}" for n, h in enumerate(hits, 1))
         return ToolResult(text, meta={"ids": [h.id for h in hits], "scores": [h.score for h in hits]})
+
+    def close(self) -> None:
+        """Nothing to release: the index is memory only."""

@@ -55,6 +55,8 @@ def load_tasks(spec: str, seed: int = 0) -> list[Task]:
             from agentkit.errors import did_you_mean
 
             raise AgentkitError(f"--tasks: {name!r} is neither a file nor a suite", did_you_mean(name, SUITE_NAMES))
+        if n and not (n.isdigit() and int(n) > 0):
+            raise AgentkitError(f"--tasks {part.strip()!r}: N must be a positive integer", "e.g. arithmetic:200")
         count = int(n) if n else 100
         if name == "arithmetic":
             tasks += arithmetic_suite(count, seed)

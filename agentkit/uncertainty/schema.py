@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentkit.data.tasks import read_parquet
 from agentkit.errors import AgentkitError
 
 
@@ -104,10 +105,8 @@ def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
         for i, row in enumerate(ds, 1):
             yield f"{path}:row {i}", _unflatten(row)
     elif path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
         i = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
+        for batch in read_parquet(path).iter_batches(batch_size=1024):
             for row in batch.to_pylist():
                 i += 1
                 yield f"{path}:row {i}", _unflatten(row)

@@ -7,10 +7,11 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from agentkit.config import Fraction, PosInt
 from agentkit.errors import AgentkitError
 from agentkit.uncertainty.schema import BadRow, GenerationRow, Skipped, iter_generations
 
@@ -32,19 +33,19 @@ class ScoreConfig:
 
     reference_model: str | None = None
     models: list[str] | None = None
-    similarity: str = "embedding"
-    text: str = "full"
-    label: str = "auto"
-    f1_threshold: float = 0.5
-    inter: str = "pooled"
+    similarity: Literal["embedding", "rougeL", "exact", "nli"] = "embedding"
+    text: Literal["full", "answer"] = "full"
+    label: Literal["auto", "em", "f1", "numeric", "contains"] = "auto"
+    f1_threshold: Fraction = 0.5
+    inter: Literal["pooled", "member"] = "pooled"
     clip_eu: bool = False
-    sets_threshold: float | None = None
+    sets_threshold: Fraction | None = None
     nli_model: str | None = None
     embedder: str = "minilm-l6"
-    low_au_quantile: float = 0.5
-    eu_flag_quantile: float = 0.5
+    low_au_quantile: Fraction = 0.5
+    eu_flag_quantile: Fraction = 0.5
     skip_bad: bool = False
-    bins: int = 10
+    bins: PosInt = 10
 
 
 def judge(row: GenerationRow, prediction: str, label: str, f1_threshold: float) -> float:
@@ -99,6 +100,10 @@ def prepare(path: str | Path, cfg: ScoreConfig) -> Prepared:
             ref = models[0]
         if ref not in models:
             models = [ref, *models]
+        if len(set(models)) < 2:
+            raise AgentkitError(f"the ensemble is only the reference model {ref!r}",
+                                "cross-model EU needs a second model: name it in --models, or score a file with "
+                                "samples of several models")
         try:
             for m in models:
                 got = row.samples.get(m)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentkit.config import ModelName, PosFloat, PosInt
+
 
 @dataclass
 class ServeDemoConfig:
@@ -19,13 +21,13 @@ class ServeDemoConfig:
     tuned for tools and writes no call without them.
     """
 
-    model: str = "smollm2-135m"
-    num_problems: int = 32
+    model: ModelName = "smollm2-135m"
+    num_problems: PosInt = 32
     seed: int = 0
-    max_tokens: int = 160
-    max_turns: int = 3
-    concurrency: int = 8
+    max_tokens: PosInt = 160
+    max_turns: PosInt = 3
+    concurrency: PosInt = 8
     few_shot: bool = True
     system_prompt: str = "Solve the problem step by step. End with: The answer is <number>."
-    startup_timeout_s: float = 300.0
-    time_limit_s: float = 1800.0
+    startup_timeout_s: PosFloat = 300.0
+    time_limit_s: PosFloat = 1800.0

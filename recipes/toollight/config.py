@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
+import annotated_types as at
+
+from agentkit.config import ExistingPath, ModelName, NonNegInt, PosInt
 from agentkit.toollight.dpo import DPOSettings
 from agentkit.toollight.pairs import PairRules
 from agentkit.toollight.rounds import SamplingSettings
@@ -34,34 +38,34 @@ class ToolLightConfig:
     keep_models: save every stage's weights under models/ (else only the latest).
     """
 
-    model: str = "smollm2-135m"
-    engine: str = "hf"
-    train_arithmetic: int = 96
-    train_easy: int = 24
-    train_multihop: int = 24
+    model: ModelName = "smollm2-135m"
+    engine: Literal["hf", "vllm"] = "hf"
+    train_arithmetic: NonNegInt = 96
+    train_easy: NonNegInt = 24
+    train_multihop: NonNegInt = 24
     train_seed: int = 100
-    pool_arithmetic: int = 24
-    pool_easy: int = 8
-    pool_multihop: int = 32
+    pool_arithmetic: NonNegInt = 24
+    pool_easy: NonNegInt = 8
+    pool_multihop: NonNegInt = 32
     pool_seed: int = 200
-    test_arithmetic: int = 32
-    test_multihop: int = 32
+    test_arithmetic: NonNegInt = 32
+    test_multihop: NonNegInt = 32
     test_seed: int = 7
     kb_seed: int = 0
-    search_top_k: int = 1
-    questions: str | None = None
-    test_questions: str | None = None
-    test_fraction: float = 0.2
-    corpus: str | None = None
-    tools: list[str] = field(default_factory=lambda: ["python", "search"])
-    sft_data: str | None = None
-    pairs: str | None = None
+    search_top_k: PosInt = 1
+    questions: ExistingPath = None
+    test_questions: ExistingPath = None
+    test_fraction: Annotated[float, at.Interval(gt=0, lt=1)] = 0.2
+    corpus: ExistingPath = None
+    tools: Annotated[list[Literal["python", "search"]], at.MinLen(1)] = field(default_factory=lambda: ["python", "search"])
+    sft_data: ExistingPath = None
+    pairs: ExistingPath = None
     sft: SFTSettings = field(default_factory=lambda: SFTSettings(epochs=1.0))
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     rules: PairRules = field(default_factory=PairRules)
     dpo: DPOSettings = field(default_factory=DPOSettings)
     pre_aligned: bool = True
-    self_evolved_rounds: int = 2
-    eval_max_turns: int = 4
-    eval_max_tokens_per_turn: int = 64
+    self_evolved_rounds: NonNegInt = 2
+    eval_max_turns: PosInt = 4
+    eval_max_tokens_per_turn: PosInt = 64
     keep_models: bool = True

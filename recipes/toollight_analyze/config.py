@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+import annotated_types as at
+
+from agentkit.config import ModelName, NonNegFloat, PosInt, TopP
 
 
 @dataclass
@@ -16,15 +21,16 @@ class ToolLightAnalyzeConfig:
     tools needs them). boundary_k: tokens on each side of a tool result in the profile.
     """
 
-    model: str = "smollm2-135m"
-    suites: list[str] = field(default_factory=lambda: ["arithmetic", "multihop"])
-    num_tasks: int = 32
+    model: ModelName = "smollm2-135m"
+    suites: Annotated[list[Literal["arithmetic", "multihop"]], at.MinLen(1)] = field(
+        default_factory=lambda: ["arithmetic", "multihop"])
+    num_tasks: PosInt = 32
     seed: int = 3
-    samples: int = 2
-    temperature: float = 0.7
-    top_p: float = 1.0
+    samples: PosInt = 2
+    temperature: NonNegFloat = 0.7
+    top_p: TopP = 1.0
     few_shot: bool = True
-    search_top_k: int = 3
-    max_turns: int = 4
-    max_tokens_per_turn: int = 64
-    boundary_k: int = 20
+    search_top_k: PosInt = 3
+    max_turns: PosInt = 4
+    max_tokens_per_turn: PosInt = 64
+    boundary_k: PosInt = 20

@@ -1,8 +1,10 @@
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
 import pytest
+from annotated_types import Ge, Gt, MinLen
 
-from agentkit.config import apply_overrides, build_config, load_yaml, parse_sets
+from agentkit.config import EXISTING, apply_overrides, build_config, load_yaml, parse_sets
 from agentkit.errors import AgentkitError
 
 
@@ -38,8 +40,11 @@ def test_optional_and_none():
 
 
 def test_unknown_key_did_you_mean():
-    with pytest.raises(AgentkitError, match=r"unknown config key 'inner.stpes'.*did you mean 'steps'"):
+    with pytest.raises(AgentkitError, match=r"unknown config key 'inner.stpes' \(--set inner.stpes=3\), "
+                                            r"did you mean 'inner.steps'"):
         build_config(Cfg, parse_sets(["inner.stpes=3"]))
+    with pytest.raises(AgentkitError, match=r"unknown config key 'steps'.*did you mean 'inner.steps'"):
+        build_config(Cfg, {"steps": 3})  # a nested key given at the top: the full dotted key is suggested
 
 
 def test_wrong_type_names_key():
@@ -66,3 +71,36 @@ def test_malformed_yaml_names_file_and_line(tmp_path):
 def test_bad_set_syntax():
     with pytest.raises(AgentkitError, match="key=value"):
         parse_sets(["novalue"])
+
+
+@dataclass
+class Bounded:
+    n: Annotated[int, Gt(0)] = 4
+    temperature: Annotated[float, Ge(0)] = 0.0
+    kinds: list[Literal["mul", "chain"]] = field(default_factory=lambda: ["mul"])
+    name: Annotated[str, MinLen(1)] = "x"
+    data: Annotated[str | None, EXISTING] = None
+    inner: Inner = field(default_factory=Inner)
+
+
+def test_every_problem_at_once_with_file_and_line(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("n: 0\ninner:\n  stpes: 3\nkinds: [mul, divide]\n")
+    with pytest.raises(AgentkitError) as e:
+        build_config(Bounded, load_yaml(f), parse_sets(["temperature=-1", "name=", f"data={tmp_path}/none.jsonl"]))
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("6 config problems: ")
+    assert f"n: must be > 0, got 0 ({f}:1)" in msg
+    assert f"unknown config key 'inner.stpes' ({f}:3), did you mean 'inner.steps'?" in msg
+    assert f"kinds[1]: 'divide' is not allowed, choose one of: chain, mul ({f}:4)" in msg
+    assert "temperature: must be >= 0, got -1.0 (--set temperature=-1)" in msg
+    assert "name: must not be empty (--set name=)" in msg
+    assert f"data: {tmp_path}/none.jsonl does not exist" in msg
+    ok = build_config(Bounded, parse_sets(["n=2", "kinds=mul,chain", f"data={f}"]))
+    assert ok.n == 2 and ok.kinds == ["mul", "chain"] and ok.data == str(f)
+
+
+def test_malformed_sets():
+    for bad, match in ((["a..b=1"], "empty part"), (["inner=1", "inner.lr=2"], "conflicts")):
+        with pytest.raises(AgentkitError, match=match):
+            parse_sets(bad)

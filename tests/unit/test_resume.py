@@ -63,7 +63,7 @@ def test_training_resumes_from_checkpoint(tmp_path):
         run_recipe("test-train", ["crash_at=3"], output_dir=str(tmp_path / "cut"), quiet=True)
     assert (tmp_path / "cut" / "state" / "checkpoint-00000002" / "state.pt").exists()
     resumed, run_dir = run_recipe("test-train", ["crash_at=-1"], output_dir=str(tmp_path / "cut"), resume=True,
-                                  quiet=True)
+                                  quiet=True, force=True)  # the one change: the test's crash switch
     assert resumed["steps_run"] == 4  # steps 3-6 only; 1-2 came from the checkpoint
     assert resumed["weight0"] == pytest.approx(full["weight0"], abs=1e-6)
     assert (run_dir / "report.md").exists() and "steps_run" in (run_dir / "report.md").read_text()
