@@ -1,4 +1,5 @@
-"""Sandbox supervisor: run as ``python -I _worker.py CONFIG_JSON`` by agentkit.tools.sandbox. Stdlib only.
+"""Sandbox supervisor: run as ``python -I _worker.py CONFIG_JSON`` by agentkit.tools.sandbox. Stdlib, and
+pyseccomp (ctypes over libseccomp) for the syscall filter.
 
 Two processes, so that the sandboxed code never holds the result channel:
 
@@ -10,6 +11,13 @@ Two processes, so that the sandboxed code never holds the result channel:
   the supervisor reads (keeping ``max_output`` bytes, killing a runaway printer), fd 3 brings it jobs and fd 4
   takes back one status line per job. It installs the audit hook (defence in depth only: the boundary is the
   kernel, see ``sandbox.py``) and runs the code.
+
+Before forking, the supervisor loads a seccomp filter (inherited by every descendant, irremovable): the
+syscalls a program needs for computing stay allowed; the kernel interfaces a sandboxed program has no use for and
+that local exploits go through fail with EPERM (``DENIED``): ptrace and cross-process memory access, new
+namespaces (``unshare``, ``setns``, namespace flags of ``clone``; ``clone3`` answers ENOSYS so libc falls back to
+``clone``, whose flags the filter can read), mounts, keyrings, BPF, perf events, userfaultfd, io_uring, modules,
+and the clock and reboot calls.
 
 The supervisor builds each result from what it observed: the bytes on the pipes, the runner's exit status
 (SIGXCPU is the CPU limit) and its status line, which it parses strictly (anything else: ``limit: protocol``).
@@ -30,6 +38,14 @@ BLOCKED_EVENTS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spa
                   "subprocess.Popen", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
                   "socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo"}
 PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE = 38, 4
+DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "unshare", "setns", "mount",
+          "umount2", "pivot_root", "chroot", "mount_setattr", "move_mount", "open_tree", "fsopen", "fsmount",
+          "fsconfig", "fspick", "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
+          "io_uring_setup", "io_uring_enter", "io_uring_register", "kexec_load", "kexec_file_load", "init_module",
+          "finit_module", "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "syslog",
+          "open_by_handle_at", "name_to_handle_at", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+          "fanotify_init", "lookup_dcookie", "vhangup", "personality")
+CLONE_NAMESPACES = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)
 JOB_FD, STATUS_FD = 3, 4
 
 
@@ -53,6 +69,41 @@ def drop_privileges(cfg):
         os.setgid(cfg["uid"])
         os.setuid(cfg["uid"])
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # same-uid code cannot read our descriptors or memory
+
+
+def import_seccomp(libraries):
+    """pyseccomp, or None. It looks its libraries up with ``ctypes.util.find_library`` (which runs
+    ``ldconfig -p``, twice, on every start): the parent looked them up once and passes ``libraries``."""
+    import ctypes.util
+
+    lookup = ctypes.util.find_library
+    ctypes.util.find_library = lambda name: libraries.get(name) or lookup(name)
+    try:
+        import pyseccomp
+    except (ImportError, OSError, RuntimeError):
+        return None
+    finally:
+        ctypes.util.find_library = lookup
+    return pyseccomp
+
+
+def load_seccomp(sc):
+    """The syscall filter above; returns whether it is loaded (False: pyseccomp or libseccomp is missing)."""
+    import errno
+
+    if sc is None:
+        return False
+    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    for name in DENIED:
+        try:
+            f.add_rule(sc.ERRNO(errno.EPERM), name)
+        except (ValueError, RuntimeError, OSError):  # a syscall this architecture or libseccomp does not know
+            pass
+    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    for flag in CLONE_NAMESPACES:  # new user, mount, PID, net, IPC, UTS or cgroup namespaces, and CLONE_NEWTIME
+        f.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    f.load()
+    return True
 
 
 def audit(writable):
@@ -252,13 +303,15 @@ def drain(fd, sink):
 
 def main():
     cfg = json.loads(sys.argv[1])
+    sc = import_seccomp(cfg["libraries"])
     set_limits(cfg)
     drop_privileges(cfg)
+    seccomp = load_seccomp(sc)
     os.chdir(cfg["workdir"])
     channel = sys.stdout.buffer
     runner_fds = start_runner(cfg)
     cfg["runner_pgid"] = runner_fds[0]
-    channel.write(json.dumps({"ready": True}).encode() + b"\n")
+    channel.write(json.dumps({"ready": True, "seccomp": seccomp}).encode() + b"\n")
     channel.flush()
     for line in sys.stdin.buffer:
         result = serve_job(cfg, runner_fds, line)

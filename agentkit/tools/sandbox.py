@@ -19,6 +19,8 @@ holds it is the kernel, not Python:
 - **results**: the code runs in a child of the worker's supervisor and never holds the result channel; the
   parent reads that channel against the call's deadline, and anything but a well-formed result is an error
   result (``limit: "protocol"``), never an exception;
+- **syscalls**: a seccomp filter (pyseccomp over libseccomp) refuses ptrace, new namespaces, mounts, keyrings,
+  BPF, perf events, userfaultfd, io_uring and module loading with EPERM (``meta["seccomp"]`` says it ran);
 - **defence in depth**: an audit hook refuses subprocesses, sockets, ctypes and writes outside the writable
   directories (code can remove the hook; the kernel boundary stays).
 
@@ -182,6 +184,14 @@ def kernel_isolation_error() -> str | None:
     return None
 
 
+@functools.cache
+def _libraries() -> dict[str, str]:
+    """The shared libraries the worker's seccomp binding loads, looked up once here instead of in every worker."""
+    import ctypes.util
+
+    return {name: path for name in ("c", "seccomp") if (path := ctypes.util.find_library(name))}
+
+
 def _next_uid() -> int:
     """A uid no other process has: one per worker, from a range of 10^4 per host process (as root only)."""
     return 1_000_000_000 + (os.getpid() % 100_000) * 10_000 + next(_UIDS) % 10_000
@@ -208,7 +218,7 @@ class _Worker:
         nproc = cfg.max_procs if as_root else _processes_of(os.getuid()) + cfg.max_procs
         wcfg = {**asdict(cfg), "workdir": workdir, "writable": [workdir, "/tmp"] if kernel else [workdir],
                 "session": session, "cpu_hard_s": int(cfg.cpu_s * 1000) + 1, "uid": uid, "nproc": nproc,
-                "pid_namespace": kernel}
+                "pid_namespace": kernel, "libraries": _libraries()}
         env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "HOME": workdir, "LANG": "C.UTF-8"}
         if kernel:
@@ -218,6 +228,7 @@ class _Worker:
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, cwd=self.workdir, start_new_session=True, bufsize=0)
         self.isolation = cfg.isolation
+        self.seccomp = False
         self.last_used = time.monotonic()
         self.lock = threading.Lock()
         # the longest honest result line: stdout, stderr and error text cut at max_output, JSON-escaped
@@ -226,7 +237,9 @@ class _Worker:
     def wait_ready(self, timeout: float = 30.0) -> None:
         line = self._readline(timeout)
         try:
-            assert json.loads(line)["ready"] is True
+            ready = json.loads(line)
+            assert ready["ready"] is True
+            self.seccomp = ready["seccomp"] is True
         except (TypeError, ValueError, KeyError, AssertionError):
             self.kill()
             raise RuntimeError("the sandbox worker failed to start") from None
@@ -255,7 +268,8 @@ class _Worker:
             line = self._readline(cfg.wall_s)
         except (BrokenPipeError, OSError):
             line = b""
-        meta = {"seconds": round(time.perf_counter() - start, 4), "isolation": self.isolation}
+        meta = {"seconds": round(time.perf_counter() - start, 4), "isolation": self.isolation,
+                "seccomp": self.seccomp}
         if line is None:
             self.kill()
             return ToolResult(f"Error: wall-time limit of {cfg.wall_s:g} s exceeded; the process was killed.",
