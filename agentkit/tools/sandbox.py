@@ -104,13 +104,13 @@ class SandboxConfig:
 
     def __post_init__(self) -> None:
         if self.isolation not in ("kernel", "rlimits-only"):
-            raise ValueError(f"isolation must be 'kernel' or 'rlimits-only', not {self.isolation!r}")
+            raise AgentkitError(f"sandbox isolation must be 'kernel' or 'rlimits-only', not {self.isolation!r}")
         for name in ("cpu_s", "wall_s", "memory_mb", "max_output", "max_file_mb", "max_procs", "tmpfs_mb",
                      "idle_timeout_s"):
             if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, not {getattr(self, name)!r}")
+                raise AgentkitError(f"sandbox {name} must be > 0, not {getattr(self, name)!r}")
         if self.pool_size < 0:
-            raise ValueError(f"pool_size must be >= 0, not {self.pool_size!r}")
+            raise AgentkitError(f"sandbox pool_size must be >= 0, not {self.pool_size!r}")
 
 
 def _interpreter_paths() -> list[str]:
@@ -146,7 +146,13 @@ def bwrap_argv(cfg: SandboxConfig, as_root: bool) -> list[str]:
             argv += ["--ro-bind", d, d]
     for f in _ETC:
         argv += ["--ro-bind-try", f, f]
-    made: set[str] = {"/", "/usr"}
+    # the private writable mounts first: an interpreter under /tmp (a venv in a fresh clone there) is bound
+    # on top of them, not hidden by them
+    size = str(cfg.tmpfs_mb * 2**20)
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    for d, mode in (("/tmp", "1777"), ("/dev/shm", "1777"), ("/sandbox", "0700" if as_root else "0777")):
+        argv += ["--size", size, "--perms", mode, "--tmpfs", d]
+    made: set[str] = {"/", "/usr", "/tmp", "/dev", "/dev/shm", "/sandbox", "/proc"}
     for p in [*_interpreter_paths(), os.path.dirname(_IN_SANDBOX_WORKER)]:
         parts = p.split(os.sep)
         for i in range(2, len(parts) + (p == os.path.dirname(_IN_SANDBOX_WORKER))):
@@ -156,10 +162,7 @@ def bwrap_argv(cfg: SandboxConfig, as_root: bool) -> list[str]:
                 made.add(anc)
         if p != os.path.dirname(_IN_SANDBOX_WORKER):
             argv += ["--ro-bind", p, p]
-    argv += ["--ro-bind", WORKER, _IN_SANDBOX_WORKER, "--proc", "/proc", "--dev", "/dev"]
-    size = str(cfg.tmpfs_mb * 2**20)
-    for d, mode in (("/tmp", "1777"), ("/dev/shm", "1777"), ("/sandbox", "0700" if as_root else "0777")):
-        argv += ["--size", size, "--perms", mode, "--tmpfs", d]
+    argv += ["--ro-bind", WORKER, _IN_SANDBOX_WORKER]
     env = {"PATH": "/usr/bin:/bin", "HOME": "/sandbox", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLCONFIGDIR": "/tmp"}
     argv += ["--remount-ro", "/", "--chdir", "/sandbox", "--clearenv"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agentkit.errors import AgentkitError
 from agentkit.tools import TOOLS, Tool, openai_schema
 from agentkit.tools.sandbox import Sandbox, SandboxConfig
 
@@ -368,7 +369,7 @@ def test_the_weaker_mode_is_refused_unless_chosen_by_name(monkeypatch):
             assert "not allowed" in sb.run("import subprocess\nsubprocess.run(['true'])").output
     finally:
         sbx.kernel_isolation_error.cache_clear()
-    with pytest.raises(ValueError, match="isolation"):
+    with pytest.raises(AgentkitError, match="isolation must be"):
         SandboxConfig(isolation="none")
 
 
@@ -407,3 +408,22 @@ def test_no_worker_or_directory_outlives_the_process(tmp_path):
         subprocess.run([sys.executable, "-W", "ignore", "-c", script], env=env, check=True, timeout=120)
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith("agentkit-sbx-")] == []
         assert _gone('"memory_mb": 513', 5), isolation  # the marker in the workers' command lines
+
+
+def test_an_interpreter_under_tmp_is_not_hidden_by_the_private_tmp(tmp_path):
+    """A fresh clone in /tmp has its venv there: the sandbox's own /tmp must not cover the interpreter (make demo
+    failed on a fresh clone in /tmp before the private mounts came first)."""
+    import subprocess
+    import sys
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = [p for p in sys.path if p.endswith("site-packages")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), *site])}
+    script = ("from agentkit.tools.sandbox import Sandbox, SandboxConfig\n"
+              "with Sandbox(SandboxConfig(pool_size=0)) as sb:\n"
+              "    r = sb.run('import sys; print(sys.prefix)')\n"
+              "print(r.ok, r.output.strip())\n")
+    r = subprocess.run([str(venv / "bin" / "python"), "-c", script], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.stdout.strip() == f"True {venv}", (r.stdout, r.stderr[-2000:])
