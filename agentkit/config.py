@@ -170,6 +170,8 @@ def _check(value: Any, mark: Any, key: str) -> None:
     if isinstance(mark, at.MinLen) and len(value) < mark.min_length:
         raise AgentkitError(f"{key}: must not be empty" if mark.min_length == 1 else
                             f"{key}: needs at least {mark.min_length} items, got {len(value)}")
+    if isinstance(mark, at.Predicate) and not mark.func(value):
+        raise AgentkitError(f"{key}: {value!r} is not {(mark.func.__doc__ or mark.func.__name__).strip()}")
     if mark == EXISTING and not Path(value).exists():
         raise AgentkitError(f"{key}: {value} does not exist")
     if mark == MODEL:

@@ -232,3 +232,19 @@ def test_recipe_help_lists_every_key(capsys):
     with pytest.raises(SystemExit):
         cli.main(["serve", "--help"])
     assert "TCP port (default: 8000)" in capsys.readouterr().out
+
+
+def test_every_shipped_preset_satisfies_its_constraints():
+    from agentkit.config import build_config
+    from agentkit.runner import recipe_dir, resolve_spec
+
+    checked = 0
+    for name in RECIPES.names():
+        if name.startswith("test-"):
+            continue
+        cls = RECIPES.get(name)
+        for preset in sorted(p.stem for p in recipe_dir(cls).glob("*.yaml")):
+            _, cls, layer = resolve_spec(name, preset)
+            build_config(cls.config_cls, layer)
+            checked += 1
+    assert checked >= 15

@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+import annotated_types as at
+
+from agentkit.config import NonNegFloat, PosFloat, PosInt
+
+SETTING = re.compile(r"^(?:fp|A(\d)W(\d)(?::(\d)of(\d))?)$")
+
+
+def is_setting(s: str) -> bool:
+    """fp, A<a>W<w> or A<a>W<w>:<n>of<m>"""
+    return SETTING.match(s) is not None
+
+
+Setting = Annotated[str, at.Predicate(is_setting)]
 
 
 @dataclass
@@ -20,26 +36,26 @@ class DequantConfig:
     than its first 10 %. seeds: repetitions of every GPT run.
     """
 
-    settings: list[str] = field(default_factory=lambda: ["fp", "A4W4", "A1W1", "A4W4:2of4"])
-    dequants: list[str] = field(default_factory=lambda: ["ste", "ridge"])
-    block: int = 128
-    lam: float = 0.01
-    train_size: int = 20000
-    val_size: int = 2000
-    test_size: int = 10000
-    hidden: int = 256
-    mlp_lr: float = 1e-3
-    mlp_epochs: int = 5
-    mlp_seeds: int = 5
-    batch_size: int = 128
+    settings: Annotated[list[Setting], at.MinLen(1)] = field(default_factory=lambda: ["fp", "A4W4", "A1W1", "A4W4:2of4"])
+    dequants: Annotated[list[Literal["ste", "ridge"]], at.MinLen(1)] = field(default_factory=lambda: ["ste", "ridge"])
+    block: PosInt = 128
+    lam: NonNegFloat = 0.01
+    train_size: PosInt = 20000
+    val_size: PosInt = 2000
+    test_size: PosInt = 10000
+    hidden: PosInt = 256
+    mlp_lr: PosFloat = 1e-3
+    mlp_epochs: PosInt = 5
+    mlp_seeds: PosInt = 5
+    batch_size: PosInt = 128
     gpt: bool = True
-    gpt_settings: list[str] = field(default_factory=lambda: ["fp", "A4W4", "A1W1"])
-    gpt_d: int = 64
-    gpt_layers: int = 2
-    gpt_heads: int = 4
-    gpt_ctx: int = 64
-    gpt_lr: float = 3e-3
-    gpt_steps: int = 800
-    gpt_batch: int = 32
-    gpt_eval_windows: int = 256
-    seeds: int = 3
+    gpt_settings: Annotated[list[Setting], at.MinLen(1)] = field(default_factory=lambda: ["fp", "A4W4", "A1W1"])
+    gpt_d: PosInt = 64
+    gpt_layers: PosInt = 2
+    gpt_heads: PosInt = 4
+    gpt_ctx: PosInt = 64
+    gpt_lr: PosFloat = 3e-3
+    gpt_steps: PosInt = 800
+    gpt_batch: PosInt = 32
+    gpt_eval_windows: PosInt = 256
+    seeds: PosInt = 3

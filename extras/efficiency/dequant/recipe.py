@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import re
 import time
 from typing import Any
 
@@ -13,13 +12,11 @@ import torch.nn.functional as F
 
 from agentkit.errors import AgentkitError
 from agentkit.extras import report
-from agentkit.extras.efficiency.dequant.config import DequantConfig
+from agentkit.extras.efficiency.dequant.config import SETTING, DequantConfig
 from agentkit.extras.efficiency.dequant.models import CharGPT, mlp
 from agentkit.extras.efficiency.dequant.quant import QuantSpec
 from agentkit.extras.nets import fit, predict, warmup_cosine
 from agentkit.recipe import Recipe
-
-SETTING = re.compile(r"^(?:fp|A(\d)W(\d)(?::(\d)of(\d))?)$")
 
 
 def parse_setting(s: str, dequant: str, block: int, lam: float) -> tuple[QuantSpec | None, QuantSpec | None]:

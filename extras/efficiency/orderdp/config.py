@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+import annotated_types as at
+
+from agentkit.config import Fraction, PosFloat, PosInt
 
 
 @dataclass
@@ -17,16 +22,16 @@ class OrderDPConfig:
     samples trained on.
     """
 
-    keep: list[float] = field(default_factory=lambda: [0.3, 0.5, 0.7])
-    order_q: float = 0.8
-    methods: list[str] = field(default_factory=lambda: ["full", "random", "top-q", "OrderDP"])
-    dataset: str = "fashion_mnist"
-    train_size: int = 30000
-    val_size: int = 5000
-    test_size: int = 10000
-    hidden: int = 256
-    epochs: int = 10
-    lr: float = 1e-3
-    batch_size: int = 128
-    label_noise: float = 0.0
-    seeds: int = 3
+    keep: Annotated[list[Annotated[float, at.Interval(gt=0, le=1)]], at.MinLen(1)] = field(default_factory=lambda: [0.3, 0.5, 0.7])
+    order_q: Annotated[float, at.Interval(gt=0, le=1)] = 0.8
+    methods: Annotated[list[Literal["full", "random", "top-q", "OrderDP"]], at.MinLen(1)] = field(default_factory=lambda: ["full", "random", "top-q", "OrderDP"])
+    dataset: Literal["fashion_mnist", "digits"] = "fashion_mnist"
+    train_size: PosInt = 30000
+    val_size: PosInt = 5000
+    test_size: PosInt = 10000
+    hidden: PosInt = 256
+    epochs: PosInt = 10
+    lr: PosFloat = 1e-3
+    batch_size: PosInt = 128
+    label_noise: Fraction = 0.0
+    seeds: PosInt = 3

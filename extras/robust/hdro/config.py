@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+import annotated_types as at
+
+from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt
 
 
 @dataclass
@@ -19,20 +24,20 @@ class HDROConfig:
     of magnitude ~0.1–1 here, and ε ≥ 0.1 collapsed training to a constant prediction (seed 0).
     """
 
-    methods: list[str] = field(default_factory=lambda: ["erm", "group_dro", "hdro"])
-    train_size: int = 20000
-    val_size: int = 4000
-    test_size: int = 10000
-    train_agree: float = 0.8
-    test_agree: float = 0.1
-    shift_group: int = 1
+    methods: Annotated[list[Literal["erm", "group_dro", "hdro"]], at.MinLen(1)] = field(default_factory=lambda: ["erm", "group_dro", "hdro"])
+    train_size: PosInt = 20000
+    val_size: PosInt = 4000
+    test_size: PosInt = 10000
+    train_agree: Fraction = 0.8
+    test_agree: Fraction = 0.1
+    shift_group: NonNegInt = 1
     shift_degs: list[float] = field(default_factory=lambda: [30.0, 90.0])
-    hidden: int = 64
-    epochs: int = 8
-    lr: float = 0.01
-    weight_decay: float = 0.01
-    batch_size: int = 128
-    eta: float = 0.01
-    adjust: float = 1.0
-    eps: list[float] = field(default_factory=lambda: [0.02, 0.05])
-    seeds: int = 3
+    hidden: PosInt = 64
+    epochs: PosInt = 8
+    lr: PosFloat = 0.01
+    weight_decay: NonNegFloat = 0.01
+    batch_size: PosInt = 128
+    eta: PosFloat = 0.01
+    adjust: NonNegFloat = 1.0
+    eps: Annotated[list[PosFloat], at.MinLen(1)] = field(default_factory=lambda: [0.02, 0.05])
+    seeds: PosInt = 3

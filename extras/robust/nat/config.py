@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentkit.config import NonNegFloat, PosFloat, PosInt
+
 
 @dataclass
 class NATConfig:
@@ -17,19 +19,19 @@ class NATConfig:
     classes. seeds: repetitions.
     """
 
-    train_size: int = 9000
-    val_size: int = 1000
-    test_size: int = 2000
-    natural_epochs: int = 5
-    epochs: int = 4
-    eps: float = 0.1
-    alpha: float = 0.02
-    steps: int = 10
-    test_steps: int = 20
-    test_alpha: float = 0.01
-    lam: float = 0.06
-    tau: float = 4.0
-    lr: float = 0.05
-    weight_decay: float = 5e-4
-    batch_size: int = 128
-    seeds: int = 3
+    train_size: PosInt = 9000
+    val_size: PosInt = 1000
+    test_size: PosInt = 2000
+    natural_epochs: PosInt = 5
+    epochs: PosInt = 4
+    eps: PosFloat = 0.1
+    alpha: PosFloat = 0.02
+    steps: PosInt = 10
+    test_steps: PosInt = 20
+    test_alpha: PosFloat = 0.01
+    lam: NonNegFloat = 0.06
+    tau: PosFloat = 4.0
+    lr: PosFloat = 0.05
+    weight_decay: NonNegFloat = 5e-4
+    batch_size: PosInt = 128
+    seeds: PosInt = 3

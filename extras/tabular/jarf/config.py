@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+import annotated_types as at
+
+from agentkit.config import PosInt
 
 
 @dataclass
@@ -16,11 +21,11 @@ class JARFConfig:
     """
 
     thetas: list[float] = field(default_factory=lambda: [0.0, 15.0, 30.0, 45.0])
-    n_samples: int = 1000
-    n_features: int = 10
-    datasets: list[str] = field(default_factory=lambda: ["breast_cancer", "wine", "digits"])
-    seeds: int = 3
-    test_size: float = 0.3
-    n_estimators: int = 200
-    surrogate_estimators: int = 100
-    methods: list[str] = field(default_factory=lambda: ["RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF"])
+    n_samples: PosInt = 1000
+    n_features: PosInt = 10
+    datasets: list[Literal["digits", "iris", "wine", "breast_cancer"]] = field(default_factory=lambda: ["breast_cancer", "wine", "digits"])
+    seeds: PosInt = 3
+    test_size: Annotated[float, at.Interval(gt=0, lt=1)] = 0.3
+    n_estimators: PosInt = 200
+    surrogate_estimators: PosInt = 100
+    methods: Annotated[list[Literal["RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF"]], at.MinLen(1)] = field(default_factory=lambda: ["RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF"])

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+import annotated_types as at
+
+from agentkit.config import NonNegFloat, PosFloat, PosInt
 
 
 @dataclass
@@ -17,22 +22,22 @@ class SkiplessConfig:
     seeds: repetitions of every (variant, optimizer).
     """
 
-    variants: list[str] = field(default_factory=lambda: ["skip", "skipless", "skipless-init"])
-    optimizers: list[str] = field(default_factory=lambda: ["adamw", "soap"])
-    depth: int = 8
-    d: int = 64
-    heads: int = 4
-    patch: int = 7
-    alpha: float = 2.0
+    variants: Annotated[list[Literal["skip", "skipless", "skipless-init"]], at.MinLen(1)] = field(default_factory=lambda: ["skip", "skipless", "skipless-init"])
+    optimizers: Annotated[list[Literal["adamw", "soap"]], at.MinLen(1)] = field(default_factory=lambda: ["adamw", "soap"])
+    depth: PosInt = 8
+    d: PosInt = 64
+    heads: PosInt = 4
+    patch: PosInt = 7
+    alpha: PosFloat = 2.0
     beta: float = 0.6
     c: float = 3.0
-    train_size: int = 10000
-    val_size: int = 1000
-    test_size: int = 5000
-    epochs: int = 3
-    batch_size: int = 128
-    lr_adamw: float = 1e-3
-    lr_soap: float = 3e-3
-    weight_decay: float = 0.05
-    jacobian_samples: int = 4
-    seeds: int = 3
+    train_size: PosInt = 10000
+    val_size: PosInt = 1000
+    test_size: PosInt = 5000
+    epochs: PosInt = 3
+    batch_size: PosInt = 128
+    lr_adamw: PosFloat = 1e-3
+    lr_soap: PosFloat = 3e-3
+    weight_decay: NonNegFloat = 0.05
+    jacobian_samples: PosInt = 4
+    seeds: PosInt = 3

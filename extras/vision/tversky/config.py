@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+import annotated_types as at
+
+from agentkit.config import PosFloat, PosInt
 
 
 @dataclass
@@ -21,20 +26,20 @@ class TverskyConfig:
     features are plotted as images.
     """
 
-    xor_banks: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])
-    xor_seeds: int = 20
-    xor_steps: int = 500
-    xor_lr: float = 0.05
-    dataset: str = "fashion_mnist"
-    train_size: int = 10000
-    val_size: int = 2000
-    test_size: int = 5000
-    seeds: int = 3
-    cnn_epochs: int = 3
-    feature_dim: int = 64
-    head_epochs: int = 15
-    head_lrs: list[float] = field(default_factory=lambda: [1e-3, 3e-3, 1e-2])
-    head_bank: int = 64
-    proto_bank: int = 64
-    proto_epochs: int = 5
-    batch_size: int = 128
+    xor_banks: Annotated[list[PosInt], at.MinLen(1)] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])
+    xor_seeds: PosInt = 20
+    xor_steps: PosInt = 500
+    xor_lr: PosFloat = 0.05
+    dataset: Literal["fashion_mnist", "digits"] = "fashion_mnist"
+    train_size: PosInt = 10000
+    val_size: PosInt = 2000
+    test_size: PosInt = 5000
+    seeds: PosInt = 3
+    cnn_epochs: PosInt = 3
+    feature_dim: PosInt = 64
+    head_epochs: PosInt = 15
+    head_lrs: Annotated[list[PosFloat], at.MinLen(1)] = field(default_factory=lambda: [1e-3, 3e-3, 1e-2])
+    head_bank: PosInt = 64
+    proto_bank: PosInt = 64
+    proto_epochs: PosInt = 5
+    batch_size: PosInt = 128
