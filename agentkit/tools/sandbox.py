@@ -13,7 +13,9 @@ holds it is the kernel, not Python:
 - **identity**: as root each worker drops to a uid of its own (so it can signal no other process and read no
   private file); without root bwrap maps it to ``nobody`` in a user namespace. ``no_new_privs`` is set;
 - **limits**: RLIMIT_CPU per call (SIGXCPU, then SIGKILL one second later), RLIMIT_AS, RLIMIT_FSIZE,
-  RLIMIT_NPROC (per uid, so per sandbox as root) and 64 descriptors, inherited by every child;
+  RLIMIT_NPROC (per uid, so per sandbox as root) and 64 descriptors, inherited by every child; and, where this
+  process may make cgroups (root here), a memory cgroup per worker so the whole tree shares ``memory_mb``
+  (``meta["memory_cgroup"]`` says whether it did);
 - **wall time**: the parent kills the worker at the call's deadline, and the namespace takes every process
   with it;
 - **results**: the code runs in a child of the worker's supervisor and never holds the result channel; the
@@ -188,6 +190,72 @@ def kernel_isolation_error() -> str | None:
 
 
 @functools.cache
+def _memory_cgroup_root() -> Path | None:
+    """Where per-worker memory cgroups can be made: this process's memory cgroup (v1, or v2 with the memory
+    controller delegated to its children), when it is writable; else None (then only RLIMIT_AS holds)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            root = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+            if (root / "memory.limit_in_bytes").exists() and os.access(root, os.W_OK):
+                return root
+        if controllers == "":
+            root = Path("/sys/fs/cgroup") / path.lstrip("/")
+            try:
+                delegated = "memory" in (root / "cgroup.subtree_control").read_text().split()
+            except OSError:
+                delegated = False
+            if delegated and os.access(root, os.W_OK):
+                return root
+    return None
+
+
+class _MemoryCgroup:
+    """One worker's memory cgroup: the whole process tree shares ``memory_mb`` (RLIMIT_AS bounds each process
+    alone, so 64 children could otherwise take 64 times as much); past it the kernel's OOM killer picks a
+    process of the tree, never one outside it."""
+
+    def __init__(self, root: Path, memory_mb: int):
+        self.path = root / f"agentkit-sbx-{os.getpid()}-{next(_UIDS)}"
+        self.path.mkdir()
+        limit = str(memory_mb * 2**20)
+        v1 = (self.path / "memory.limit_in_bytes").exists()
+        for name, value in ((("memory.limit_in_bytes", limit), ("memory.memsw.limit_in_bytes", limit)) if v1 else
+                            (("memory.max", limit), ("memory.swap.max", "0"))):
+            if (self.path / name).exists():
+                (self.path / name).write_text(value)
+
+    def add_tree(self, pid: int) -> None:
+        """Move ``pid`` and its descendants in (they exist before the code runs, so nothing escapes)."""
+        children: dict[int, list[int]] = {}
+        for name in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                ppid = int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(name))
+        todo = [pid]
+        while todo:
+            p = todo.pop()
+            (self.path / "cgroup.procs").write_text(str(p))
+            todo += children.get(p, [])
+
+    def remove(self) -> None:
+        for _ in range(50):  # the tree's processes exit a moment after the kill
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.02)
+
+
+@functools.cache
 def _libraries() -> dict[str, str]:
     """The shared libraries the worker's seccomp binding loads, looked up once here instead of in every worker."""
     import ctypes.util
@@ -232,6 +300,8 @@ class _Worker:
                                      env=env, cwd=self.workdir, start_new_session=True, bufsize=0)
         self.isolation = cfg.isolation
         self.seccomp = False
+        self.cgroup: _MemoryCgroup | None = None
+        self.memory_mb = cfg.memory_mb
         self.last_used = time.monotonic()
         self.lock = threading.Lock()
         # the longest honest result line: stdout, stderr and error text cut at max_output, JSON-escaped
@@ -246,6 +316,14 @@ class _Worker:
         except (TypeError, ValueError, KeyError, AssertionError):
             self.kill()
             raise RuntimeError("the sandbox worker failed to start") from None
+        if (root := _memory_cgroup_root()) is not None:
+            try:
+                self.cgroup = _MemoryCgroup(root, self.memory_mb)
+                self.cgroup.add_tree(self.proc.pid)
+            except OSError:  # cgroups refused here: RLIMIT_AS still bounds each process
+                if self.cgroup is not None:
+                    self.cgroup.remove()
+                self.cgroup = None
 
     def _readline(self, timeout: float) -> bytes | None:
         """One line from the worker, read against a deadline: None when the deadline passes first (however
@@ -272,7 +350,7 @@ class _Worker:
         except (BrokenPipeError, OSError):
             line = b""
         meta = {"seconds": round(time.perf_counter() - start, 4), "isolation": self.isolation,
-                "seccomp": self.seccomp}
+                "seccomp": self.seccomp, "memory_cgroup": self.cgroup is not None}
         if line is None:
             self.kill()
             return ToolResult(f"Error: wall-time limit of {cfg.wall_s:g} s exceeded; the process was killed.",
@@ -289,7 +367,7 @@ class _Worker:
         if limit is None:
             return ToolResult(out + r["error"], ok=r["ok"] is True, meta={**meta, "truncated": truncated})
         why = {"cpu": f"CPU-time limit of {cfg.cpu_s:g} s exceeded",
-               "killed": "the process was killed (CPU hard limit)",
+               "killed": "the process was killed (the hard CPU limit, or the memory limit of its process tree)",
                "output": f"the program printed more than {max(64 * cfg.max_output, 2**20)} bytes and was stopped",
                "protocol": "the program wrote an unreadable status to the sandbox's status pipe",
                "crash": f"the process died ({r['error'] or 'no status'})"}[limit]
@@ -301,6 +379,8 @@ class _Worker:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        if self.cgroup is not None:
+            self.cgroup.remove()
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 

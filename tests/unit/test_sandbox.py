@@ -427,3 +427,31 @@ def test_an_interpreter_under_tmp_is_not_hidden_by_the_private_tmp(tmp_path):
     r = subprocess.run([str(venv / "bin" / "python"), "-c", script], env=env, capture_output=True, text=True,
                        timeout=120)
     assert r.stdout.strip() == f"True {venv}", (r.stdout, r.stderr[-2000:])
+
+
+def test_the_process_tree_shares_one_memory_limit():
+    """RLIMIT_AS bounds each process alone: four children of 200 MB each all lived under a 512 MB limit. A memory
+    cgroup per worker makes the tree share it (where this process may make cgroups: root here)."""
+    from agentkit.tools.sandbox import _memory_cgroup_root
+
+    if _memory_cgroup_root() is None:
+        pytest.skip("no writable memory cgroup here")
+    code = BYPASS + """import os, time
+kids = []
+for i in range(4):
+    pid = os.fork()
+    if pid == 0:
+        x = b"x" * (200 * 2**20)  # touched pages, not a lazy allocation
+        time.sleep(1)
+        os._exit(0)
+    kids.append(pid)
+alive = 0
+for pid in kids:
+    _, status = os.waitpid(pid, 0)
+    alive += os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+print(alive)"""
+    with Sandbox(SandboxConfig(pool_size=0, memory_mb=512, wall_s=20)) as sb:
+        r = sb.run(code)
+        assert r.meta["memory_cgroup"] is True and r.output.strip().isdigit(), r
+        assert int(r.output) * 200 <= 512, r.output
+        assert sb.run("print('alive')").output == "alive\n"
