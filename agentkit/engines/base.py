@@ -80,8 +80,9 @@ class SamplingParams:
         """One params per prompt, its per-prompt fields folded into their scalars (``seeds[i]`` → ``seed``): for
         engines that send each prompt on its own (OpenAIEngine) or take per-prompt settings (vLLM).
 
-        >>> [p.seed for p in SamplingParams(seed=1, seeds=[4, None]).split(2)]
-        [4, None]
+        Examples:
+            >>> [p.seed for p in SamplingParams(seed=1, seeds=[4, None]).split(2)]
+            [4, None]
         """
         self.check_per_prompt(n_prompts)
         values = {name: self.per_prompt(name, n_prompts) for name in self.PER_PROMPT}

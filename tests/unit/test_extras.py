@@ -262,10 +262,10 @@ def test_extras_recipes_tiny(recipe, tmp_path):
 
 
 @pytest.mark.parametrize("recipe,override,message", [
-    ("extras.robust.hdro", "methods=[erm,dro]", "unknown"),
-    ("extras.robust.hdro", "shift_group=4", "shift_group"),
-    ("extras.vision.skipless", "patch=5", "must divide 28"),
-    ("extras.efficiency.dequant", "settings=[W4A4]", "A<bits>W<bits>"),
+    ("extras.robust.hdro", "methods=[erm,dro]", "'dro' is not allowed, did you mean 'hdro'"),
+    ("extras.robust.hdro", "shift_group=4", "shift_group: must be <= 3"),
+    ("extras.vision.skipless", "patch=5", "patch: 5 does not divide 28"),
+    ("extras.efficiency.dequant", "settings=[W4A4]", "'W4A4' is not fp, A<a>W<w>"),
 ])
 def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):
     from agentkit.runner import run_recipe

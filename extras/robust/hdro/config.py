@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 import annotated_types as at
 
-from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt
+from agentkit.config import Fraction, NonNegFloat, PosFloat, PosInt
 
 
 @dataclass
@@ -30,7 +30,7 @@ class HDROConfig:
     test_size: PosInt = 10000
     train_agree: Fraction = 0.8
     test_agree: Fraction = 0.1
-    shift_group: NonNegInt = 1
+    shift_group: Annotated[int, at.Interval(ge=0, le=3)] = 1
     shift_degs: list[float] = field(default_factory=lambda: [30.0, 90.0])
     hidden: PosInt = 64
     epochs: PosInt = 8

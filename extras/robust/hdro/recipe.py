@@ -24,15 +24,9 @@ class HDRORecipe(Recipe[HDROConfig]):
     description = "Hierarchical Group DRO vs ERM and Group DRO: worst-group accuracy under a within-group shift"
 
     def setup(self) -> None:
-        from agentkit.errors import AgentkitError
         from agentkit.extras.data import coloured_fashion_mnist as cfm
 
-        c = self.config
-        bad = [m for m in c.methods if m not in NAMES]
-        if bad:
-            raise AgentkitError(f"methods: unknown {bad}", f"choose from {list(NAMES)}")
-        if not 0 <= c.shift_group < 4:
-            raise AgentkitError(f"shift_group: {c.shift_group} is not a group", "use 0..3 (g = 2·y + colour)")
+        c = self.config  # methods and shift_group are checked when the config is built
         x, y, g = cfm("train", c.train_size, c.train_agree, seed=0)
         perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
         va, tr = perm[: c.val_size], perm[c.val_size:]

@@ -41,3 +41,8 @@ class SkiplessConfig:
     weight_decay: NonNegFloat = 0.05
     jacobian_samples: PosInt = 4
     seeds: PosInt = 3
+
+    def problems(self) -> list[str]:
+        """The ViT's shape: patches tile the 28×28 image, heads split the width."""
+        return ([f"patch: {self.patch} does not divide 28"] if 28 % self.patch else []) + \
+            ([f"heads: {self.heads} does not divide d = {self.d}"] if self.d % self.heads else [])

@@ -10,7 +10,6 @@ from typing import Any
 
 import torch
 
-from agentkit.errors import AgentkitError
 from agentkit.extras import report
 from agentkit.extras.nets import fit, warmup_cosine
 from agentkit.extras.vision.skipless.config import SkiplessConfig
@@ -28,13 +27,7 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
     def setup(self) -> None:
         from agentkit.extras.data import fashion_mnist
 
-        c = self.config
-        bad = [v for v in c.variants if v not in VARIANTS] + [o for o in c.optimizers if o not in OPTIMIZERS]
-        if bad:
-            raise AgentkitError(f"variants/optimizers: unknown {bad}",
-                                f"variants from {VARIANTS}, optimizers from {OPTIMIZERS}")
-        if 28 % c.patch or c.d % c.heads:
-            raise AgentkitError(f"patch {c.patch} must divide 28 and heads {c.heads} must divide d {c.d}")
+        c = self.config  # variants, optimizers, patch and heads are checked when the config is built
         x, y = fashion_mnist("train", c.train_size, seed=0)
         xt, yt = fashion_mnist("test", c.test_size, seed=0)
         x, xt = torch.from_numpy(x)[:, None], torch.from_numpy(xt)[:, None]
