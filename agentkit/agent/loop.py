@@ -36,7 +36,7 @@ TIR_SYSTEM_PROMPT = (
 )
 
 # Two worked tag-style exchanges, for models never tuned for tools: with them SmolLM2-135M-Instruct writes a
-# <python> call on 30 of 32 suite-(a) tasks and answers 16 (none and 0 without; see README "Agent loop").
+# <python> call on 30 of 32 suite-(a) tasks and answers 16 (none and 0 without; see docs/agent.md).
 TIR_EXAMPLES = [
     {"role": "user", "content": "What is 386 × 47 - 1250?"},
     {"role": "assistant", "content": "<python>print(386 * 47 - 1250)</python>\n<result>\n16892\n</result>\n"
