@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from agentkit.errors import AgentkitError
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 EPILOG = """examples:
   agentkit run quickstart                          the embedded model on seeded arithmetic problems
@@ -132,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
         "vLLM's POST /tokenize and /detokenize. With --agent tir, the model 'agentkit/tir' runs the tool loop "
         "server-side. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or AGENTKIT_API_KEY) every "
         "route but /health needs 'Authorization: Bearer KEY'."))
-    sv.add_argument("--model", default="smollm2-135m", help="catalog name, local dir or hub id")
+    sv.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, local dir or hub id")
     sv.add_argument("--engine", default="hf", choices=["hf", "vllm", "openai"],
                     help="hf: the embedded transformers engine; vllm: vLLM in this process (make setup-vllm); "
                          "openai: another OpenAI-compatible server (--upstream) runs the model (default: hf)")
@@ -167,13 +168,13 @@ def _parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="target", required=True)
     be = b.add_parser("engine", help="HFEngine tokens/s against model.generate, per prompt and batched")
-    be.add_argument("--model", default="smollm2-135m", help="catalog name, directory or hub id")
+    be.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id")
     be.add_argument("--batch-sizes", type=_int_list, default="1,8,32,64", help="comma-separated batch sizes to measure")
     be.add_argument("--max-tokens", type=POS_INT, default=64, help="tokens generated per row")
     be.add_argument("--no-vllm", action="store_true", help="skip the vLLM column (run when vLLM is installed)")
     be.add_argument("--out", help="also write the results as JSON here")
     ba = b.add_parser("agent", help="agent rollouts/min with HFEngine's prefix cache against re-encoding")
-    ba.add_argument("--model", default="smollm2-135m", help="catalog name, directory or hub id")
+    ba.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id")
     ba.add_argument("--tasks", type=POS_INT, default=32, help="trajectories per workload")
     ba.add_argument("--turns", type=POS_INT, default=4, help="most tool turns per trajectory (model turns: one more)")
     ba.add_argument("--tokens-per-turn", type=POS_INT, default=64, help="most tokens per model turn")
@@ -184,20 +185,20 @@ def _parser() -> argparse.ArgumentParser:
                     help="no few-shot examples (for a model trained on the tag format, e.g. the toollight recipe's models/sft)")
     ba.add_argument("--out", help="also write the results as JSON here")
     bv = b.add_parser("serve", help="load on agentkit serve: concurrent clients vs one by one")
-    bv.add_argument("--model", default="smollm2-135m", help="catalog name, directory or hub id")
+    bv.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id")
     bv.add_argument("--requests", type=POS_INT, default=200, help="requests per side")
     bv.add_argument("--clients", type=POS_INT, default=16, help="concurrent client threads")
     bv.add_argument("--max-tokens", type=POS_INT, default=16, help="tokens per answer")
     bv.add_argument("--peer", choices=["vllm"], help="also load vLLM's own server the same way (make setup-vllm)")
     bv.add_argument("--out", help="also write the results as JSON here")
     bc = b.add_parser("structured", help="constrained decoding: grammar libraries, HFEngine constrained vs free")
-    bc.add_argument("--model", default="smollm2-135m", help="catalog name, directory or hub id")
+    bc.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id")
     bc.add_argument("--batch-sizes", type=_int_list, default="1,32", help="comma-separated batch sizes to measure")
     bc.add_argument("--max-tokens", type=POS_INT, default=64, help="tokens per row (the natural workload: up to twice)")
     bc.add_argument("--skip-libraries", action="store_true", help="only HFEngine constrained vs free")
     bc.add_argument("--out", help="also write the results as JSON here")
     bt = b.add_parser("toollight-sampling", help="entropy-guided branching: prefix cache vs re-encoding each prefix")
-    bt.add_argument("--model", default="smollm2-135m", help="catalog name, directory or hub id")
+    bt.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id")
     bt.add_argument("--tasks", type=POS_INT, default=16, help="questions whose main chains are branched")
     bt.add_argument("--top-b", type=POS_INT, default=3, help="branch points per main chain")
     bt.add_argument("--branches", type=POS_INT, default=3, help="continuations per branch point")

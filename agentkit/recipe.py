@@ -14,27 +14,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from agentkit.config import dump_yaml, to_dict
+from agentkit.files import append_records, atomic_write, read_records
+from agentkit.plots import pyplot
 
 C = TypeVar("C")
-
-
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write a file so that readers see the old or the new content, never half of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data.encode() if isinstance(data, str) else data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 class RunContext:
@@ -65,34 +54,15 @@ class RunContext:
         with open(self.run_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(row, default=float) + "\n")
 
-    def metrics(self) -> list[dict[str, Any]]:
-        p = self.run_dir / "metrics.jsonl"
-        return [json.loads(line) for line in p.read_text().splitlines() if line.strip()] if p.exists() else []
-
     # ---- finished work (resume without redoing it) --------------------------------------------------------
     def done(self, name: str) -> dict[str, Any]:
         """Results recorded under ``name`` by earlier (possibly interrupted) attempts of this run: key -> value."""
-        p = self.run_dir / "state" / f"{name}.jsonl"
-        out: dict[str, Any] = {}
-        if p.exists():
-            for line in p.read_text().splitlines():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:  # a line cut by a crash: that item is simply redone
-                    continue
-                out[row["key"]] = row["value"]
-        return out
+        return read_records(self.run_dir / "state" / f"{name}.jsonl")
 
     def record(self, name: str, items: dict[str, Any]) -> None:
         """Record finished items (appended and fsynced, so a crash loses at most the batch in flight)."""
-        if not self.is_main or not items:
-            return
-        p = self.run_dir / "state" / f"{name}.jsonl"
-        with open(p, "a") as f:
-            for k, v in items.items():
-                f.write(json.dumps({"key": k, "value": v}) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        if self.is_main:
+            append_records(self.run_dir / "state" / f"{name}.jsonl", items)
 
     def each(self, name: str, jobs: list[tuple], fn: Callable[..., Any], desc: str) -> dict[str, Any]:
         """``fn(*job)`` for every job not yet recorded under ``name`` (key ``"a|b|c"`` of the job's fields), each
@@ -141,8 +111,7 @@ class RunContext:
 
     def save_plot(self, fig, name: str, caption: str) -> Path:
         """Save a matplotlib figure as ``<name>.png`` in the run directory and link it in the report."""
-        import matplotlib.pyplot as plt
-
+        plt = pyplot()
         path = self.run_dir / f"{name}.png"
         if self.is_main:
             fig.savefig(path, dpi=110, bbox_inches="tight")

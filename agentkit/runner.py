@@ -12,7 +12,8 @@ from typing import Any
 
 from agentkit.config import build_config, dump_yaml, load_yaml, parse_sets, to_dict
 from agentkit.errors import AgentkitError
-from agentkit.recipe import Recipe, RunContext, atomic_write
+from agentkit.files import atomic_write
+from agentkit.recipe import Recipe, RunContext
 from agentkit.registry import Registry
 
 RECIPES: Registry[type[Recipe]] = Registry("recipe", group="agentkit.recipes")

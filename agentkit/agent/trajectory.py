@@ -72,7 +72,7 @@ class Trajectory:
 
 
 def save_jsonl(trajectories: list[Trajectory], path: str | Path) -> None:
-    from agentkit.recipe import atomic_write
+    from agentkit.files import atomic_write
 
     atomic_write(Path(path), "".join(json.dumps(t.to_dict()) + "\n" for t in trajectories))
 

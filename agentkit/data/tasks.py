@@ -29,7 +29,7 @@ class Task:
 
 
 def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    from agentkit.recipe import atomic_write
+    from agentkit.files import atomic_write
 
     atomic_write(Path(path), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 

@@ -7,6 +7,7 @@ from typing import Literal
 
 from agentkit.config import NonEmptyStr, PosInt
 from agentkit.engines.base import Completion, Engine, Prompt, SamplingParams, Scored, topk_entropy
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 __all__ = ["Completion", "Engine", "EngineConfig", "Prompt", "SamplingParams", "Scored", "make_engine",
            "topk_entropy"]
@@ -24,7 +25,7 @@ class EngineConfig:
     """
 
     kind: Literal["hf", "vllm", "openai"] = "hf"
-    model: NonEmptyStr = "smollm2-135m"
+    model: NonEmptyStr = DEFAULT_CHAT_MODEL
     max_batch_size: PosInt = 64
     base_url: str | None = None
     api_key: str | None = None
@@ -44,7 +45,7 @@ class EngineConfig:
         return make_engine(self.kind, self.model)
 
 
-def make_engine(kind: str = "hf", model="smollm2-135m", **kwargs) -> Engine:
+def make_engine(kind: str = "hf", model=DEFAULT_CHAT_MODEL, **kwargs) -> Engine:
     """Build an engine by kind: ``hf`` (default), ``vllm`` or ``openai`` (``base_url=`` the upstream server).
     ``model`` is a name, a directory, or (hf, vllm) a loaded transformers model passed with ``tokenizer=``."""
     if kind == "hf":

@@ -149,10 +149,6 @@ class Completion:
     def completion_tokens(self) -> int:
         return len(self.token_ids)
 
-    @property
-    def cumulative_logprob(self) -> float:
-        return float(sum(self.logprobs))
-
 
 @dataclass
 class Scored:

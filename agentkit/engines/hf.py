@@ -27,6 +27,7 @@ from agentkit.engines.prefix_cache import PrefixCache
 from agentkit.engines.sampling import sample_next
 from agentkit.engines.streaming import DeltaStream, TextCallback
 from agentkit.engines.structured import GrammarCompiler, RowGrammars
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 
 class HFEngine(LocalTokenizer):
@@ -51,7 +52,7 @@ class HFEngine(LocalTokenizer):
             (SmolLM2 here: 4 tokens per row cost 1.4× one at batch 1–4, 1.6× at batch 8).
     """
 
-    def __init__(self, model="smollm2-135m", tokenizer=None, *, name: str | None = None, dtype: str = "float32",
+    def __init__(self, model=DEFAULT_CHAT_MODEL, tokenizer=None, *, name: str | None = None, dtype: str = "float32",
                  device: str | None = None, max_batch_size: int = 64, score_budget_mb: int = 512,
                  max_model_len: int | None = None, prefix_cache_mb: int = 1024, share_prefix: bool = True,
                  speculate: int = 3, speculate_tokens: int = 16):
@@ -531,10 +532,4 @@ def _generators(seeds: list[int | None], sample_idx: list[int], device) -> list[
     return gens
 
 
-def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
-    """Exact entropy of softmax(logits) along the last dim: ``[..., V] -> [...]``."""
-    logp = logits.float().log_softmax(-1)
-    return -(logp.exp() * logp).sum(-1)
-
-
-__all__ = ["HFEngine", "entropy_from_logits"]
+__all__ = ["HFEngine"]

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored, topk_entropy
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 # llguidance, compact JSON (vLLM writes no spaces: {"a":1}), no properties a schema does not name
 STRUCTURED_OUTPUTS = {"backend": "guidance", "disable_any_whitespace": True, "disable_additional_properties": True}
@@ -32,7 +33,7 @@ class VLLMEngine(LocalTokenizer):
     """``model``: a catalog name, directory or hub id, or a loaded transformers model (with ``tokenizer``), which
     is saved to a temporary directory for vLLM to load. ``name``: the model's name (stop strings, logs)."""
 
-    def __init__(self, model="smollm2-135m", tokenizer=None, *, name: str | None = None, entropy_top_k: int = 50,
+    def __init__(self, model=DEFAULT_CHAT_MODEL, tokenizer=None, *, name: str | None = None, entropy_top_k: int = 50,
                  **llm_kwargs):
         try:
             import vllm
@@ -181,7 +182,7 @@ class VLLMEngine(LocalTokenizer):
             torch.cuda.empty_cache()
 
 
-def serve_args(model: str = "smollm2-135m", *, dtype: str | None = None, max_model_len: int = 2048,
+def serve_args(model: str = DEFAULT_CHAT_MODEL, *, dtype: str | None = None, max_model_len: int = 2048,
                api_key: str | None = None) -> list[str]:
     """Arguments after ``python`` that start vLLM's own OpenAI server on a catalog model, set up as VLLMEngine
     sets up vLLM (eager on a CPU, the same structured outputs, 50 logprobs); ``ServerProcess`` appends

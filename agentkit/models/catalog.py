@@ -11,7 +11,6 @@ import importlib.metadata as md
 import importlib.util
 import json
 import os
-import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -110,18 +109,11 @@ def _is_complete(d: Path) -> bool:
 
 
 def _atomic_dir(final: Path, build: Callable[[Path], None]) -> Path:
-    """Build a directory in a temp sibling and rename it into place, so a crash never leaves half a model."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
-    try:
-        build(tmp)
-        (tmp / ".agentkit-complete").write_text("ok\n")
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return final
+    """Build a model directory next to ``final`` and swap it in (``agentkit.files.atomic_dir``), so a crash never
+    leaves half a model; the marker file says it is complete."""
+    from agentkit.files import atomic_dir
+
+    return atomic_dir(final, build, marker=".agentkit-complete")
 
 
 def convert_gguf(gguf: Path, out: Path, chat_template: str | None = None) -> None:

@@ -9,7 +9,6 @@ interrupted run resumes where it stopped; the final file is written atomically w
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from agentkit.data.tasks import Task
 from agentkit.errors import AgentkitError
+from agentkit.files import append_records, read_records
 
 SYSTEM = "Answer the question. Reply with the answer only, no explanation."
 # Worked examples shown before each question (by the task's metric): small models answer in a word only when
@@ -107,18 +107,6 @@ class ModelSpec:
         return make_engine(self.kind, self.name)
 
 
-def _done(partial: Path) -> dict[str, dict[str, Any]]:
-    out = {}
-    if partial.exists():
-        for line in partial.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:  # a line cut by a crash: that question is redone
-                continue
-            out[row["id"]] = row
-    return out
-
-
 def _prompt(task: Task, system: str, few_shot: bool) -> list[dict[str, str]]:
     msgs = [{"role": "system", "content": system}]
     for q, a in FEW_SHOT.get(task.metric, []) if few_shot else []:
@@ -145,7 +133,7 @@ def generate(models: list[str], tasks: list[Task], out: str | Path, samples: int
     results: dict[str, dict[str, dict[str, Any]]] = {}
     for spec in specs:
         partial = state / f"{spec.key.replace('/', '_')}.jsonl"
-        done = _done(partial)
+        done = read_records(partial)
         todo = [t for t in tasks if t.id not in done]
         if todo:
             engine = spec.build()
@@ -157,13 +145,10 @@ def generate(models: list[str], tasks: list[Task], out: str | Path, samples: int
                 sampled = engine.generate(prompts, SamplingParams(n=samples, temperature=temperature, top_p=top_p,
                                                                   max_tokens=max_tokens, seed=seed, entropy=False))
                 greedy = engine.generate(prompts, SamplingParams(temperature=0, max_tokens=max_tokens, entropy=False))
-                with open(partial, "a") as f:
-                    for t, outs, (g,) in zip(part, sampled, greedy):
-                        row = {"id": t.id, "samples": [c.text.strip() for c in outs], "greedy": g.text.strip()}
-                        done[t.id] = row
-                        f.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    f.flush()
-                    os.fsync(f.fileno())
+                rows = {t.id: {"samples": [c.text.strip() for c in outs], "greedy": g.text.strip()}
+                        for t, outs, (g,) in zip(part, sampled, greedy)}
+                append_records(partial, rows)
+                done.update(rows)
                 bar.update(len(part))
             bar.close()
         results[spec.key] = done

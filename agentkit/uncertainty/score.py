@@ -13,6 +13,7 @@ import numpy as np
 
 from agentkit.config import Fraction, PosInt
 from agentkit.errors import AgentkitError
+from agentkit.plots import pyplot
 from agentkit.uncertainty.schema import BadRow, GenerationRow, Skipped, iter_generations
 
 LABELS = ("auto", "em", "f1", "numeric", "contains")
@@ -221,12 +222,9 @@ def evaluate(p: Prepared, scores: dict[str, np.ndarray], cfg: ScoreConfig) -> di
 
 
 def write_report(out: Path, res: dict[str, Any], cfg: ScoreConfig, source: str) -> None:
-    import matplotlib
+    plt = pyplot()
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from agentkit.recipe import atomic_write
+    from agentkit.files import atomic_write
 
     out.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 4))

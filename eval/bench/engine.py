@@ -26,6 +26,7 @@ import time
 import torch
 
 from agentkit.eval.bench import write_json
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 
 def matmul_peak_gflops(n: int = 2048, reps: int = 8) -> float:
@@ -70,7 +71,7 @@ def _engine_tokens(engine, prompts, sp) -> int:
     return sum(c.completion_tokens for cs in engine.generate(prompts, sp) for c in cs)
 
 
-def run(model_name: str = "smollm2-135m", batch_sizes=(1, 8, 32, 64), max_tokens: int = 64,
+def run(model_name: str = DEFAULT_CHAT_MODEL, batch_sizes=(1, 8, 32, 64), max_tokens: int = 64,
         modes=("fixed", "natural"), vllm: bool = True) -> dict:
     from agentkit.engines import SamplingParams
     from agentkit.engines.hf import HFEngine
@@ -128,7 +129,7 @@ def _vllm_rows(model_name: str, rows: list[dict], max_tokens: int) -> None:
         torch.set_num_threads(threads)
 
 
-def main(model: str = "smollm2-135m", batch_sizes=(1, 8, 32, 64), max_tokens: int = 64, out: str | None = None,
+def main(model: str = DEFAULT_CHAT_MODEL, batch_sizes=(1, 8, 32, 64), max_tokens: int = 64, out: str | None = None,
          vllm: bool = True) -> int:
     res = run(model, tuple(batch_sizes), max_tokens, vllm=vllm)
     print(f"\nmodel {res['model']} ({res['parameters'] / 1e6:.1f}M params), fp32 matmul peak "

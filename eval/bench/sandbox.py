@@ -12,12 +12,11 @@ import subprocess
 import sys
 import time
 
-from agentkit.eval.bench import write_json
+from agentkit.eval.bench import percentile, write_json
 
 
 def _percentiles(xs: list[float]) -> dict[str, float]:
-    xs = sorted(xs)
-    return {"p50_ms": round(1000 * xs[len(xs) // 2], 2), "p95_ms": round(1000 * xs[int(len(xs) * 0.95) - 1], 2)}
+    return {"p50_ms": round(1000 * percentile(xs, 0.5), 2), "p95_ms": round(1000 * percentile(xs, 0.95), 2)}
 
 
 def _timed(cmd: list[str], n: int) -> list[float]:

@@ -15,12 +15,12 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from agentkit.eval.bench import write_json
+from agentkit.eval.bench import percentile, write_json
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 
 def _pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return round(xs[min(len(xs) - 1, int(q * len(xs)))], 3)
+    return round(percentile(xs, q), 3)
 
 
 def _load(url: str, model: str, questions: list[str], clients: int, max_tokens: int) -> dict:
@@ -56,7 +56,7 @@ def _load(url: str, model: str, questions: list[str], clients: int, max_tokens: 
     return res
 
 
-def run(model: str = "smollm2-135m", requests: int = 200, clients: int = 16, max_tokens: int = 16,
+def run(model: str = DEFAULT_CHAT_MODEL, requests: int = 200, clients: int = 16, max_tokens: int = 16,
         log: str | Path = "outputs/bench/serve.server.log", peer: str | None = None) -> dict:
     """``peer="vllm"``: the same load on vLLM's own server (bf16 on a CPU), started the same way as here."""
     from agentkit.data import arithmetic_suite
@@ -81,7 +81,7 @@ def run(model: str = "smollm2-135m", requests: int = 200, clients: int = 16, max
     return out
 
 
-def main(model: str = "smollm2-135m", requests: int = 200, clients: int = 16, max_tokens: int = 16,
+def main(model: str = DEFAULT_CHAT_MODEL, requests: int = 200, clients: int = 16, max_tokens: int = 16,
          out: str | None = None, peer: str | None = None) -> int:
     log = Path(out).with_suffix(".server.log") if out else Path("outputs/bench/serve.server.log")
     res = run(model, requests, clients, max_tokens, log, peer)

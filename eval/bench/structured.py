@@ -27,6 +27,7 @@ import torch
 
 from agentkit.engines.structured import JSON_LAYOUT
 from agentkit.eval.bench import write_json
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 ARRAY = {"type": "array", "items": {"type": "string", "minLength": 4, "maxLength": 40}, "minItems": 48}
 ITEM = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 40},
@@ -220,7 +221,7 @@ def _parses(text: str) -> bool:
         return False
 
 
-def main(model: str = "smollm2-135m", batch_sizes=(1, 32), max_tokens: int = 64, skip_libraries: bool = False,
+def main(model: str = DEFAULT_CHAT_MODEL, batch_sizes=(1, 32), max_tokens: int = 64, skip_libraries: bool = False,
          out: str | None = None) -> int:
     from agentkit.engines import SamplingParams
     from agentkit.engines.hf import HFEngine

@@ -15,9 +15,10 @@ import json
 import time
 
 from agentkit.eval.bench import write_json
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 
-def run(model: str = "smollm2-135m", tasks: int = 16, top_b: int = 3, branches: int = 3, examples: bool = True,
+def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 16, top_b: int = 3, branches: int = 3, examples: bool = True,
         tokens_per_turn: int = 64, workload: str = "python") -> dict:
     import copy
 
@@ -54,7 +55,7 @@ def run(model: str = "smollm2-135m", tasks: int = 16, top_b: int = 3, branches: 
     return res
 
 
-def main(model: str = "smollm2-135m", tasks: int = 16, top_b: int = 3, branches: int = 3, examples: bool = True,
+def main(model: str = DEFAULT_CHAT_MODEL, tasks: int = 16, top_b: int = 3, branches: int = 3, examples: bool = True,
          out: str | None = None, workload: str = "python") -> int:
     from agentkit.eval.bench.agent import WORKLOADS
 

@@ -13,6 +13,7 @@ from typing import Any
 from agentkit.data import arithmetic_suite
 from agentkit.engines import SamplingParams
 from agentkit.eval.metrics import extract_answer, parse_number, score_task
+from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 from agentkit.recipes.quickstart.config import QuickstartConfig
 
@@ -78,10 +79,7 @@ class QuickstartRecipe(Recipe[QuickstartConfig]):
         return metrics
 
     def _report(self, rows: list[dict[str, Any]], by_kind: dict[str, list[float]]) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
         kinds = sorted(by_kind)

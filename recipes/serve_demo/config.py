@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentkit.config import ModelName, PosFloat, PosInt
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 
 @dataclass
@@ -21,7 +22,7 @@ class ServeDemoConfig:
     tuned for tools and writes no call without them.
     """
 
-    model: ModelName = "smollm2-135m"
+    model: ModelName = DEFAULT_CHAT_MODEL
     num_problems: PosInt = 32
     seed: int = 0
     max_tokens: PosInt = 160

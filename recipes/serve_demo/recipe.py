@@ -10,7 +10,9 @@ from typing import Any
 
 from agentkit.agent.loop import TIR_EXAMPLES
 from agentkit.data import arithmetic_suite
+from agentkit.eval.bench import percentile
 from agentkit.eval.metrics import numeric_match
+from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 from agentkit.recipes.serve_demo.config import ServeDemoConfig
 from agentkit.server.http import ServerProcess
@@ -94,18 +96,15 @@ class ServeDemoRecipe(Recipe[ServeDemoConfig]):
         return rows
 
     def _summarise(self, plain, tools) -> dict[str, Any]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         def acc(rows):
             return sum(r["correct"] for r in rows) / len(rows)
 
         m = {"accuracy_without_tools": acc(plain), "accuracy_with_python": acc(tools),
              "mean_tool_calls": sum(r["tool_calls"] for r in tools) / len(tools),
-             "p50_latency_s_without_tools": sorted(r["seconds"] for r in plain)[len(plain) // 2],
-             "p50_latency_s_with_python": sorted(r["seconds"] for r in tools)[len(tools) // 2],
+             "p50_latency_s_without_tools": percentile([r["seconds"] for r in plain], 0.5),
+             "p50_latency_s_with_python": percentile([r["seconds"] for r in tools], 0.5),
              "problems": len(plain)}
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.4))
         bars = a1.bar(["no tools", "python tool"], [m["accuracy_without_tools"], m["accuracy_with_python"]],

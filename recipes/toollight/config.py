@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import annotated_types as at
 
 from agentkit.config import ExistingPath, ModelName, NonNegInt, PosInt
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 from agentkit.toollight.dpo import DPOSettings
 from agentkit.toollight.pairs import PairRules
 from agentkit.toollight.rounds import SamplingSettings
@@ -38,7 +39,7 @@ class ToolLightConfig:
     keep_models: save every stage's weights under models/ (else only the latest).
     """
 
-    model: ModelName = "smollm2-135m"
+    model: ModelName = DEFAULT_CHAT_MODEL
     engine: Literal["hf", "vllm"] = "hf"
     train_arithmetic: NonNegInt = 96
     train_easy: NonNegInt = 24

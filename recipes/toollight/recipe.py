@@ -13,11 +13,12 @@ the ids and tool masks DPO trains on).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+from agentkit.files import atomic_dir, atomic_write
+from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 from agentkit.recipes.toollight.config import ToolLightConfig
 from agentkit.toollight.rounds import Group
@@ -145,7 +146,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
             self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
 
-        _atomic_dir(final, write)
+        atomic_dir(final, write)
         if not self.config.keep_models:
             for old in final.parent.iterdir():
                 if old.name != stage and old.name != "sft" and old.is_dir():
@@ -254,13 +255,10 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
             _save(to_dpo_dataset(pairs), where / "pairs")
         stats = {**_sample_stats(vanilla, guided, pairs, tasks), **available}
         self.ctx.log({f"{stage}/{k}": v for k, v in stats.items()})
-        from agentkit.recipe import atomic_write
-
         atomic_write(where / "summary.json", json.dumps({"kind": kind, "pairs": len(pairs), **stats}))
 
     def _bring_pairs(self, where: Path) -> None:
         """The first round trains on the user's pairs (ours, or TRL-style text pairs) instead of sampling."""
-        from agentkit.recipe import atomic_write
         from agentkit.toollight.dpo import load_pairs
 
         pairs = load_pairs(self.config.pairs, self.tokenizer)
@@ -279,8 +277,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         else:
             groups, rates = mine_sources(engine, self.pool, c.sampling, seed=c.sampling.seed)
             keep = {t.id for g in groups for t in g.tasks}
-            from agentkit.recipe import atomic_write
-
             atomic_write(path, json.dumps({"sources": sorted(keep), "no_tool_correct_rate": rates}))
             n = sum(len(g.tasks) for g in self.pool)
             self.ctx.log({"sources": len(keep), "pool": n,
@@ -333,10 +329,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         self._plot_losses({s: h["history"] for s, h in hist.items()})
 
     def _plot(self, stages, suites, metrics) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
         for suite in suites:
@@ -352,10 +345,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         self.ctx.save_plot(fig, "stages", "Held-out accuracy and tool calls after each stage")
 
     def _plot_losses(self, histories: dict[str, list[dict[str, Any]]]) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         curves = {s: [(h["step"], h["loss"]) for h in hs if "loss" in h] for s, hs in histories.items()}
         curves = {s: c for s, c in curves.items() if c}
@@ -394,15 +384,5 @@ def _sample_stats(vanilla, guided, pairs, tasks) -> dict[str, float]:
     return out
 
 
-def _atomic_dir(path: Path, write) -> None:
-    """``write(tmp)`` fills a temporary directory, which then replaces ``path``: a crash never leaves half a model
-    or dataset to resume from."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    write(tmp)
-    shutil.rmtree(path, ignore_errors=True)
-    os.replace(tmp, path)
-
-
 def _save(dataset, path: Path) -> None:
-    _atomic_dir(path, lambda tmp: dataset.save_to_disk(str(tmp)))
+    atomic_dir(path, lambda tmp: dataset.save_to_disk(str(tmp)))

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import annotated_types as at
 
 from agentkit.config import ModelName, NonNegFloat, PosInt, TopP
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 
 @dataclass
@@ -21,7 +22,7 @@ class ToolLightAnalyzeConfig:
     tools needs them). boundary_k: tokens on each side of a tool result in the profile.
     """
 
-    model: ModelName = "smollm2-135m"
+    model: ModelName = DEFAULT_CHAT_MODEL
     suites: Annotated[list[Literal["arithmetic", "multihop"]], at.MinLen(1)] = field(
         default_factory=lambda: ["arithmetic", "multihop"])
     num_tasks: PosInt = 32

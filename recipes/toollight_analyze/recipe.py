@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentkit.errors import AgentkitError
+from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 from agentkit.recipes.toollight_analyze.config import ToolLightAnalyzeConfig
 
@@ -60,10 +61,7 @@ class ToolLightAnalyzeRecipe(Recipe[ToolLightAnalyzeConfig]):
         return self._analyse(trajs)
 
     def _analyse(self, trajs) -> dict[str, Any]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
         import numpy as np
 
         from agentkit.toollight.entropy import boundary_profile, chain_entropy, entropy_by_tool_calls, window_means

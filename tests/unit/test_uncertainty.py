@@ -142,8 +142,8 @@ def test_generate_resumes_from_partial(tmp_path):
     part = tmp_path / "g.jsonl.partial"
     part.mkdir()
     # as if an earlier run finished the first question before it was killed (the cut line is redone)
-    (part / "tiny-random.jsonl").write_text(json.dumps({"id": tasks[0].id, "samples": ["KEPT", "KEPT"],
-                                                        "greedy": "KEPT"}) + "\n" + '{"id": "cut')
+    (part / "tiny-random.jsonl").write_text(json.dumps({"key": tasks[0].id, "value": {"samples": ["KEPT", "KEPT"],
+                                                        "greedy": "KEPT"}}) + "\n" + '{"key": "cut')
     generate(["tiny-random"], tasks, out, samples=2, max_tokens=4, progress=False)
     rows = [r for _, r in iter_generations(out)]
     assert [r.id for r in rows] == [t.id for t in tasks]

@@ -16,7 +16,8 @@ from agentkit.extras.efficiency.dequant.config import SETTING, DequantConfig
 from agentkit.extras.efficiency.dequant.models import CharGPT, mlp
 from agentkit.extras.efficiency.dequant.quant import QuantSpec
 from agentkit.extras.nets import fit, predict, warmup_cosine
-from agentkit.recipe import Recipe
+from agentkit.plots import pyplot
+from agentkit.recipe import Recipe, job_key
 
 
 def parse_setting(s: str, dequant: str, block: int, lam: float) -> tuple[QuantSpec | None, QuantSpec | None]:
@@ -80,7 +81,7 @@ class DequantRecipe(Recipe[DequantConfig]):
             res: report.Results = {}
             for s, d in runs:
                 for k in range(seeds):
-                    row = done[f"{s}|{d}|{k}"]
+                    row = done[job_key((s, d, k))]
                     report.add(res, s if s == "fp" else f"{s} {d}", {key: row[key] for key in cols})
             title = {"mlp": f"MLP on Fashion-MNIST ({c.mlp_epochs} epochs; test accuracy at the best "
                             f"validation epoch, and after the last)",
@@ -131,17 +132,14 @@ class DequantRecipe(Recipe[DequantConfig]):
                 "seconds": time.perf_counter() - t0, "curve": report.thin(losses)}
 
     def _plot(self, part: str, runs: list[tuple[str, str]], done: dict[str, Any], seeds: int) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         settings = list(dict.fromkeys(s for s, _ in runs))
         fig, axes = plt.subplots(1, len(settings), figsize=(3.4 * len(settings), 3.2), sharey=True, squeeze=False)
         for ax, s in zip(axes[0], settings):
             for d in dict.fromkeys(dd for ss, dd in runs if ss == s):
                 for k in range(seeds):
-                    curve = done[f"{s}|{d}|{k}"]["curve"]
+                    curve = done[job_key((s, d, k))]["curve"]
                     ax.plot(curve, color={"ste": "C3", "ridge": "C0"}.get(d, "k"), alpha=0.6,
                             label=(d if s != "fp" else "fp") if k == 0 else None)
             ax.set_title(s)

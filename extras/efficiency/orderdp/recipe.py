@@ -14,7 +14,8 @@ from torch import nn
 from agentkit.extras import report
 from agentkit.extras.efficiency.orderdp.config import OrderDPConfig
 from agentkit.extras.efficiency.orderdp.selection import OrderDPSelector
-from agentkit.recipe import Recipe
+from agentkit.plots import pyplot
+from agentkit.recipe import Recipe, job_key
 
 METHODS = ("full", "random", "top-q", "OrderDP")
 
@@ -44,7 +45,7 @@ class OrderDPRecipe(Recipe[OrderDPConfig]):
         for m, k in runs:
             label = m if m == "full" else f"{m} @ keep {k:g}"
             for s in range(c.seeds):
-                report.add(res, label, done[f"{m}|{k}|{s}"])
+                report.add(res, label, done[job_key((m, k, s))])
         self.ctx.add_section(f"Test accuracy and cost ({c.dataset}, MLP, {c.epochs} epochs, {c.seeds} seeds)",
                              report.table(res, ["test_accuracy", "seconds", "samples"], label="method"))
         self._plot(runs, done)
@@ -77,16 +78,13 @@ class OrderDPRecipe(Recipe[OrderDPConfig]):
                 "samples": samples}
 
     def _plot(self, runs, done) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         c = self.config
         fig, ax = plt.subplots(figsize=(5.5, 3.6))
         for m in c.methods:
-            pts = [(k, report.mean_std([done[f"{m}|{k}|{s}"]["test_accuracy"] for s in range(c.seeds)]),
-                    report.mean_std([done[f"{m}|{k}|{s}"]["samples"] for s in range(c.seeds)])[0])
+            pts = [(k, report.mean_std([done[job_key((m, k, s))]["test_accuracy"] for s in range(c.seeds)]),
+                    report.mean_std([done[job_key((m, k, s))]["samples"] for s in range(c.seeds)])[0])
                    for mm, k in runs if mm == m]
             ax.errorbar([p[2] for p in pts], [p[1][0] for p in pts], yerr=[p[1][1] for p in pts], marker="o",
                         capsize=3, label=m, ls="-" if len(pts) > 1 else "none")

@@ -12,7 +12,8 @@ from agentkit.extras import report
 from agentkit.extras.nets import SmallCNN, predict
 from agentkit.extras.robust.hdro.config import HDROConfig
 from agentkit.extras.robust.hdro.loss import GroupLoss
-from agentkit.recipe import Recipe
+from agentkit.plots import pyplot
+from agentkit.recipe import Recipe, job_key
 
 NAMES = {"erm": "ERM", "group_dro": "Group DRO", "hdro": "HDRO"}
 GROUPS = ("y0 red", "y0 green", "y1 red", "y1 green")
@@ -46,7 +47,7 @@ class HDRORecipe(Recipe[HDROConfig]):
         res: report.Results = {}
         for m, e in self.runs:
             for s in range(c.seeds):
-                report.add(res, NAMES[m] + (f" ε={e:g}" if m == "hdro" else ""), done[f"{m}|{e}|{s}"])
+                report.add(res, NAMES[m] + (f" ε={e:g}" if m == "hdro" else ""), done[job_key((m, e, s))])
         splits = list(self.tests)
         counts = torch.bincount(self.train_set[2], minlength=4).tolist()
         self.ctx.add_section(
@@ -80,10 +81,7 @@ class HDRORecipe(Recipe[HDROConfig]):
         return {**best[1], "val/worst": best[0], "seconds": time.perf_counter() - t0}
 
     def _plot(self, res: report.Results, splits: list[str]) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         fig, axes = plt.subplots(1, len(splits), figsize=(3.6 * len(splits), 3.4), sharey=True)
         for ax, split in zip(axes, splits):

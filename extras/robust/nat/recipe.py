@@ -13,7 +13,8 @@ from agentkit.extras import report
 from agentkit.extras.nets import SmallCNN, predict
 from agentkit.extras.robust.nat.attack import nat_loss, non_true_entropy, pgd
 from agentkit.extras.robust.nat.config import NATConfig
-from agentkit.recipe import Recipe
+from agentkit.plots import pyplot
+from agentkit.recipe import Recipe, job_key
 
 METHODS = ("natural", "PGD-AT", "NAT")
 
@@ -44,7 +45,7 @@ class NATRecipe(Recipe[NATConfig]):
         res: report.Results = {}
         for m in METHODS:
             for s in range(c.seeds):
-                report.add(res, m, done[f"{m}|{s}"])
+                report.add(res, m, done[job_key((m, s))])
         cols = ["clean", f"PGD-{c.test_steps} CE", f"PGD-{c.test_steps} margin", "robust (worst of both)",
                 "non-true entropy", "seconds"]
         self.ctx.add_section(
@@ -116,10 +117,7 @@ class NATRecipe(Recipe[NATConfig]):
                 "non-true entropy": non_true_entropy(logits, yt).mean().item()}
 
     def _plot(self, res: report.Results) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         fig, axes = plt.subplots(1, 3, figsize=(10, 3.4))
         for ax, k in zip(axes, ("clean", "robust (worst of both)", "non-true entropy")):

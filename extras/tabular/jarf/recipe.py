@@ -8,7 +8,8 @@ from typing import Any
 
 from agentkit.extras import report
 from agentkit.extras.tabular.jarf.config import JARFConfig
-from agentkit.recipe import Recipe
+from agentkit.plots import pyplot
+from agentkit.recipe import Recipe, job_key
 
 METHODS = ("RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF")
 
@@ -35,7 +36,7 @@ class JARFRecipe(Recipe[JARFConfig]):
             res: report.Results = {}
             for m in c.methods:
                 for seed in range(c.seeds):
-                    report.add(res, m, done[f"{s}|{m}|{seed}"])
+                    report.add(res, m, done[job_key((s, m, seed))])
                 metrics[f"{s}/{m}/kappa"] = report.mean_std(res[m]["kappa"])[0]
             self.ctx.add_section(f"{s}", report.table(res, ["kappa", "accuracy", "fit_s"]))
         self._plot(sets, done)
@@ -64,16 +65,13 @@ class JARFRecipe(Recipe[JARFConfig]):
         return data.sklearn_set(dataset)
 
     def _plot(self, sets: list[str], done: dict[str, Any]) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         c = self.config
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 1.3]})
         rot = [s for s in sets if s.startswith("rotated")]
         for m in c.methods:
-            means, sds = zip(*(report.mean_std([done[f"{s}|{m}|{k}"]["kappa"] for k in range(c.seeds)])
+            means, sds = zip(*(report.mean_std([done[job_key((s, m, k))]["kappa"] for k in range(c.seeds)])
                                for s in rot))
             axes[0].errorbar(c.thetas, means, yerr=sds, marker="o", capsize=3, label=m)
         axes[0].set_xlabel("rotation θ (degrees)")
@@ -83,7 +81,7 @@ class JARFRecipe(Recipe[JARFConfig]):
         real = [s for s in sets if not s.startswith("rotated")]
         width = 0.8 / len(c.methods)
         for i, m in enumerate(c.methods):
-            stats = [report.mean_std([done[f"{s}|{m}|{k}"]["kappa"] for k in range(c.seeds)]) for s in real]
+            stats = [report.mean_std([done[job_key((s, m, k))]["kappa"] for k in range(c.seeds)]) for s in real]
             axes[1].bar([j + i * width for j in range(len(real))], [a for a, _ in stats],
                         yerr=[b for _, b in stats], width=width, capsize=2, label=m)
         axes[1].set_xticks([j + 0.4 - width / 2 for j in range(len(real))])

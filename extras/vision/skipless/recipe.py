@@ -14,7 +14,8 @@ from agentkit.extras import report
 from agentkit.extras.nets import fit, warmup_cosine
 from agentkit.extras.vision.skipless.config import SkiplessConfig
 from agentkit.extras.vision.skipless.model import ViT, attention_jacobian_condition
-from agentkit.recipe import Recipe
+from agentkit.plots import pyplot
+from agentkit.recipe import Recipe, job_key
 
 VARIANTS, OPTIMIZERS = ("skip", "skipless", "skipless-init"), ("adamw", "soap")
 
@@ -43,7 +44,7 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
         res: report.Results = {}
         for v, o in runs:
             for s in range(c.seeds):
-                r = done[f"{v}|{o}|{s}"]
+                r = done[job_key((v, o, s))]
                 report.add(res, f"{v} / {o}", {k: r[k] for k in ("test_accuracy", "final_train_loss",
                                                                   "log10 κ block 1", "log10 κ median", "seconds")})
         self.ctx.add_section(
@@ -91,23 +92,20 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
         return out
 
     def _plot(self, runs, done) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         c = self.config
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
         for v, o in runs:
             for s in range(c.seeds):
-                r = done[f"{v}|{o}|{s}"]
+                r = done[job_key((v, o, s))]
                 axes[0].plot(r["curve"], color=f"C{c.variants.index(v)}", ls="-" if o == "adamw" else "--",
                              alpha=0.7, label=f"{v} / {o}" if s == 0 else None)
         axes[0].set_xlabel("training step (thinned)")
         axes[0].set_ylabel("training loss")
         axes[0].legend(fontsize=7)
         for v in c.variants:
-            per = [done[f"{v}|{c.optimizers[0]}|{s}"]["log10 κ per block"] for s in range(c.seeds)]
+            per = [done[job_key((v, c.optimizers[0], s))]["log10 κ per block"] for s in range(c.seeds)]
             axes[1].plot(range(1, c.depth + 1), [statistics.mean(b) for b in zip(*per)], marker="o", label=v)
         axes[1].set_xlabel("block")
         axes[1].set_ylabel("log10 κ (attention Jacobian, init)")

@@ -13,6 +13,7 @@ from torch import nn
 from agentkit.extras import report
 from agentkit.extras.vision.tversky.config import TverskyConfig
 from agentkit.extras.vision.tversky.model import TverskyProjection
+from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 
 
@@ -59,10 +60,7 @@ class TverskyRecipe(Recipe[TverskyConfig]):
         return out
 
     def _plot_xor(self, out: dict[str, float]) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         ks = self.config.xor_banks
         fig, ax = plt.subplots(figsize=(5, 3))
@@ -114,10 +112,7 @@ class TverskyRecipe(Recipe[TverskyConfig]):
         return {f"heads/{m}/test_accuracy": report.mean_std(v["test accuracy"])[0] for m, v in res.items()}
 
     def _plot_bars(self, res: report.Results) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         fig, ax = plt.subplots(figsize=(4, 3))
         report.bars(ax, res, "test accuracy")
@@ -154,10 +149,7 @@ class TverskyRecipe(Recipe[TverskyConfig]):
         return {"pixels/tversky/test_accuracy": acc}
 
     def _plot_prototypes(self, layer: TverskyProjection, side: int) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         from agentkit.extras.data import FMNIST_CLASSES
 

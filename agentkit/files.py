@@ -1,0 +1,93 @@
+"""Files and directories written atomically: a reader (or a resumed run) sees the old content or the new, never
+half of either, and never a moment with neither."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_RENAME_EXCHANGE = 2  # renameat2(2): swap two paths in one step
+_AT_FDCWD = -100
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write a file so that readers see the old or the new content, never half of it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_records(path: Path) -> dict[str, Any]:
+    """key → value of a records file (JSON lines ``{"key", "value"}``, see ``append_records``). A line cut by a
+    crash is skipped, so its item is simply redone."""
+    out: dict[str, Any] = {}
+    path = Path(path)
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+                out[row["key"]] = row["value"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue
+    return out
+
+
+def append_records(path: Path, items: dict[str, Any]) -> None:
+    """Append finished items to a records file, flushed and fsynced: a crash loses at most the batch in flight.
+    This is how every resumable loop remembers its finished work (``RunContext.record``, generation)."""
+    if not items:
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        for k, v in items.items():
+            f.write(json.dumps({"key": k, "value": v}, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def atomic_dir(final: Path, build: Callable[[Path], object], marker: str | None = None) -> Path:
+    """``build(tmp)`` fills a fresh sibling directory, which then takes ``final``'s place in one step: an existing
+    ``final`` is swapped out with renameat2(RENAME_EXCHANGE) and removed afterwards, so there is no moment when
+    neither exists, and a crash leaves the old directory and no temporary one. ``marker``: a file written last,
+    inside, to say the directory is complete."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+    try:
+        build(tmp)
+        if marker:
+            (tmp / marker).write_text("ok\n")
+        if final.exists() and _exchange(tmp, final):
+            pass  # tmp now holds the old directory, removed below
+        else:
+            if final.exists():  # no renameat2 (not Linux, or an old kernel): the short gap is unavoidable
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    return fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
