@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from agentkit.agent.loop import TIR_TOKENS_PER_TURN
 from agentkit.errors import AgentkitError
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
@@ -177,7 +178,7 @@ def _parser() -> argparse.ArgumentParser:
     ba.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id")
     ba.add_argument("--tasks", type=POS_INT, default=32, help="trajectories per workload")
     ba.add_argument("--turns", type=POS_INT, default=4, help="most tool turns per trajectory (model turns: one more)")
-    ba.add_argument("--tokens-per-turn", type=POS_INT, default=64, help="most tokens per model turn")
+    ba.add_argument("--tokens-per-turn", type=POS_INT, default=TIR_TOKENS_PER_TURN, help="most tokens per model turn")
     ba.add_argument("--workloads", default="python,search,steps",
                     help="python (suite a, sandbox), search (suite b, BM25 over the knowledge base), steps (four "
                          "dependent calculations, one python call each)")
@@ -383,18 +384,12 @@ def _cmd_serve(a) -> int:
 
 
 def _agent_tools(a) -> dict:
-    from agentkit.tools import TOOLS
+    from agentkit.tools import build_tools
 
-    names = [t.strip() for t in a.tools.split(",") if t.strip()]
-    if not names:
-        raise AgentkitError("--tools names no tool", "e.g. --tools python,search")
-    for name in names:
-        TOOLS.get(name)  # an unknown name: one line with a did-you-mean
-    if "search" in names and not a.corpus:
-        raise AgentkitError("the search tool needs --corpus FILE", "a JSONL file of {id, title, text}")
-    if a.corpus and not Path(a.corpus).is_file():
-        raise AgentkitError(f"--corpus {a.corpus} does not exist", "a JSONL file of {id, title, text}")
-    return {name: TOOLS.get(name)(a.corpus) if name == "search" else TOOLS.get(name)() for name in names}
+    try:
+        return build_tools([t.strip() for t in a.tools.split(",") if t.strip()], a.corpus)
+    except AgentkitError as e:  # the same message, in the options' words
+        raise AgentkitError(f"--tools {a.tools!r}: {e.message}".replace(" corpus", " --corpus"), e.hint) from None
 
 
 def _cmd_tool_server(a) -> int:

@@ -35,6 +35,10 @@ TIR_SYSTEM_PROMPT = (
     "<search> and </search>. Give the final answer between <answer> and </answer>, e.g. <answer>42</answer>."
 )
 
+# New tokens per model turn on the tag-style suites: one <python>/<search> call, or the answer, fits in it (the
+# default of every recipe and benchmark that runs those suites).
+TIR_TOKENS_PER_TURN = 64
+
 # Two worked tag-style exchanges, for models never tuned for tools: with them SmolLM2-135M-Instruct writes a
 # <python> call on 30 of 32 suite-(a) tasks and answers 16 (none and 0 without; see docs/agent.md).
 TIR_EXAMPLES = [

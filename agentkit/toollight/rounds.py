@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import annotated_types as at
 
-from agentkit.agent.loop import AgentConfig, rollout
+from agentkit.agent.loop import TIR_TOKENS_PER_TURN, AgentConfig, rollout
 from agentkit.agent.trajectory import Trajectory
 from agentkit.config import NonNegFloat, NonNegInt, PosInt, TopP
 from agentkit.data.tasks import Task
@@ -62,7 +62,7 @@ class SamplingSettings:
     top_p: TopP = 0.95
     tool_budget: NonNegInt = 4
     max_turns: PosInt = 5
-    max_tokens_per_turn: PosInt = 64
+    max_tokens_per_turn: PosInt = TIR_TOKENS_PER_TURN
     max_total_tokens: PosInt = 768
     seed: int = 0
 

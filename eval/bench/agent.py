@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import time
 
+from agentkit.agent.loop import TIR_TOKENS_PER_TURN
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
@@ -48,7 +49,7 @@ def _workload(name: str, tasks: int):
     return kb.questions(tasks, seed=7), SearchTool(kb.corpus()), SEARCH_EXAMPLES
 
 
-def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 32, turns: int = 4, tokens_per_turn: int = 64,
+def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 32, turns: int = 4, tokens_per_turn: int = TIR_TOKENS_PER_TURN,
         workloads: tuple[str, ...] = WORKLOADS, examples: bool = True) -> dict:
     from agentkit.agent import AgentConfig, rollout
     from agentkit.engines.hf import HFEngine
@@ -88,7 +89,7 @@ def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 32, turns: int = 4, tokens
     return res
 
 
-def main(model: str = DEFAULT_CHAT_MODEL, tasks: int = 32, turns: int = 4, tokens_per_turn: int = 64,
+def main(model: str = DEFAULT_CHAT_MODEL, tasks: int = 32, turns: int = 4, tokens_per_turn: int = TIR_TOKENS_PER_TURN,
          out: str | None = None, workloads: str = ",".join(WORKLOADS), examples: bool = True) -> int:
     chosen = tuple(w.strip() for w in workloads.split(",") if w.strip())
     bad = [w for w in chosen if w not in WORKLOADS]

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import time
 
+from agentkit.agent.loop import TIR_TOKENS_PER_TURN
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 
 def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 16, top_b: int = 3, branches: int = 3, examples: bool = True,
-        tokens_per_turn: int = 64, workload: str = "python") -> dict:
+        tokens_per_turn: int = TIR_TOKENS_PER_TURN, workload: str = "python") -> dict:
     import copy
 
     from agentkit.agent import AgentConfig, rollout

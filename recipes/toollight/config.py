@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 import annotated_types as at
 
+from agentkit.agent.loop import TIR_TOKENS_PER_TURN
 from agentkit.config import ExistingPath, ModelName, NonNegInt, PosInt
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 from agentkit.toollight.dpo import DPOSettings
@@ -68,5 +69,11 @@ class ToolLightConfig:
     pre_aligned: bool = True
     self_evolved_rounds: NonNegInt = 2
     eval_max_turns: PosInt = 4
-    eval_max_tokens_per_turn: PosInt = 64
+    eval_max_tokens_per_turn: PosInt = TIR_TOKENS_PER_TURN
     keep_models: bool = True
+
+    def problems(self) -> list[str]:
+        """Your questions with the search tool need your corpus (the seeded suites bring their own)."""
+        if self.questions is not None and "search" in self.tools and self.corpus is None:
+            return ["corpus: the search tool needs a corpus with your questions (corpus=FILE.jsonl: id, title, text)"]
+        return []

@@ -22,6 +22,7 @@ from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 from agentkit.recipes.toollight.config import ToolLightConfig
 from agentkit.toollight.rounds import Group
+from agentkit.tools import build_tools
 
 
 class ToolLightRecipe(Recipe[ToolLightConfig]):
@@ -70,20 +71,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
             return
         from agentkit.data.tasks import load_task_file
 
-        self.tools = {}
-        for name in c.tools:
-            if name == "python":
-                self.tools[name] = PythonTool()
-            elif name == "search":
-                if c.corpus is None:
-                    from agentkit.errors import AgentkitError
-
-                    raise AgentkitError("tools: search needs a corpus", "set corpus=FILE.jsonl (id, title, text)")
-                self.tools[name] = SearchTool(c.corpus, top_k=c.search_top_k)
-            else:
-                from agentkit.errors import AgentkitError, did_you_mean
-
-                raise AgentkitError(f"tools: unknown tool {name!r}", did_you_mean(name, ["python", "search"]))
+        self.tools = build_tools(c.tools, c.corpus, top_k=c.search_top_k)  # (corpus checked with the config)
         tasks = load_task_file(c.questions)
         if c.test_questions:
             test = load_task_file(c.test_questions)

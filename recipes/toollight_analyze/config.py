@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 import annotated_types as at
 
+from agentkit.agent.loop import TIR_TOKENS_PER_TURN
 from agentkit.config import ModelName, NonNegFloat, PosInt, TopP
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
@@ -33,5 +34,5 @@ class ToolLightAnalyzeConfig:
     few_shot: bool = True
     search_top_k: PosInt = 3
     max_turns: PosInt = 4
-    max_tokens_per_turn: PosInt = 64
+    max_tokens_per_turn: PosInt = TIR_TOKENS_PER_TURN
     boundary_k: PosInt = 20

@@ -85,7 +85,7 @@ BAD = [
     ("serve --engine tpu", "argument --engine: invalid choice"),
     ("serve --engine openai", "--engine openai needs --upstream"),
     ("serve --agent tir --tools pyhton", "unknown tool 'pyhton'"),
-    ("serve --agent tir --tools search", "the search tool needs --corpus"),
+    ("serve --agent tir --tools search", "the search tool needs a --corpus"),
     ("serve --agent tir --tools search --corpus none.jsonl", "--corpus none.jsonl does not exist"),
     ("serve --tools search", "--tools and --corpus need --agent tir"),
     ("tool-server search", "the search server needs --corpus"),
