@@ -357,7 +357,8 @@ class _Worker:
                               ok=False, meta={**meta, "limit": "wall"})
         try:
             r = json.loads(line)
-            out = _with_cut(r["stdout"], r["stdout_size"]) + _with_cut(r["stderr"], r["stderr_size"])
+            out = _with_cut(r["stdout"], r["stdout_size"], cfg.max_output) + \
+                _with_cut(r["stderr"], r["stderr_size"], cfg.max_output)
             truncated = r["stdout_size"] > cfg.max_output or r["stderr_size"] > cfg.max_output
             limit = r["limit"]
         except (ValueError, TypeError, KeyError):  # the worker died, or its supervisor was replaced: no exception
@@ -385,8 +386,10 @@ class _Worker:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def _with_cut(text: str, size: int) -> str:
-    return text if size <= len(text) else f"{text}\n...[output truncated: {size - len(text)} more characters]\n"
+def _with_cut(text: str, size: int, limit: int) -> str:
+    """``text`` (the first ``limit`` of ``size`` bytes the program wrote, decoded) with a note of what was cut.
+    Sizes are bytes: comparing them with the decoded text's length called non-ASCII output truncated."""
+    return text if size <= limit else f"{text}\n...[output truncated: {size - limit} more bytes]\n"
 
 
 class Sandbox:

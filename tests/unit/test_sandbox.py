@@ -92,6 +92,15 @@ def test_huge_output_is_truncated(sandbox):
     assert not r.ok and r.meta["truncated"] and len(r.output) < 1000
 
 
+def test_non_ascii_output_is_cut_by_bytes(sandbox):
+    """Sizes are bytes: 101 characters of 201 bytes fit the 200-byte limit but one more does not."""
+    r = sandbox.run('print("é" * 50)')  # 101 bytes
+    assert r.output == "é" * 50 + "\n" and not r.meta["truncated"]
+    r = sandbox.run('print("é" * 100)')  # 201 bytes, 200 kept
+    assert r.meta["truncated"] and r.output.endswith("\n...[output truncated: 1 more bytes]\n")
+    assert r.output.startswith("é" * 100)
+
+
 def test_sessions_persist_and_idle_out(sandbox):
     assert sandbox.run("a = 41", session_id="s1").ok
     assert sandbox.run("a + 1", session_id="s1").output == "42\n"
