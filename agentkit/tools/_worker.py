@@ -240,7 +240,6 @@ def serve_job(cfg, runner_fds, job_line):
     """Forward one job to the runner, collect its output, and return the result (a dict)."""
     pid, job_w, out_r, err_r, status_r = runner_fds
     out, err, status = Capped(cfg["max_output"]), Capped(cfg["max_output"]), bytearray()
-    runaway = max(64 * cfg["max_output"], 1 << 20)
     os.write(job_w, job_line)
     pidfd = os.pidfd_open(pid)
     streams, exit_status, limit = {out_r: out, err_r: err, status_r: None}, None, None
@@ -255,7 +254,7 @@ def serve_job(cfg, runner_fds, job_line):
             if not chunk or streams[fd] is None and (cfg["session"] and b"\n" in status
                                                      or len(status) > 16 * cfg["max_output"]):
                 del streams[fd]  # end of file, a session's status line, or more than a status line can be
-        if out.size + err.size > runaway:  # a runaway printer: stop it now, not at the CPU limit
+        if out.size + err.size > cfg["runaway_bytes"]:  # a runaway printer: stop it now, not at the CPU limit
             os.kill(pid, signal.SIGKILL)
             limit = "output"
         if pidfd in ready or limit:

@@ -114,6 +114,17 @@ class SandboxConfig:
         if self.pool_size < 0:
             raise AgentkitError(f"sandbox pool_size must be >= 0, not {self.pool_size!r}")
 
+    @property
+    def runaway_bytes(self) -> int:
+        """Output past which a program is stopped (the supervisor enforces it, the result names it)."""
+        return max(64 * self.max_output, 2**20)
+
+
+def _sandbox_env(home: str) -> dict[str, str]:
+    """The environment sandboxed code sees: nothing of the host's, one thread per numeric library."""
+    return {"PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
 
 def _interpreter_paths() -> list[str]:
     """The directories the worker's interpreter needs (its prefixes; site-packages live inside them)."""
@@ -165,10 +176,8 @@ def bwrap_argv(cfg: SandboxConfig, as_root: bool) -> list[str]:
         if p != os.path.dirname(_IN_SANDBOX_WORKER):
             argv += ["--ro-bind", p, p]
     argv += ["--ro-bind", WORKER, _IN_SANDBOX_WORKER]
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/sandbox", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-           "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLCONFIGDIR": "/tmp"}
     argv += ["--remount-ro", "/", "--chdir", "/sandbox", "--clearenv"]
-    for k, v in env.items():
+    for k, v in {**_sandbox_env("/sandbox"), "MPLCONFIGDIR": "/tmp"}.items():
         argv += ["--setenv", k, v]
     return argv
 
@@ -289,9 +298,8 @@ class _Worker:
         nproc = cfg.max_procs if as_root else _processes_of(os.getuid()) + cfg.max_procs
         wcfg = {**asdict(cfg), "workdir": workdir, "writable": [workdir, "/tmp"] if kernel else [workdir],
                 "session": session, "cpu_hard_s": int(cfg.cpu_s * 1000) + 1, "uid": uid, "nproc": nproc,
-                "pid_namespace": kernel, "libraries": _libraries()}
-        env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-               "HOME": workdir, "LANG": "C.UTF-8"}
+                "pid_namespace": kernel, "libraries": _libraries(), "runaway_bytes": cfg.runaway_bytes}
+        env = _sandbox_env(workdir)  # the weaker mode's code gets it; under bwrap, bwrap sets the code's own
         if kernel:
             cmd = [*bwrap_argv(cfg, as_root), sys.executable, "-I", _IN_SANDBOX_WORKER, json.dumps(wcfg)]
         else:
@@ -369,7 +377,7 @@ class _Worker:
             return ToolResult(out + r["error"], ok=r["ok"] is True, meta={**meta, "truncated": truncated})
         why = {"cpu": f"CPU-time limit of {cfg.cpu_s:g} s exceeded",
                "killed": "the process was killed (the hard CPU limit, or the memory limit of its process tree)",
-               "output": f"the program printed more than {max(64 * cfg.max_output, 2**20)} bytes and was stopped",
+               "output": f"the program printed more than {cfg.runaway_bytes} bytes and was stopped",
                "protocol": "the program wrote an unreadable status to the sandbox's status pipe",
                "crash": f"the process died ({r['error'] or 'no status'})"}[limit]
         return ToolResult(f"{out}Error: {why}.", ok=False, meta={**meta, "limit": limit, "truncated": truncated})
