@@ -59,9 +59,12 @@ def load_yaml(path: str | Path) -> Layer:
     if not path.is_file():
         raise AgentkitError(f"config file {path} does not exist", "check the path")
     try:
-        text = path.read_text()
-        data = yaml.safe_load(text) or {}
-        node = yaml.compose(text)
+        loader = yaml.SafeLoader(path.read_text())
+        try:  # one parse gives both the node tree (for the lines) and the data
+            node = loader.get_single_node()
+            data = (loader.construct_document(node) if node is not None else None) or {}
+        finally:
+            loader.dispose()
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

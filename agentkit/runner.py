@@ -57,7 +57,7 @@ def _latest_run(root: Path, cls: type[Recipe]) -> Path:
         if run_status(run) == "complete":
             continue
         try:
-            _saved_config(run, cls)
+            build_config(cls.config_cls, _saved_layer(run))
         except AgentkitError:
             continue
         return run
@@ -65,10 +65,11 @@ def _latest_run(root: Path, cls: type[Recipe]) -> Path:
                         "start one without --resume")
 
 
-def _saved_config(run_dir: Path, cls: type[Recipe], overrides: dict[str, Any] | None = None):
+def _saved_layer(run_dir: Path) -> dict[str, Any]:
+    """A run's saved config as a layer (its lines remembered for errors), without the ``recipe:`` key."""
     saved = load_yaml(run_dir / "config.yaml")
     saved.pop("recipe", None)
-    return build_config(cls.config_cls, saved, *([overrides] if overrides else []))
+    return saved
 
 
 def _changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> dict[str, list[Any]]:
@@ -118,8 +119,9 @@ def run_recipe(spec: str, sets: list[str] | None = None, *, output_dir: str | No
             Path(output_dir) if output_dir else _latest_run(Path(outputs_root) / name, cls))
         if not (run_dir / "config.yaml").exists():
             raise AgentkitError(f"{run_dir} is not a run directory (no config.yaml)", "pass the run's directory")
-        saved = _saved_config(run_dir, cls)
-        config = _saved_config(run_dir, cls, overrides)
+        layer = _saved_layer(run_dir)
+        saved = build_config(cls.config_cls, layer)
+        config = build_config(cls.config_cls, layer, overrides) if overrides else saved
         changes = _changes(to_dict(saved), to_dict(config))
         if changes and not force:
             listed = ", ".join(f"{k} ({a!r} -> {b!r})" for k, (a, b) in changes.items())
