@@ -387,9 +387,9 @@ def _agent_tools(a) -> dict:
     from agentkit.tools import build_tools
 
     try:
-        return build_tools([t.strip() for t in a.tools.split(",") if t.strip()], a.corpus)
-    except AgentkitError as e:  # the same message, in the options' words
-        raise AgentkitError(f"--tools {a.tools!r}: {e.message}".replace(" corpus", " --corpus"), e.hint) from None
+        return build_tools([t.strip() for t in a.tools.split(",") if t.strip()], a.corpus, corpus_option="--corpus")
+    except AgentkitError as e:
+        raise AgentkitError(f"--tools {a.tools!r}: {e.message}", e.hint) from None
 
 
 def _cmd_tool_server(a) -> int:
