@@ -2,7 +2,6 @@
 resume trips on; help that answers."""
 
 import json
-import os
 import time
 from dataclasses import dataclass
 
@@ -12,6 +11,7 @@ from agentkit import cli
 from agentkit.config import PosInt
 from agentkit.recipe import Recipe
 from agentkit.runner import RECIPES, run_recipe, run_status
+from agentkit.testing.processes import processes
 from agentkit.tools.python import PythonTool
 
 
@@ -169,31 +169,22 @@ class FlakyRecipe(Recipe[FlakyCfg]):
 RECIPES.register("test-flaky", "test_cli_errors:FlakyRecipe")
 
 
-def _sandbox_processes() -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if b"/run/agentkit/worker.py" in cmd or b"_worker.py" in cmd:
-            found.append(pid)
-    return found
+def _sandbox_processes() -> set[int]:
+    return set(processes("/run/agentkit/worker.py", "_worker.py"))
 
 
 def test_a_failed_run_is_marked_closes_its_tools_and_resumes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    before = set(_sandbox_processes())  # other tests' sandboxes may be alive in this process
+    before = _sandbox_processes()  # other tests' sandboxes may be alive in this process
     with pytest.raises(RuntimeError, match="on purpose"):
         run_recipe("test-flaky", ["fail=true"], quiet=True)
     (failed,) = [p.relative_to(tmp_path) for p in (tmp_path / "outputs" / "test-flaky").iterdir()]
     status = json.loads((failed / "status.json").read_text())
     assert status["status"] == "failed" and "on purpose" in status["error"]
     deadline = time.monotonic() + 10  # teardown closed the sandbox: none of its workers is left
-    while set(_sandbox_processes()) - before and time.monotonic() < deadline:
+    while _sandbox_processes() - before and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not set(_sandbox_processes()) - before
+    assert not _sandbox_processes() - before
     # a plain --resume picks it and says so; a --set that changes its config is refused without --force
     with pytest.raises(Exception, match=r"would change the run's config: fail \(True -> False\).*--force"):
         run_recipe("test-flaky", ["fail=false"], resume=True, quiet=True)

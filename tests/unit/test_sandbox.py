@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentkit.errors import AgentkitError
+from agentkit.testing.processes import gone, processes
 from agentkit.tools import TOOLS, Tool, openai_schema
 from agentkit.tools.sandbox import Sandbox, SandboxConfig
 
@@ -154,34 +155,13 @@ for _o in gc.get_objects():
 """
 
 
-def _alive(marker: str) -> list[str]:
-    """Command lines of host processes that contain ``marker``."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmd and pid != str(os.getpid()):
-            found.append(cmd)
-    return found
-
-
-def _gone(marker: str, seconds: float = 3.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while _alive(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not _alive(marker)
-
-
 def test_hook_bypass_then_subprocess_in_a_new_session_dies_with_the_call(sandbox):
     marker = f"sbx-orphan-{os.getpid()}"
     code = BYPASS + f"import subprocess\nsubprocess.Popen(['/bin/sh', '-c', 'sleep 30; echo {marker}'], " \
                     "start_new_session=True)\nprint('started')"
     r = sandbox.run(code)
     assert r.output == "started\n"  # the hook is gone: the kernel allowed the process inside the sandbox
-    assert _gone(marker), _alive(marker)
+    assert gone(marker), processes(marker)
 
 
 def test_a_child_that_ignores_sigxcpu_dies_at_the_hard_limit_and_with_the_call(sandbox):
@@ -191,11 +171,11 @@ def test_a_child_that_ignores_sigxcpu_dies_at_the_hard_limit_and_with_the_call(s
     r = sandbox.run(start + "time.sleep(2.7)\nprint(p.poll())")  # CPU limit 1 s: SIGKILL at the hard limit, 2 s
     assert r.ok and r.output == "-9\n", r.output
     r = sandbox.run(start + "time.sleep(0.5)")
-    assert r.ok and _gone(marker), _alive(marker)
+    assert r.ok and gone(marker), processes(marker)
     # in a session the call's processes die too, while the session's own state survives
     assert sandbox.run("keep = 1", session_id="spin").ok
     assert sandbox.run(start + "time.sleep(0.5)", session_id="spin").ok
-    assert _gone(marker), _alive(marker)
+    assert gone(marker), processes(marker)
     assert sandbox.run("keep + 1", session_id="spin").output == "2\n"
     sandbox.close_session("spin")
 
@@ -416,7 +396,7 @@ def test_no_worker_or_directory_outlives_the_process(tmp_path):
         env = {**os.environ, "TMPDIR": str(tmp_path), "AGENTKIT_SANDBOX_ISOLATION": isolation}
         subprocess.run([sys.executable, "-W", "ignore", "-c", script], env=env, check=True, timeout=120)
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith("agentkit-sbx-")] == []
-        assert _gone('"memory_mb": 513', 5), isolation  # the marker in the workers' command lines
+        assert gone('"memory_mb": 513', seconds=5), isolation  # the marker in the workers' command lines
 
 
 def test_an_interpreter_under_tmp_is_not_hidden_by_the_private_tmp(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 from agentkit.agent import rollout
 from agentkit.data import MultiHopKB
 from agentkit.server.http import ServerProcess
+from agentkit.testing.processes import gone
 from agentkit.testing.scripted import ScriptedEngine
 from agentkit.testing.servers import serve_in_thread
 from agentkit.tool_servers.python_sandbox import create_app as python_app
@@ -172,23 +173,7 @@ def test_attacks_through_the_cli_tool_server(tmp_path):
         r = tool(code=forged)
         assert not r.ok and "ZeroDivisionError" in r.output
         assert tool(code="print('up')").output == "up\n"
-    deadline = time.monotonic() + 5  # and nothing of the server's sandboxes outlives it
-    while _workers('"memory_mb": 515') and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _workers('"memory_mb": 515')
-
-
-def _workers(marker):
-    import os
-
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                found += [pid] if marker.encode() in f.read() else []
-        except OSError:
-            pass
-    return found
+    assert gone('"memory_mb": 515', seconds=5)  # and nothing of the server's sandboxes outlives it
 
 
 def test_cli_tool_server_subprocess(tmp_path):

@@ -1,0 +1,30 @@
+"""Processes seen from the host, by what their command line holds: tests use it to find what outlived its
+sandbox, server or run."""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def processes(*markers: str) -> dict[int, str]:
+    """pid → command line (arguments joined by spaces) of every other process whose command line contains one
+    of ``markers``."""
+    found = {}
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if int(name) != os.getpid() and any(m in cmd for m in markers):
+            found[int(name)] = cmd
+    return found
+
+
+def gone(*markers: str, seconds: float = 3.0) -> bool:
+    """Whether every process matching ``markers`` has exited within ``seconds`` (killed trees take a moment)."""
+    deadline = time.monotonic() + seconds
+    while processes(*markers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not processes(*markers)
