@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
+import textwrap
 from pathlib import Path
 
 from agentkit.agent.loop import TIR_TOKENS_PER_TURN
+from agentkit.config import build_config, describe
+from agentkit.engines import make_engine
 from agentkit.errors import AgentkitError
-from agentkit.models.catalog import DEFAULT_CHAT_MODEL
+from agentkit.models.catalog import CATALOG, DEFAULT_CHAT_MODEL, _is_complete, materialize
+from agentkit.runner import RECIPES, resolve_spec, run_recipe
+from agentkit.tools import build_tools
 
 EPILOG = """examples:
   agentkit run quickstart                          the embedded model on seeded arithmetic problems
@@ -83,11 +90,6 @@ class _RunHelp(argparse.Action):
 
 
 def recipe_help(spec: str) -> str:
-    import textwrap
-
-    from agentkit.config import build_config, describe
-    from agentkit.runner import resolve_spec
-
     name, cls, layer = resolve_spec(spec)
     cfg = build_config(cls.config_cls, layer)
     lines = [f"config of recipe {name!r} (KEY: TYPE = DEFAULT; defaults < the recipe's YAML < --set KEY=VALUE):"]
@@ -273,7 +275,6 @@ def _cmd_uncertainty(a) -> int:
                        few_shot=not a.no_few_shot)
         print(f"saved generations: {out}")
         return 0
-    from agentkit.config import build_config
     from agentkit.uncertainty.score import ScoreConfig, score
 
     models = [m.strip() for m in a.models.split(",") if m.strip()] if a.models else None
@@ -298,8 +299,6 @@ def _cmd_uncertainty(a) -> int:
 
 
 def _cmd_run(a) -> int:
-    from agentkit.runner import run_recipe
-
     metrics, run_dir = run_recipe(a.recipe, a.sets, output_dir=a.output_dir, resume=a.resume, preset=a.preset,
                                   quiet=a.quiet, force=a.force)
     print(f"run directory: {run_dir}")
@@ -309,8 +308,6 @@ def _cmd_run(a) -> int:
 
 
 def _cmd_recipes(a) -> int:
-    from agentkit.runner import RECIPES
-
     for name in RECIPES.names():
         try:
             desc = RECIPES.get(name).description
@@ -321,8 +318,6 @@ def _cmd_recipes(a) -> int:
 
 
 def _cmd_models(a) -> int:
-    from agentkit.models.catalog import CATALOG, _is_complete, materialize
-
     if a.action == "prepare":
         if a.name not in CATALOG:
             from agentkit.errors import did_you_mean
@@ -347,18 +342,13 @@ def _cmd_models(a) -> int:
 
 def _server_logging() -> None:
     """Server processes log with time and level (an engine failure's traceback once, see serving.Batcher)."""
-    import logging
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def _cmd_serve(a) -> int:
-    import os
-
     import uvicorn
 
     _server_logging()
-    from agentkit.engines import make_engine
     from agentkit.server import create_app
 
     key = a.api_key or os.environ.get("AGENTKIT_API_KEY")
@@ -384,8 +374,6 @@ def _cmd_serve(a) -> int:
 
 
 def _agent_tools(a) -> dict:
-    from agentkit.tools import build_tools
-
     try:
         return build_tools([t.strip() for t in a.tools.split(",") if t.strip()], a.corpus, corpus_option="--corpus")
     except AgentkitError as e:
@@ -393,8 +381,6 @@ def _agent_tools(a) -> dict:
 
 
 def _cmd_tool_server(a) -> int:
-    import os
-
     import uvicorn
 
     _server_logging()

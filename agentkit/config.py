@@ -11,6 +11,7 @@ malformed YAML file is an error naming the file and line.
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from pathlib import Path
@@ -301,8 +302,6 @@ def dump_yaml(data: dict[str, Any]) -> str:
 def field_docs(cls: type) -> dict[str, str]:
     """Each field's doc, read from the class docstring's ``name: text`` entries (``a / b: text`` documents
     both); a field without an entry gets the first sentence that names it, or ``""``."""
-    import re
-
     doc = cls.__doc__ or ""
     text = "" if doc.startswith(f"{cls.__name__}(") else " ".join(doc.split())  # dataclass's generated doc
     names = {f.name for f in dataclasses.fields(cls)}

@@ -13,11 +13,14 @@ Under ``accelerate launch`` all processes share one run directory; only the main
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
+
+from tqdm.auto import tqdm
 
 from agentkit.config import dump_yaml, to_dict
 from agentkit.files import append_records, atomic_write, read_records
@@ -80,8 +83,6 @@ class RunContext:
 
     def save_checkpoint(self, step: int, objects: dict[str, Any]) -> Path:
         """Save ``{"model": state_dict, "optimizer": ..., "extra": {...}}`` as one torch file, atomically."""
-        import io
-
         import torch
 
         d = self.checkpoint_dir(step)
@@ -102,8 +103,6 @@ class RunContext:
 
     # ---- progress, plots, report --------------------------------------------------------------------------
     def progress(self, items: Iterable[Any], desc: str, total: int | None = None) -> Iterator[Any]:
-        from tqdm.auto import tqdm
-
         return iter(tqdm(items, desc=desc, total=total, disable=self.quiet or not self.is_main, dynamic_ncols=True))
 
     def add_section(self, title: str, markdown: str) -> None:

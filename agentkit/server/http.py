@@ -4,6 +4,7 @@ auth, and a helper to run a local server process with its log in a file."""
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import os
 import socket
@@ -19,6 +20,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
+
+from agentkit.errors import AgentkitError
 
 log = logging.getLogger("agentkit.server")
 
@@ -78,8 +81,6 @@ def validation_error(errors: list[dict[str, Any]], body: Any) -> RequestError:
 
 def parse_body(raw: bytes, cls):
     """The request model ``cls`` from a raw JSON body, or a ``RequestError`` naming each bad field."""
-    import json
-
     try:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -207,8 +208,6 @@ class ServerProcess:
 
     def error(self, message: str) -> Exception:
         """``message`` with where the server's log is and its last line (one line, for the CLI)."""
-        from agentkit.errors import AgentkitError
-
         last = next((x.strip() for x in reversed(self.tail().splitlines()) if x.strip()), "")
         return AgentkitError(message, f"server log: {self.log_path}" + (f"; its last line: {last[-300:]}" if last
                                                                              else ""))

@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
+from agentkit.agent import AgentConfig, rollout
 from agentkit.engines.base import Completion
 from agentkit.server.chat import (
     agent_conversation,
@@ -37,8 +38,6 @@ async def _parse(request: Request, cls):
 
 def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[str, Any] | None = None,
                agent_name: str = "agentkit/tir", agent_config=None, window_s: float = 0.01) -> FastAPI:
-    from agentkit.agent import AgentConfig, rollout
-
     app = FastAPI(title="agentkit", version="1", description="OpenAI-compatible API over agentkit engines and agents")
     batcher = Batcher(engine, window_s=window_s)
     app.state.batcher = batcher

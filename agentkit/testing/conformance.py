@@ -13,6 +13,8 @@ import json
 import math
 import re
 
+import jsonschema
+
 from agentkit.engines.base import SamplingParams
 from agentkit.engines.structured import Constraint
 
@@ -127,8 +129,6 @@ def check_structured(engine, ref=None, tol: float = 1e-4) -> None:
     """Per-prompt constraints in one call: every constrained sample matches its constraint and ends when the
     grammar does; the free prompt's samples are those it gets alone (constraints do not leak across rows). With
     ``ref``, constrained tokens' logprobs are the model's own unconstrained ones (HFEngine's rule)."""
-    import jsonschema
-
     cons = [Constraint.schema(SCHEMA), Constraint(regex=REGEX), Constraint(choice=CHOICES), None]
     prompts = [CHAT, TEXTS[0], TEXTS[1], TEXTS[0]]
     p = SamplingParams(n=2, max_tokens=64, temperature=1.0, seed=5, constraints=cons)

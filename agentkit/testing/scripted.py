@@ -9,6 +9,7 @@ byte-level tokenizer, so masks and lengths are real.
 from __future__ import annotations
 
 from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams
+from agentkit.models.tiny import build_tiny_tokenizer
 
 
 class ScriptedEngine(LocalTokenizer):
@@ -17,8 +18,6 @@ class ScriptedEngine(LocalTokenizer):
     default_stop: list[str] = []
 
     def __init__(self, script: dict[str, list[str]]):
-        from agentkit.models.tiny import build_tiny_tokenizer
-
         self.script = script
         self.tokenizer = build_tiny_tokenizer()
         self.calls: list[int] = []  # batch size of each generate call

@@ -13,12 +13,16 @@ sums over the model's own tokens only, for the policy and the reference alike.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt
+from agentkit.engines.base import encode_prompt
+from agentkit.errors import AgentkitError
 from agentkit.toollight.pairs import Pair
+from agentkit.toollight.sft import lora_config, release, trainer_args
 
 
 def to_dpo_dataset(pairs: list[Pair]):
@@ -53,8 +57,6 @@ def tokenize_pairs(dataset, tokenizer):
     masks ``MaskedDPOTrainer`` needs. Each ``<result>…</result>`` (or ``<tool_response>``) span in a reply is
     tokenised on its own and masked, the way the agent loop records tool results. A dataset that already has
     ``prompt_ids`` is returned unchanged."""
-    from agentkit.engines.base import encode_prompt
-
     if "prompt_ids" in dataset.column_names:
         return dataset
     missing = {"prompt", "chosen", "rejected"} - set(dataset.column_names)
@@ -88,7 +90,6 @@ def load_pairs(path: str | Path, tokenizer):
     masks, or anyone's TRL-style text pairs), ready for ``train_dpo``."""
     import datasets
 
-    from agentkit.errors import AgentkitError
 
     path = Path(path)
     if path.is_dir():
@@ -172,11 +173,8 @@ class DPOSettings:
 def train_dpo(model, tokenizer, dataset, settings: DPOSettings, output_dir: str | Path, progress: bool = True):
     """One DPO round on ``dataset`` (from ``to_dpo_dataset``): the reference is a frozen copy of ``model`` as it
     is now (the previous round's model). Returns ``(log history, trained model)``."""
-    import copy
-
     from trl import DPOConfig
 
-    from agentkit.toollight.sft import lora_config, release, trainer_args
 
     args = DPOConfig(**trainer_args(settings, len(dataset), output_dir, progress), beta=settings.beta,
                      loss_type=["sigmoid"])

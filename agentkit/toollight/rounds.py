@@ -18,6 +18,7 @@ from agentkit.agent.loop import TIR_TOKENS_PER_TURN, AgentConfig, rollout
 from agentkit.agent.trajectory import Trajectory
 from agentkit.config import NonNegFloat, NonNegInt, PosInt, TopP
 from agentkit.data.tasks import Task
+from agentkit.eval.metrics import efficiency, score_task
 from agentkit.toollight.pairs import (
     Candidate,
     Pair,
@@ -74,8 +75,6 @@ class SamplingSettings:
 
 
 def is_correct(task: Task, traj: Trajectory) -> bool:
-    from agentkit.eval.metrics import score_task
-
     return bool(traj.answer) and score_task(task.metric, traj.answer, task.answer)["correct"] == 1.0
 
 
@@ -165,8 +164,6 @@ def evaluate(engine, groups: list[Group], cfg: AgentConfig) -> dict[str, dict[st
 def summarise(rows: dict[str, dict[str, Any]], stage: str) -> dict[str, float]:
     """Per suite: accuracy, Efficiency (math skips zero-call answers, QA counts them as one call, as the official
     scorer does), mean tool calls, model tokens per answer, share that reached an answer."""
-    from agentkit.eval.metrics import efficiency
-
     out = {}
     for suite in sorted({r["suite"] for r in rows.values()}):
         rs = [r for r in rows.values() if r["suite"] == suite]

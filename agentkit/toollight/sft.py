@@ -8,6 +8,7 @@ ids (the failure mode of trl#5144).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,8 +65,6 @@ def train_sft(model, tokenizer, dataset, settings: SFTSettings, output_dir: str 
 def trainer_args(settings, n_rows: int, output_dir: str | Path, progress: bool) -> dict:
     """The training-argument fields SFT and DPO rounds share, from ``SFTSettings`` / ``DPOSettings``: cosine
     schedule, about 20 logged points, no checkpoints, the CPU unless a GPU is present."""
-    import math
-
     import torch
 
     steps = math.ceil(n_rows / (settings.batch_size * settings.grad_accum)) * settings.epochs

@@ -21,7 +21,8 @@ from typing import Any
 from agentkit.agent.loop import TIR_SYSTEM_PROMPT
 from agentkit.agent.trajectory import Segment, Trajectory
 from agentkit.data.tasks import Task
-from agentkit.tools.parsers import format_tag_result
+from agentkit.engines.base import encode_prompt
+from agentkit.tools.parsers import format_tag_result, parse_tag_call
 
 
 def plan(task: Task, titles: dict[str, str] | None = None) -> list[tuple[str, str | None]]:
@@ -39,9 +40,6 @@ def plan(task: Task, titles: dict[str, str] | None = None) -> list[tuple[str, st
 def make_trajectories(tasks: list[Task], tokenizer, tools: dict[str, Any], titles: dict[str, str] | None = None,
                       system_prompt: str = TIR_SYSTEM_PROMPT, end_token: str | None = None) -> list[Trajectory]:
     """Run each task's plan with the real tools and record it as a ``Trajectory``."""
-    from agentkit.engines.base import encode_prompt
-    from agentkit.tools.parsers import parse_tag_call
-
     end = end_token if end_token is not None else (tokenizer.eos_token or "")
     out = []
     for task in tasks:

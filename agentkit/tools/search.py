@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentkit.errors import AgentkitError
+from agentkit.models import resolve
 from agentkit.tools.base import ToolResult
 
 Mode = Literal["bm25", "dense", "hybrid"]
@@ -76,7 +77,6 @@ class SearchIndex:
         import faiss
         from sentence_transformers import SentenceTransformer
 
-        from agentkit.models import resolve
 
         self._encoder = SentenceTransformer(str(resolve(self.embedder_name)), device="cpu")
         emb = self._encoder.encode([self._full(d) for d in self.docs], batch_size=64, normalize_embeddings=True,

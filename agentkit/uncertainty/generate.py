@@ -14,9 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
+from agentkit.data.suites import SUITE_NAMES, suite_tasks
 from agentkit.data.tasks import Task
+from agentkit.engines import make_engine
+from agentkit.engines.base import SamplingParams
 from agentkit.errors import AgentkitError
 from agentkit.files import append_records, read_records
+from agentkit.uncertainty.schema import GenerationRow, write_generations
 
 SYSTEM = "Answer the question. Reply with the answer only, no explanation."
 # Worked examples shown before each question (by the task's metric): small models answer in a word only when
@@ -28,26 +34,18 @@ FEW_SHOT = {
                "founder of Velra Optics born?", "Brevik"),
               ("In which year was Tomas Eldrin born?", "1954")],
 }
-SUITE_NAMES = ("arithmetic", "arithmetic-easy", "multihop", "multihop-open")
 
 
 def load_tasks(spec: str, seed: int = 0) -> list[Task]:
     """Tasks from a file (JSONL, Parquet or a saved HF dataset: ``load_task_file``) or suite specs ``NAME[:N]``
-    joined by commas.
-
-    ``arithmetic`` is suite (a); ``arithmetic-easy`` its small-number kinds (add, sub, small_mul), where small
-    models are right part of the time; ``multihop`` is suite (b) closed-book (the entities are invented, so
-    a model can only guess); ``multihop-open`` puts the supporting documents before the question.
+    joined by commas (names: ``agentkit.data.suites``; ``multihop`` is closed-book here, and as its entities are
+    invented a model can only guess; ``multihop-open`` puts the supporting documents before the question).
     """
     path = Path(spec)
     if path.suffix in (".jsonl", ".parquet") or path.exists():
         from agentkit.data.tasks import load_task_file
 
         return load_task_file(path)
-    from agentkit.data import arithmetic_suite
-    from agentkit.data.arithmetic import EASY_KINDS
-    from agentkit.data.multihop import MultiHopKB
-
     tasks: list[Task] = []
     for part in spec.split(","):
         name, _, n = part.strip().partition(":")
@@ -57,19 +55,7 @@ def load_tasks(spec: str, seed: int = 0) -> list[Task]:
             raise AgentkitError(f"--tasks: {name!r} is neither a file nor a suite", did_you_mean(name, SUITE_NAMES))
         if n and not (n.isdigit() and int(n) > 0):
             raise AgentkitError(f"--tasks {part.strip()!r}: N must be a positive integer", "e.g. arithmetic:200")
-        count = int(n) if n else 100
-        if name == "arithmetic":
-            tasks += arithmetic_suite(count, seed)
-        elif name == "arithmetic-easy":
-            tasks += arithmetic_suite(count, seed, kinds=EASY_KINDS)
-        else:
-            kb = MultiHopKB.build(seed)
-            docs = {d["id"]: d for d in kb.corpus()}
-            for t in kb.questions(count, seed):
-                if name == "multihop-open":
-                    ctx = "\n".join(f"{docs[i]['title']}: {docs[i]['text']}" for i in t.meta["support"])
-                    t = Task(t.id + "-open", f"{ctx}\n\nQuestion: {t.question}", t.answer, t.kind, t.metric, t.meta)
-                tasks.append(t)
+        tasks += suite_tasks(name, int(n) if n else 100, seed, kb=seed)
     dup = len(tasks) - len({t.id for t in tasks})
     if dup:
         raise AgentkitError(f"--tasks {spec!r} repeats {dup} question(s)", "name each suite once")
@@ -100,8 +86,6 @@ class ModelSpec:
         return self.name
 
     def build(self):
-        from agentkit.engines import make_engine
-
         if self.kind == "openai":
             return make_engine("openai", self.name, base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY"))
         return make_engine(self.kind, self.name)
@@ -117,11 +101,6 @@ def _prompt(task: Task, system: str, few_shot: bool) -> list[dict[str, str]]:
 def generate(models: list[str], tasks: list[Task], out: str | Path, samples: int = 5, temperature: float = 0.7,
              top_p: float = 1.0, max_tokens: int = 24, seed: int = 0, chunk: int = 32, system: str = SYSTEM,
              few_shot: bool = True, progress: bool = True) -> Path:
-    from tqdm.auto import tqdm
-
-    from agentkit.engines.base import SamplingParams
-    from agentkit.uncertainty.schema import GenerationRow, write_generations
-
     if samples < 2:
         raise AgentkitError(f"--samples {samples}: AU needs at least 2 samples per question")
     specs = [ModelSpec.parse(m.strip()) for m in models if m.strip()]

@@ -13,8 +13,13 @@ import numpy as np
 
 from agentkit.config import Fraction, PosInt
 from agentkit.errors import AgentkitError
+from agentkit.eval.metrics import exact_match, extract_answer, normalize_answer, numeric_match, token_f1
+from agentkit.files import atomic_write
 from agentkit.plots import pyplot
+from agentkit.uncertainty.estimators import all_estimators
+from agentkit.uncertainty.metrics import rejection_curve, reliability, summarize, to_confidence
 from agentkit.uncertainty.schema import BadRow, GenerationRow, Skipped, iter_generations
+from agentkit.uncertainty.similarity import pairwise_rouge_l, similarity_matrices, tokens
 
 LABELS = ("auto", "em", "f1", "numeric", "contains")
 
@@ -50,8 +55,6 @@ class ScoreConfig:
 
 
 def judge(row: GenerationRow, prediction: str, label: str, f1_threshold: float) -> float:
-    from agentkit.eval.metrics import exact_match, extract_answer, normalize_answer, numeric_match, token_f1
-
     gold = row.reference or ""
     if label == "auto":
         label = "numeric" if row.metric == "numeric" else "contains"
@@ -81,8 +84,6 @@ class Prepared:
 
 def prepare(path: str | Path, cfg: ScoreConfig) -> Prepared:
     """Stream the rows, check each against the ensemble, intern unique texts and judge the answers."""
-    from agentkit.eval.metrics import extract_answer
-
     skipped = Skipped()
     rows: list[GenerationRow] = []
     models = list(cfg.models) if cfg.models else None
@@ -145,9 +146,6 @@ def prepare(path: str | Path, cfg: ScoreConfig) -> Prepared:
 
 def compute_scores(p: Prepared, cfg: ScoreConfig, progress: bool = False) -> tuple[dict[str, np.ndarray], dict]:
     """Every estimator's scores ``[Q]`` and the time each stage took."""
-    from agentkit.uncertainty.estimators import all_estimators
-    from agentkit.uncertainty.similarity import pairwise_rouge_l, similarity_matrices, tokens
-
     t0 = time.perf_counter()
     sim = similarity_matrices(p.texts, p.index, cfg.similarity, embedder=cfg.embedder, nli_model=cfg.nli_model,
                               progress=progress)
@@ -197,7 +195,6 @@ def confident_failures(correct: np.ndarray, au: np.ndarray, eu: np.ndarray, low_
 def evaluate(p: Prepared, scores: dict[str, np.ndarray], cfg: ScoreConfig) -> dict[str, Any]:
     from scipy.stats import spearmanr
 
-    from agentkit.uncertainty.metrics import rejection_curve, reliability, summarize, to_confidence
 
     c = p.correct
     per_task: dict[str, Any] = {}
@@ -224,7 +221,6 @@ def evaluate(p: Prepared, scores: dict[str, np.ndarray], cfg: ScoreConfig) -> di
 def write_report(out: Path, res: dict[str, Any], cfg: ScoreConfig, source: str) -> None:
     plt = pyplot()
 
-    from agentkit.files import atomic_write
 
     out.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 4))

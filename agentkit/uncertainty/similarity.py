@@ -18,8 +18,12 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from rapidfuzz.distance import LCSseq
+from rapidfuzz.process import cpdist
 
 from agentkit.errors import AgentkitError
+from agentkit.eval.metrics import extract_answer, normalize_answer
+from agentkit.models.catalog import resolve
 
 BACKENDS = ("embedding", "rougeL", "exact", "nli")
 _WORD = re.compile(r"\w+", re.U)
@@ -53,7 +57,6 @@ def embed_texts(texts: list[str], embedder: str = "minilm-l6", batch_size: int =
     """L2-normalised sentence embeddings ``[len(texts), D]`` of the embedded MiniLM (or any sentence-transformer)."""
     from sentence_transformers import SentenceTransformer
 
-    from agentkit.models.catalog import resolve
 
     model = SentenceTransformer(str(resolve(embedder)), device="cpu")
     return model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
@@ -73,9 +76,6 @@ def tokens(text: str) -> list[str]:
 def pairwise_rouge_l(toks: list[list[str]], index: np.ndarray, pair_mask: np.ndarray) -> np.ndarray:
     """ROUGE-L F1 ``[Q, N, N]`` for the slot pairs where ``pair_mask`` (``[Q, N, N]``, upper triangle) is set,
     mirrored; every distinct pair of texts goes through one rapidfuzz ``cpdist`` call."""
-    from rapidfuzz.distance import LCSseq
-    from rapidfuzz.process import cpdist
-
     q, i, j = np.nonzero(pair_mask)
     a, b = index[q, i], index[q, j]
     n = len(toks)
@@ -99,8 +99,6 @@ def _rouge_l(texts, index) -> np.ndarray:
 
 
 def _exact(texts, index) -> np.ndarray:
-    from agentkit.eval.metrics import extract_answer, normalize_answer
-
     keys: dict[str, int] = {}
     code = np.array([keys.setdefault(normalize_answer(extract_answer(t)), len(keys)) for t in texts] + [-1])
     C = code[index]  # padding (-1) maps to the sentinel

@@ -26,32 +26,20 @@ from __future__ import annotations
 import json
 import time
 
+from agentkit.agent import AgentConfig, rollout
 from agentkit.agent.loop import TIR_TOKENS_PER_TURN
+from agentkit.agent.suites import agent_suite
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
+from agentkit.tools.sandbox import SandboxConfig
 
-WORKLOADS = ("python", "search", "steps")
-
-
-def _workload(name: str, tasks: int):
-    from agentkit.agent.loop import SEARCH_EXAMPLES, STEPS_EXAMPLES, TIR_EXAMPLES
-    from agentkit.data import arithmetic_suite
-    from agentkit.data.multihop import MultiHopKB
-    from agentkit.tools.python import PythonTool
-    from agentkit.tools.sandbox import SandboxConfig
-    from agentkit.tools.search import SearchTool
-
-    if name == "python":
-        return arithmetic_suite(tasks, seed=7), PythonTool(SandboxConfig(pool_size=4)), TIR_EXAMPLES
-    if name == "steps":
-        return arithmetic_suite(tasks, seed=7, kinds=("steps",)), PythonTool(SandboxConfig(pool_size=4)), STEPS_EXAMPLES
-    kb = MultiHopKB.build(0)
-    return kb.questions(tasks, seed=7), SearchTool(kb.corpus()), SEARCH_EXAMPLES
+# workload -> built-in suite (agentkit.agent.suites)
+SUITE_OF = {"python": "arithmetic", "search": "multihop", "steps": "steps"}
+WORKLOADS = tuple(SUITE_OF)
 
 
 def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 32, turns: int = 4, tokens_per_turn: int = TIR_TOKENS_PER_TURN,
         workloads: tuple[str, ...] = WORKLOADS, examples: bool = True) -> dict:
-    from agentkit.agent import AgentConfig, rollout
     from agentkit.engines.hf import HFEngine
 
     reuse = HFEngine(model)
@@ -60,12 +48,13 @@ def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 32, turns: int = 4, tokens
     res = {"model": model, "tasks": tasks, "max_tool_turns": turns, "tokens_per_turn": tokens_per_turn,
            "few_shot_examples": examples}
     for wl in workloads:
-        work, tool, shots = _workload(wl, tasks)
+        suite = agent_suite(SUITE_OF[wl], tasks, seed=7, few_shot=examples, sandbox=SandboxConfig(pool_size=4))
+        work, tool = suite.tasks, suite.tool
         cfg = AgentConfig(max_turns=turns + 1, max_tool_calls=turns, max_tokens_per_turn=tokens_per_turn,
                           max_total_tokens=(turns + 1) * (tokens_per_turn + 256), temperature=0,
-                          examples=shots if examples else [])
+                          examples=suite.examples)
         rows, outs = {}, {}
-        try:
+        with suite:
             rollout(reuse, work[:2], [tool], AgentConfig(max_turns=1, max_tokens_per_turn=4))  # warm-up
             reused0 = reuse.stats()["cached_prompt_tokens"]
             for name, engine in (("re-encode-all", plain), ("re-encode", fresh), ("prefix-cache", reuse)):
@@ -77,10 +66,6 @@ def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 32, turns: int = 4, tokens
                               "turns": sum(x.meta["turns"] for x in trajs),
                               "tool_calls": sum(x.tool_calls for x in trajs),
                               "completion_tokens": sum(len(x.completion_ids) for x in trajs)}
-        finally:
-            close = getattr(tool, "close", None)
-            if close:
-                close()
         res[wl] = {**rows, "identical_trajectories": outs["re-encode"] == outs["prefix-cache"] == outs["re-encode-all"],
                    "speedup": round(rows["re-encode"]["seconds"] / rows["prefix-cache"]["seconds"], 2),
                    "speedup_vs_re_encode_all": round(rows["re-encode-all"]["seconds"]

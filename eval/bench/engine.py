@@ -25,6 +25,9 @@ import time
 
 import torch
 
+from agentkit.data import arithmetic_suite
+from agentkit.engines import SamplingParams
+from agentkit.engines.vllm import VLLMEngine
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
@@ -42,8 +45,6 @@ def matmul_peak_gflops(n: int = 2048, reps: int = 8) -> float:
 
 
 def _prompts(tok, n: int) -> list[str]:
-    from agentkit.data import arithmetic_suite
-
     return [tok.apply_chat_template([{"role": "user", "content": t.question}], add_generation_prompt=True,
                                     tokenize=False) for t in arithmetic_suite(n, seed=123)]
 
@@ -73,7 +74,6 @@ def _engine_tokens(engine, prompts, sp) -> int:
 
 def run(model_name: str = DEFAULT_CHAT_MODEL, batch_sizes=(1, 8, 32, 64), max_tokens: int = 64,
         modes=("fixed", "natural"), vllm: bool = True) -> dict:
-    from agentkit.engines import SamplingParams
     from agentkit.engines.hf import HFEngine
 
     engine = HFEngine(model_name, max_batch_size=max(batch_sizes))
@@ -111,9 +111,6 @@ def run(model_name: str = DEFAULT_CHAT_MODEL, batch_sizes=(1, 8, 32, 64), max_to
 
 def _vllm_rows(model_name: str, rows: list[dict], max_tokens: int) -> None:
     """Add vLLM's tokens/s (same prompts, same token counts) and HFEngine's ratio to it to each fixed-mode row."""
-    from agentkit.engines import SamplingParams
-    from agentkit.engines.vllm import VLLMEngine
-
     threads = torch.get_num_threads()
     engine = VLLMEngine(model_name, max_model_len=2048)
     try:

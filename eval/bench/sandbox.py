@@ -8,11 +8,13 @@ pool of pre-started, already isolated workers, so a call costs a round trip inst
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 
 from agentkit.eval.bench import percentile, write_json
+from agentkit.tools.sandbox import Sandbox, SandboxConfig, bwrap_argv, kernel_isolation_error
 
 
 def _percentiles(xs: list[float]) -> dict[str, float]:
@@ -30,10 +32,6 @@ def _timed(cmd: list[str], n: int) -> list[float]:
 
 
 def run(n: int = 50, pool_size: int = 4) -> dict:
-    import os
-
-    from agentkit.tools.sandbox import Sandbox, SandboxConfig, bwrap_argv, kernel_isolation_error
-
     fresh = _timed([sys.executable, "-c", "print(1+1)"], n)
     bare = None if kernel_isolation_error() else \
         _timed([*bwrap_argv(SandboxConfig(), os.geteuid() == 0), sys.executable, "-c", "print(1+1)"], n)

@@ -15,6 +15,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from agentkit.data import arithmetic_suite
 from agentkit.eval.bench import percentile, write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
@@ -59,7 +60,6 @@ def _load(url: str, model: str, questions: list[str], clients: int, max_tokens: 
 def run(model: str = DEFAULT_CHAT_MODEL, requests: int = 200, clients: int = 16, max_tokens: int = 16,
         log: str | Path = "outputs/bench/serve.server.log", peer: str | None = None) -> dict:
     """``peer="vllm"``: the same load on vLLM's own server (bf16 on a CPU), started the same way as here."""
-    from agentkit.data import arithmetic_suite
     from agentkit.server.http import ServerProcess
 
     questions = [t.question for t in arithmetic_suite(requests, seed=11)]

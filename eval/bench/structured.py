@@ -25,7 +25,8 @@ from dataclasses import replace
 
 import torch
 
-from agentkit.engines.structured import JSON_LAYOUT
+from agentkit.engines import SamplingParams
+from agentkit.engines.structured import JSON_LAYOUT, Constraint, RowGrammars, apply_bitmask
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
@@ -94,8 +95,6 @@ class _BitmaskProcessor:
         self.started, self.seconds = False, 0.0
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        from agentkit.engines.structured import apply_bitmask
-
         t = time.perf_counter()
         bitmask = torch.full((scores.shape[0], (self.vocab + 31) // 32), -1, dtype=torch.int32)
         for i, m in enumerate(self.matchers):
@@ -148,8 +147,6 @@ def libraries(model, tok, batch_sizes, max_tokens: int) -> list[dict]:
 @contextmanager
 def _timing_grammar():
     """Seconds spent in HFEngine's grammar work (masks and matcher advances) while the block runs: ``[seconds]``."""
-    from agentkit.engines.structured import RowGrammars
-
     spent = [0.0]
     originals = {name: getattr(RowGrammars, name) for name in ("mask", "accept")}
 
@@ -172,9 +169,6 @@ def _timing_grammar():
 
 
 def engine_rows(engine, batch_sizes, max_tokens: int, repeats: int = 2) -> list[dict]:
-    from agentkit.engines import SamplingParams
-    from agentkit.engines.structured import Constraint
-
     rows = []
     for b in batch_sizes:
         for workload in ("fixed", "natural"):
@@ -223,7 +217,6 @@ def _parses(text: str) -> bool:
 
 def main(model: str = DEFAULT_CHAT_MODEL, batch_sizes=(1, 32), max_tokens: int = 64, skip_libraries: bool = False,
          out: str | None = None) -> int:
-    from agentkit.engines import SamplingParams
     from agentkit.engines.hf import HFEngine
 
     engine = HFEngine(model, max_batch_size=max(batch_sizes))

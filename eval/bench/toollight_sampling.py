@@ -11,30 +11,32 @@ ran through the model and its wall time.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 
+from agentkit.agent import AgentConfig, rollout
 from agentkit.agent.loop import TIR_TOKENS_PER_TURN
+from agentkit.agent.suites import agent_suite
 from agentkit.eval.bench import write_json
+from agentkit.eval.bench.agent import SUITE_OF, WORKLOADS
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
+from agentkit.toollight.sampling import entropy_guided_rollouts
+from agentkit.tools.sandbox import SandboxConfig
 
 
 def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 16, top_b: int = 3, branches: int = 3, examples: bool = True,
         tokens_per_turn: int = TIR_TOKENS_PER_TURN, workload: str = "python") -> dict:
-    import copy
-
-    from agentkit.agent import AgentConfig, rollout
     from agentkit.engines.hf import HFEngine
-    from agentkit.eval.bench.agent import _workload
-    from agentkit.toollight.sampling import entropy_guided_rollouts
 
     cached = HFEngine(model)
     naive = cached.variant(prefix_cache_mb=0)
-    work, tool, shots = _workload(workload, tasks)
+    suite = agent_suite(SUITE_OF[workload], tasks, seed=7, few_shot=examples, sandbox=SandboxConfig(pool_size=4))
+    work, tool = suite.tasks, suite.tool
     cfg = AgentConfig(max_turns=4, max_tool_calls=4, max_tokens_per_turn=tokens_per_turn,
                       max_total_tokens=4 * (tokens_per_turn + 256), temperature=1.0, top_p=0.8, top_k=20, seed=0,
-                      examples=shots if examples else [])
-    try:
+                      examples=suite.examples)
+    with suite:
         main = rollout(cached, work, [tool], cfg)
         res = {"model": model, "workload": workload, "tasks": tasks, "top_b": top_b, "branches": branches,
                "main_tool_calls": sum(t.tool_calls for t in main)}
@@ -47,8 +49,6 @@ def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 16, top_b: int = 3, branch
             outs[name] = [x.completion_ids for x in br]
             res[name] = {"seconds": round(secs, 2), "prompt_tokens_encoded": engine.stats()["prefill_tokens"] - before,
                          "branches": len(br), "branch_tool_calls": sum(x.tool_calls for x in br)}
-    finally:
-        getattr(tool, "close", lambda: None)()
     r, c = res["re-encode"], res["prefix-cache"]
     res.update({"identical_branches": outs["re-encode"] == outs["prefix-cache"],
                 "token_ratio": round(c["prompt_tokens_encoded"] / max(1, r["prompt_tokens_encoded"]), 3),
@@ -58,8 +58,6 @@ def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 16, top_b: int = 3, branch
 
 def main(model: str = DEFAULT_CHAT_MODEL, tasks: int = 16, top_b: int = 3, branches: int = 3, examples: bool = True,
          out: str | None = None, workload: str = "python") -> int:
-    from agentkit.eval.bench.agent import WORKLOADS
-
     if workload not in WORKLOADS:
         from agentkit.errors import AgentkitError
 

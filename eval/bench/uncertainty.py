@@ -19,7 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
+import agentkit.uncertainty.similarity as sim_mod
 from agentkit.eval.bench import write_json
+from agentkit.models.catalog import resolve
+from agentkit.uncertainty.score import ScoreConfig, compute_scores, prepare, score
+from agentkit.uncertainty.similarity import embed_texts, tokens
 
 _FORMS = ["{}", "The answer is {}.", "I think it is {}.", "{}, I believe.", "It's {}", "Answer: {}"]
 
@@ -63,8 +67,6 @@ def _cross_terms(out: dict, ref: list, oth: list, sim) -> None:
 
 def loop_scores(texts: list[str], E: np.ndarray, index: np.ndarray, member: np.ndarray, thr: float) -> dict:
     """The same estimators, one pair and one question at a time in Python."""
-    from agentkit.uncertainty.similarity import tokens
-
     out = {k: [] for k in ("AU", "EU", "TU", "Lexical(ROUGE-L)", "NumSemSets", "EigValLaplacian", "Degree")}
     for q in range(len(index)):
         ref = [int(i) for i, m in zip(index[q], member[q]) if m == 0]
@@ -116,9 +118,6 @@ def naive_pair_scores(texts: list[str], index: np.ndarray, member: np.ndarray, e
 
 
 def run(questions: int = 2000, samples: int = 5, naive_questions: int = 100) -> dict:
-    from agentkit.uncertainty.score import ScoreConfig, compute_scores, prepare, score
-    from agentkit.uncertainty.similarity import embed_texts
-
     rows = synthetic_rows(questions, samples)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "gens.jsonl"
@@ -132,7 +131,6 @@ def run(questions: int = 2000, samples: int = 5, naive_questions: int = 100) -> 
     E = embed_texts(p.texts)
     embed_s = time.perf_counter() - t
     # Vectorised, embeddings given: swap in a cached embedder so only the scoring stage is timed.
-    import agentkit.uncertainty.similarity as sim_mod
 
     real = sim_mod.embed_texts
     sim_mod.embed_texts = lambda texts, *a, **k: E
@@ -151,7 +149,6 @@ def run(questions: int = 2000, samples: int = 5, naive_questions: int = 100) -> 
     # are alike); our side of that comparison is the measured embedding + scoring of all questions.
     from sentence_transformers import SentenceTransformer
 
-    from agentkit.models.catalog import resolve
 
     model = SentenceTransformer(str(resolve("minilm-l6")), device="cpu")
     nq = min(naive_questions, questions)

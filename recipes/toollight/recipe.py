@@ -17,11 +17,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from agentkit.agent import AgentConfig
+from agentkit.agent.trajectory import from_dataset, load_jsonl, to_dataset
+from agentkit.data.tasks import load_task_file
+from agentkit.eval.metrics import necessity
 from agentkit.files import atomic_dir, atomic_write
+from agentkit.models import load_model
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 from agentkit.recipes.toollight.config import ToolLightConfig
-from agentkit.toollight.rounds import Group
+from agentkit.toollight.dpo import load_pairs, to_dpo_dataset, train_dpo
+from agentkit.toollight.rounds import Group, build_pairs, evaluate, is_correct, mine_sources, sample, summarise
+from agentkit.toollight.sft import to_sft_dataset, train_sft
+from agentkit.toollight.sft_data import make_trajectories
 from agentkit.tools import build_tools
 
 
@@ -31,8 +39,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
     description = "Tool-Light: SFT + pre-aligned and self-evolved DPO for efficient tool use; agent after each stage"
 
     def setup(self) -> None:
-        from agentkit.models import load_model
-
         c = self.config
         if c.engine not in ("hf", "vllm"):
             from agentkit.errors import AgentkitError, did_you_mean
@@ -45,31 +51,26 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
 
     def _questions(self) -> None:
         """Tools, and the SFT / pool / test question groups."""
-        from agentkit.tools.python import PythonTool
-        from agentkit.tools.search import SearchTool
-
         c = self.config
         self.titles: dict[str, str] = {}
         if c.questions is None:
-            from agentkit.data import arithmetic_suite
-            from agentkit.data.arithmetic import EASY_KINDS
             from agentkit.data.multihop import MultiHopKB
+            from agentkit.data.suites import suite_tasks
 
             kb = MultiHopKB.build(c.kb_seed)
             corpus = kb.corpus()
             self.titles = {d["id"]: d["title"] for d in corpus}
-            self.tools = {"python": PythonTool(), "search": SearchTool(corpus, top_k=c.search_top_k)}
+            self.tools = build_tools(["python", "search"], corpus, top_k=c.search_top_k)
 
             def groups(n_arith: int, n_easy: int, n_mh: int, seed: int) -> list[Group]:
-                arith = arithmetic_suite(n_arith, seed) + arithmetic_suite(n_easy, seed, kinds=EASY_KINDS)
+                arith = suite_tasks("arithmetic", n_arith, seed) + suite_tasks("arithmetic-easy", n_easy, seed)
                 return [Group("arithmetic", arith, [self.tools["python"]]),
-                        Group("multihop", kb.questions(n_mh, seed), [self.tools["search"]])]
+                        Group("multihop", suite_tasks("multihop", n_mh, seed, kb), [self.tools["search"]])]
 
             self.sft_groups = groups(c.train_arithmetic, c.train_easy, c.train_multihop, c.train_seed)
             self.pool = groups(c.pool_arithmetic, c.pool_easy, c.pool_multihop, c.pool_seed)
             self.test = groups(c.test_arithmetic, 0, c.test_multihop, c.test_seed)
             return
-        from agentkit.data.tasks import load_task_file
 
         self.tools = build_tools(c.tools, c.corpus, top_k=c.search_top_k)  # (corpus checked with the config)
         tasks = load_task_file(c.questions)
@@ -112,7 +113,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         """Make ``stage``'s weights the current policy (after a resume, they are on disk)."""
         if self.model_stage == stage:
             return
-        from agentkit.models import load_model
 
         del self.model
         self.model, _ = load_model(str(self._model_dir(stage)))
@@ -155,8 +155,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
 
     # ---- stages -------------------------------------------------------------------------------------------
     def _sft(self) -> list[dict[str, Any]]:
-        from agentkit.toollight.sft import to_sft_dataset, train_sft
-
         c = self.config
         trajs = self._sft_trajectories()
         ds = to_sft_dataset(trajs, c.sft.max_length)
@@ -168,9 +166,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         return history
 
     def _sft_trajectories(self):
-        from agentkit.agent.trajectory import from_dataset, load_jsonl, to_dataset
-        from agentkit.toollight.sft_data import make_trajectories
-
         c = self.config
         if c.sft_data:
             p = Path(c.sft_data)
@@ -188,7 +183,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
     def _dpo_round(self, stage: str, kind: str) -> list[dict[str, Any]]:
         import datasets
 
-        from agentkit.toollight.dpo import train_dpo
 
         c = self.config
         where = self.ctx.run_dir / "rounds" / stage
@@ -210,10 +204,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         return history
 
     def _sample_and_select(self, stage: str, kind: str, where: Path) -> None:
-        from agentkit.agent.trajectory import from_dataset, to_dataset
-        from agentkit.toollight.dpo import to_dpo_dataset
-        from agentkit.toollight.rounds import build_pairs, sample
-
         c = self.config
         engine = self._sampler()
         seed = c.sampling.seed + 1000 * int(stage.split("-")[1])
@@ -247,8 +237,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
 
     def _bring_pairs(self, where: Path) -> None:
         """The first round trains on the user's pairs (ours, or TRL-style text pairs) instead of sampling."""
-        from agentkit.toollight.dpo import load_pairs
-
         pairs = load_pairs(self.config.pairs, self.tokenizer)
         _save(pairs, where / "pairs")
         atomic_write(where / "summary.json", json.dumps({"kind": "given", "pairs": len(pairs),
@@ -256,8 +244,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
 
     def _sources(self, engine) -> list[Group]:
         """The pool questions the SFT model answers wrongly without tools, mined once and kept for every round."""
-        from agentkit.toollight.rounds import mine_sources
-
         c = self.config
         path = self.ctx.run_dir / "rounds" / "sources.json"
         if path.exists():
@@ -273,9 +259,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
 
     # ---- evaluation and report ----------------------------------------------------------------------------
     def _evaluate(self, stage: str) -> dict[str, Any]:
-        from agentkit.agent import AgentConfig
-        from agentkit.toollight.rounds import evaluate, summarise
-
         c = self.config
         rows = self.ctx.done(f"eval_{stage}")
         if not rows:
@@ -296,8 +279,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
     def _report(self, stages: list[str], metrics: dict[str, Any]) -> None:
         """The stage × suite table (from the per-stage ``metrics`` already summarised) with Necessity, whose pool
         is this run's stages, and the plots."""
-        from agentkit.eval.metrics import necessity
-
         evals = {s: self.ctx.done(f"eval_{s}") for s in stages}
         suites = sorted({r["suite"] for rows in evals.values() for r in rows.values()})
         nec = {suite: necessity({s: {q: (r["correct"], r["tool_calls"]) for q, r in rows.items()
@@ -355,8 +336,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
 
 
 def _sample_stats(vanilla, guided, pairs, tasks) -> dict[str, float]:
-    from agentkit.toollight.rounds import is_correct
-
     out: dict[str, float] = {}
     for name, trajs in (("vanilla", vanilla), ("guided", guided)):
         if trajs:

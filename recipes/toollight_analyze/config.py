@@ -17,14 +17,15 @@ class ToolLightAnalyzeConfig:
     """Tool-Light's entropy analysis for any model and suite: sample tool-integrated trajectories, then plot the
     token entropy aligned at tool-result boundaries and the chain entropy against the number of tool calls.
 
-    model: a catalog name, directory (e.g. RUN/models/sft from toollight) or hub id. suites: arithmetic
-    (python tool) and/or multihop (search tool). num_tasks: questions per suite (seed). samples / temperature /
-    top_p: trajectories per question. few_shot: show TIR_EXAMPLES / SEARCH_EXAMPLES (a model never tuned for
-    tools needs them). boundary_k: tokens on each side of a tool result in the profile.
+    model: a catalog name, directory (e.g. RUN/models/sft from toollight) or hub id. suites: built-in
+    suites with their tool (``agentkit.agent.suites``: arithmetic, arithmetic-easy and steps with python, multihop
+    with search). num_tasks: questions per suite (seed). samples / temperature /
+    top_p: trajectories per question. few_shot: show each suite's worked examples (a model never tuned for tools
+    needs them). boundary_k: tokens on each side of a tool result in the profile.
     """
 
     model: ModelName = DEFAULT_CHAT_MODEL
-    suites: Annotated[list[Literal["arithmetic", "multihop"]], at.MinLen(1)] = field(
+    suites: Annotated[list[Literal["arithmetic", "arithmetic-easy", "steps", "multihop"]], at.MinLen(1)] = field(
         default_factory=lambda: ["arithmetic", "multihop"])
     num_tasks: PosInt = 32
     seed: int = 3

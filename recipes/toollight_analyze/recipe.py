@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentkit.errors import AgentkitError
+import numpy as np
+
+from agentkit.agent import AgentConfig, rollout
+from agentkit.agent.suites import agent_suite
+from agentkit.agent.trajectory import Trajectory, to_dataset
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 from agentkit.recipes.toollight_analyze.config import ToolLightAnalyzeConfig
-
-SUITES = ("arithmetic", "multihop")
+from agentkit.toollight.entropy import boundary_profile, chain_entropy, entropy_by_tool_calls, window_means
 
 
 class ToolLightAnalyzeRecipe(Recipe[ToolLightAnalyzeConfig]):
@@ -19,26 +22,11 @@ class ToolLightAnalyzeRecipe(Recipe[ToolLightAnalyzeConfig]):
     description = "Tool-Light entropy analysis: entropy around tool results, chain entropy vs tool calls"
 
     def setup(self) -> None:
-        from agentkit.data import arithmetic_suite
-        from agentkit.data.multihop import MultiHopKB
         from agentkit.engines.hf import HFEngine
 
-        c = self.config
-        bad = [s for s in c.suites if s not in SUITES]
-        if bad or not c.suites:
-            raise AgentkitError(f"suites: unknown {bad or c.suites}", f"choose from {', '.join(SUITES)}")
-        self.kb = MultiHopKB.build(0)
-        self.tasks = {"arithmetic": lambda: arithmetic_suite(c.num_tasks, c.seed),
-                      "multihop": lambda: self.kb.questions(c.num_tasks, c.seed)}
-        self.engine = HFEngine(c.model)
+        self.engine = HFEngine(self.config.model)
 
     def evaluate(self) -> dict[str, Any]:
-        from agentkit.agent import AgentConfig, rollout
-        from agentkit.agent.loop import SEARCH_EXAMPLES, TIR_EXAMPLES
-        from agentkit.agent.trajectory import Trajectory, to_dataset
-        from agentkit.tools.python import PythonTool
-        from agentkit.tools.search import SearchTool
-
         c = self.config
         trajs: dict[str, list[Trajectory]] = {}
         for suite in self.ctx.progress(c.suites, desc="suites"):
@@ -46,25 +34,20 @@ class ToolLightAnalyzeRecipe(Recipe[ToolLightAnalyzeConfig]):
             if done is not None:
                 trajs[suite] = [Trajectory.from_dict(d) for d in done]
                 continue
-            tool = PythonTool() if suite == "arithmetic" else SearchTool(self.kb.corpus(), top_k=c.search_top_k)
-            shots = (TIR_EXAMPLES if suite == "arithmetic" else SEARCH_EXAMPLES) if c.few_shot else []
-            cfg = AgentConfig(max_turns=c.max_turns, max_tool_calls=c.max_turns,
-                              max_tokens_per_turn=c.max_tokens_per_turn,
-                              max_total_tokens=c.max_turns * (c.max_tokens_per_turn + 256), n=c.samples,
-                              temperature=c.temperature, top_p=c.top_p, seed=c.seed, entropy=True, examples=shots)
-            try:
-                trajs[suite] = rollout(self.engine, self.tasks[suite](), [tool], cfg)
-            finally:
-                getattr(tool, "close", lambda: None)()
+            with agent_suite(suite, c.num_tasks, c.seed, few_shot=c.few_shot, top_k=c.search_top_k) as work:
+                cfg = AgentConfig(max_turns=c.max_turns, max_tool_calls=c.max_turns,
+                                  max_tokens_per_turn=c.max_tokens_per_turn,
+                                  max_total_tokens=c.max_turns * (c.max_tokens_per_turn + 256), n=c.samples,
+                                  temperature=c.temperature, top_p=c.top_p, seed=c.seed, entropy=True,
+                                  examples=work.examples)
+                trajs[suite] = rollout(self.engine, work.tasks, [work.tool], cfg)
             self.ctx.record("trajectories", {suite: [t.to_dict() for t in trajs[suite]]})
         to_dataset([t for ts in trajs.values() for t in ts]).save_to_disk(str(self.ctx.run_dir / "trajectories"))
         return self._analyse(trajs)
 
     def _analyse(self, trajs) -> dict[str, Any]:
         plt = pyplot()
-        import numpy as np
 
-        from agentkit.toollight.entropy import boundary_profile, chain_entropy, entropy_by_tool_calls, window_means
 
         c = self.config
         metrics: dict[str, Any] = {}

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from agentkit.errors import AgentkitError
 from agentkit.extras import report
+from agentkit.extras.data import char_corpus, fashion_mnist
 from agentkit.extras.efficiency.dequant.config import SETTING, DequantConfig
 from agentkit.extras.efficiency.dequant.models import CharGPT, mlp
 from agentkit.extras.efficiency.dequant.quant import QuantSpec
@@ -44,8 +45,6 @@ class DequantRecipe(Recipe[DequantConfig]):
     description = "Ridge dequantisation vs STE at A1W1 / 4-bit / 2:4: divergence and accuracy (MLP, char GPT)"
 
     def setup(self) -> None:
-        from agentkit.extras.data import char_corpus, fashion_mnist
-
         c = self.config
         bad = [d for d in c.dequants if d not in ("ridge", "ste")]
         if bad:

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agentkit.extras import report
+from agentkit.extras import data, report
 from agentkit.extras.efficiency.orderdp.config import OrderDPConfig
 from agentkit.extras.efficiency.orderdp.selection import OrderDPSelector
 from agentkit.plots import pyplot
@@ -99,8 +99,6 @@ class OrderDPRecipe(Recipe[OrderDPConfig]):
 
 
 def _load(c: OrderDPConfig) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    from agentkit.extras import data
-
     if c.dataset == "fashion_mnist":
         x, y = data.fashion_mnist("train", c.train_size, seed=0)
         xt, yt = data.fashion_mnist("test", c.test_size, seed=0)

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from agentkit.extras import report
+from agentkit.extras.data import coloured_fashion_mnist as cfm
 from agentkit.extras.nets import SmallCNN, predict
 from agentkit.extras.robust.hdro.config import HDROConfig
 from agentkit.extras.robust.hdro.loss import GroupLoss
@@ -25,8 +26,6 @@ class HDRORecipe(Recipe[HDROConfig]):
     description = "Hierarchical Group DRO vs ERM and Group DRO: worst-group accuracy under a within-group shift"
 
     def setup(self) -> None:
-        from agentkit.extras.data import coloured_fashion_mnist as cfm
-
         c = self.config  # methods and shift_group are checked when the config is built
         x, y, g = cfm("train", c.train_size, c.train_agree, seed=0)
         perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from agentkit.extras import report
+from agentkit.extras.data import fashion_mnist
 from agentkit.extras.nets import SmallCNN, predict
 from agentkit.extras.robust.nat.attack import nat_loss, non_true_entropy, pgd
 from agentkit.extras.robust.nat.config import NATConfig
@@ -25,8 +26,6 @@ class NATRecipe(Recipe[NATConfig]):
     description = "NAT vs PGD adversarial training: clean and PGD-20 accuracy of a small CNN on Fashion-MNIST"
 
     def setup(self) -> None:
-        from agentkit.extras.data import fashion_mnist
-
         c = self.config
         x, y = fashion_mnist("train", c.train_size, seed=0)
         xt, yt = fashion_mnist("test", c.test_size, seed=0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from agentkit.extras import report
+from agentkit.extras import data, report
 from agentkit.extras.tabular.jarf.config import JARFConfig
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe, job_key
@@ -56,8 +56,6 @@ class JARFRecipe(Recipe[JARFConfig]):
         return {"kappa": cohen_kappa_score(yb, pred), "accuracy": accuracy_score(yb, pred), "fit_s": fit_s}
 
     def _data(self, dataset: str, seed: int):
-        from agentkit.extras import data
-
         c = self.config
         if dataset.startswith("rotated"):
             theta = float(dataset.split("=")[1].rstrip("°"))

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from agentkit.extras import report
+from agentkit.extras.data import fashion_mnist
 from agentkit.extras.nets import fit, warmup_cosine
 from agentkit.extras.vision.skipless.config import SkiplessConfig
 from agentkit.extras.vision.skipless.model import ViT, attention_jacobian_condition
@@ -26,8 +27,6 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
     description = "Skipless ViT with the paper's init vs skips and vs default init: loss, accuracy, Jacobian κ"
 
     def setup(self) -> None:
-        from agentkit.extras.data import fashion_mnist
-
         c = self.config  # variants, optimizers, patch and heads are checked when the config is built
         x, y = fashion_mnist("train", c.train_size, seed=0)
         xt, yt = fashion_mnist("test", c.test_size, seed=0)

@@ -10,7 +10,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agentkit.extras import report
+from agentkit.extras import data, report
+from agentkit.extras.data import FMNIST_CLASSES, xor
+from agentkit.extras.nets import SmallCNN, fit, predict
 from agentkit.extras.vision.tversky.config import TverskyConfig
 from agentkit.extras.vision.tversky.model import TverskyProjection
 from agentkit.plots import pyplot
@@ -33,8 +35,6 @@ class TverskyRecipe(Recipe[TverskyConfig]):
 
     # ---- XOR ----------------------------------------------------------------------------------------------
     def _xor(self) -> dict[str, Any]:
-        from agentkit.extras.data import xor
-
         c = self.config
         x, y = (torch.tensor(a) for a in xor())
         done = self.ctx.done("xor")
@@ -78,10 +78,14 @@ class TverskyRecipe(Recipe[TverskyConfig]):
         done = self.ctx.done("heads")
         for s in self.ctx.progress([s for s in range(c.seeds) if str(s) not in done], desc="frozen-feature heads"):
             torch.manual_seed(s)
-            cnn = _SmallCNN(c.feature_dim)
-            _train_cnn(cnn, self.data["train"], c.cnn_epochs, c.batch_size)
-            feats = {k: _features(cnn, v[0]) for k, v in self.data.items()}
-            row = {"cnn": _accuracy(cnn.classify(feats["test"]), self.data["test"][1])}
+            d = self.data
+            cnn = SmallCNN(hidden=c.feature_dim, size=d["train"][0].shape[-1])
+            fit(cnn, torch.optim.Adam(cnn.parameters(), lr=1e-3), d["train"], d["val"], d["test"], c.cnn_epochs,
+                c.batch_size)
+            cnn.eval()  # frozen from here: the heads train on its last features
+            with torch.no_grad():
+                feats = {k: torch.cat([cnn.features(b) for b in v[0].split(1024)]) for k, v in d.items()}
+            row = {"cnn": _accuracy(predict(cnn, d["test"][0]), d["test"][1])}
             mu, sd = feats["train"].mean(0), feats["train"].std(0) + 1e-6  # both heads get standardised features
             feats = {k: (v - mu) / sd for k, v in feats.items()}
             labels = {k: v[1] for k, v in self.data.items()}
@@ -95,7 +99,11 @@ class TverskyRecipe(Recipe[TverskyConfig]):
                 for i, make in enumerate(makers):
                     for lr in c.head_lrs:
                         torch.manual_seed(s)
-                        fits.append({**_fit_head(make(), feats, labels, c, lr), "lr": lr, "variant": i})
+                        head = make()
+                        r = fit(head, torch.optim.Adam(head.parameters(), lr=lr), *((feats[k], labels[k]) for k in
+                                ("train", "val", "test")), c.head_epochs, c.batch_size)
+                        fits.append({"val": r["val_accuracy"], "test": r["test_accuracy"], "lr": lr, "variant": i,
+                                     "params": sum(p.numel() for p in head.parameters())})
                 row[name] = max(fits, key=lambda f: f["val"])
             self.ctx.record("heads", {str(s): row})
             done[str(s)] = row
@@ -131,14 +139,9 @@ class TverskyRecipe(Recipe[TverskyConfig]):
         for lr in c.head_lrs:  # chosen on validation
             torch.manual_seed(0)
             layer = TverskyProjection(side * side, 10, c.proto_bank, normalize=True, init_scale=(side * side) ** -0.5)
-            opt = torch.optim.Adam(layer.parameters(), lr=lr)
-            for _ in range(c.proto_epochs):
-                for idx in torch.randperm(len(ytr)).split(c.batch_size):
-                    opt.zero_grad()
-                    F.cross_entropy(layer(flat["train"][idx]), ytr[idx]).backward()
-                    opt.step()
-            with torch.no_grad():
-                val, acc = _accuracy(layer(flat["val"]), yva), _accuracy(layer(flat["test"]), yte)
+            r = fit(layer, torch.optim.Adam(layer.parameters(), lr=lr), (flat["train"], ytr), (flat["val"], yva),
+                    (flat["test"], yte), c.proto_epochs, c.batch_size)
+            val, acc = r["val_accuracy"], r["test_accuracy"]
             if best is None or val > best[0]:
                 best = (val, acc, lr, layer)
         val, acc, lr, layer = best
@@ -151,7 +154,6 @@ class TverskyRecipe(Recipe[TverskyConfig]):
     def _plot_prototypes(self, layer: TverskyProjection, side: int) -> None:
         plt = pyplot()
 
-        from agentkit.extras.data import FMNIST_CLASSES
 
         protos = layer.prototypes.detach().reshape(-1, side, side)
         feats = layer.bank.detach()[:10].reshape(-1, side, side)
@@ -171,8 +173,6 @@ class TverskyRecipe(Recipe[TverskyConfig]):
 
 def _load(c: TverskyConfig) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """train / val / test as (images [N, 1, H, W] float, labels [N] long)."""
-    from agentkit.extras import data
-
     if c.dataset == "fashion_mnist":
         x, y = data.fashion_mnist("train", c.train_size + c.val_size, seed=0)
         xt, yt = data.fashion_mnist("test", c.test_size, seed=0)
@@ -192,57 +192,8 @@ def _load(c: TverskyConfig) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
             parts.items()}
 
 
-class _SmallCNN(nn.Module):
-    def __init__(self, dim: int):
-        super().__init__()
-        self.body = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                                  nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4),
-                                  nn.Flatten(), nn.Linear(32 * 16, dim), nn.ReLU())
-        self.head = nn.Linear(dim, 10)
-
-    def forward(self, x):
-        return self.head(self.body(x))
-
-    def classify(self, feats):
-        with torch.no_grad():
-            return self.head(feats)
-
-
-def _train_cnn(cnn: _SmallCNN, train, epochs: int, batch: int) -> None:
-    x, y = train
-    opt = torch.optim.Adam(cnn.parameters(), lr=1e-3)
-    cnn.train()
-    for _ in range(epochs):
-        for idx in torch.randperm(len(x)).split(batch):
-            opt.zero_grad()
-            F.cross_entropy(cnn(x[idx]), y[idx]).backward()
-            opt.step()
-    cnn.eval()
-
-
-def _features(cnn: _SmallCNN, x: torch.Tensor) -> torch.Tensor:
-    with torch.no_grad():
-        return torch.cat([cnn.body(b) for b in x.split(1024)])
-
-
-def _accuracy(scores: torch.Tensor, y: torch.Tensor) -> float:
-    return (scores.argmax(-1) == y).float().mean().item()
-
-
-def _fit_head(head: nn.Module, feats, labels, c: TverskyConfig, lr: float) -> dict[str, float]:
-    """Train on frozen features; the epoch with the best validation accuracy gives the test figure."""
-    opt = torch.optim.Adam(head.parameters(), lr=lr)
-    best = (-1.0, 0.0)
-    for _ in range(c.head_epochs):
-        for idx in torch.randperm(len(feats["train"])).split(c.batch_size):
-            opt.zero_grad()
-            F.cross_entropy(head(feats["train"][idx]), labels["train"][idx]).backward()
-            opt.step()
-        with torch.no_grad():
-            val = _accuracy(head(feats["val"]), labels["val"])
-            if val > best[0]:
-                best = (val, _accuracy(head(feats["test"]), labels["test"]))
-    return {"val": best[0], "test": best[1], "params": sum(p.numel() for p in head.parameters())}
+def _accuracy(predicted: torch.Tensor, y: torch.Tensor) -> float:
+    return (predicted == y).float().mean().item()
 
 
 def _fit_full_batch(layer: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float) -> float:
