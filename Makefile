@@ -57,8 +57,9 @@ demo: setup
 test: setup
 	$(PY) -m pytest -q
 
+# Unit tests only (tests/unit: one module each, tiny models, no servers or recipe runs); under a minute here.
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow and not vllm and not gpu"
+	$(PY) -m pytest -q tests/unit
 
 # VLLMEngine and `agentkit serve --engine vllm` against real vLLM (CPU here), after `make test` in CI.
 test-vllm: setup-vllm

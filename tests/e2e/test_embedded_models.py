@@ -8,6 +8,7 @@ import time
 import pytest
 
 from agentkit.engines import SamplingParams
+from agentkit.files import read_records
 
 pytestmark = pytest.mark.slow
 
@@ -64,7 +65,9 @@ def test_quickstart_cli_end_to_end(tmp_path):
     assert "tokens_per_s" in report and "![" in report and "## Examples" in report
     assert (run / "accuracy.png").stat().st_size > 1000
     final = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
-    assert final["problems"] == 4 and 0 <= final["accuracy"] <= 1 and final["tokens_per_s"] > 0
+    rows = read_records(run / "state" / "predictions.jsonl").values()  # the accuracy is the recorded answers'
+    assert final["problems"] == len(rows) == 4 and final["tokens_per_s"] > 0
+    assert final["accuracy"] == pytest.approx(sum(r["correct"] for r in rows) / 4)
 
 
 def test_quickstart_under_accelerate_launch(tmp_path):
@@ -245,7 +248,9 @@ def test_serve_demo_recipe(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert "accuracy without tools" in r.stdout
     final = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[-1])
-    assert final["problems"] == 4 and 0 <= final["accuracy_with_python"] <= 1
+    rows = read_records(tmp_path / "run" / "state" / "agentkit_tir.jsonl").values()
+    assert final["problems"] == len(rows) == 4
+    assert final["accuracy_with_python"] == pytest.approx(sum(r["correct"] for r in rows) / 4)
     assert "Traceback" not in (tmp_path / "run" / "server.log").read_text()
     assert (tmp_path / "run" / "serve_demo.png").stat().st_size > 1000
 

@@ -1,0 +1,34 @@
+"""Every extras recipe runs with its tiny preset, and rejects bad configs with one line."""
+
+import json
+
+import pytest
+
+from agentkit.errors import AgentkitError
+
+
+@pytest.mark.parametrize("recipe", ["extras.vision.tversky", "extras.tabular.jarf", "extras.efficiency.orderdp",
+                                    "extras.robust.hdro", "extras.robust.nat", "extras.efficiency.dequant",
+                                    "extras.vision.skipless"])
+def test_extras_recipes_tiny(recipe, tmp_path):
+    from agentkit.runner import run_recipe
+
+    metrics, run_dir = run_recipe(recipe, [], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
+    assert metrics and all(v == v for v in metrics.values())
+    report = (run_dir / "report.md").read_text()
+    assert "±" in report and ".png" in report
+    last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    assert last["final"] is True
+
+
+@pytest.mark.parametrize("recipe,override,message", [
+    ("extras.robust.hdro", "methods=[erm,dro]", "'dro' is not allowed, did you mean 'hdro'"),
+    ("extras.robust.hdro", "shift_group=4", "shift_group: must be <= 3"),
+    ("extras.vision.skipless", "patch=5", "patch: 5 does not divide 28"),
+    ("extras.efficiency.dequant", "settings=[W4A4]", "'W4A4' is not fp, A<a>W<w>"),
+])
+def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):
+    from agentkit.runner import run_recipe
+
+    with pytest.raises(AgentkitError, match=message):
+        run_recipe(recipe, [override], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)

@@ -1,0 +1,243 @@
+"""Every bad input is one ``error:`` line and exit 2, before any model loads; runs that fail leave nothing a
+resume trips on; help that answers."""
+
+import json
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from agentkit import cli
+from agentkit.config import PosInt
+from agentkit.recipe import Recipe
+from agentkit.runner import RECIPES, run_recipe, run_status
+from agentkit.testing.processes import processes
+from agentkit.tools.python import PythonTool
+
+
+class ModelLoaded(BaseException):
+    """Raised by the guard below: the CLI got as far as loading a model (or serving) before refusing."""
+
+
+@pytest.fixture
+def guarded(monkeypatch, tmp_path):
+    import transformers
+    import uvicorn
+
+    import agentkit.cli
+    import agentkit.engines
+    import agentkit.uncertainty.generate
+
+    def refuse(*a, **k):
+        raise ModelLoaded
+
+    # make_engine is bound where it is imported: patch it there, in modules imported before the patch (a module
+    # first imported under the patch would keep `refuse` after the test)
+    for module in (agentkit.engines, agentkit.cli, agentkit.uncertainty.generate):
+        monkeypatch.setattr(module, "make_engine", refuse)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
+    monkeypatch.setattr(uvicorn, "run", refuse)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.yaml").write_text("recipe: quickstart\nnum_problems: [3\n")
+    (tmp_path / "norecipe.yaml").write_text("num_problems: 3\n")
+    (tmp_path / "zero.yaml").write_text("recipe: quickstart\nseed: 1\nnum_problems: 0\n")
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "corrupt.parquet").write_bytes(b"PAR1 not really")
+    (tmp_path / "row.jsonl").write_text('{"question": "q"}\n')
+    gens = {"id": "q1", "question": "1+1?", "reference": "2", "samples": {"a": ["2", "2"]}}
+    (tmp_path / "one-model.jsonl").write_text(json.dumps(gens) + "\n")
+    return tmp_path
+
+
+# (arguments, a part of the expected message)
+BAD = [
+    ("run quickstart --set temperature=-1", "temperature: must be >= 0, got -1.0 (--set temperature=-1)"),
+    ("run quickstart --set max_tokens=-5", "max_tokens: must be > 0"),
+    ("run quickstart --set max_tokens=0", "max_tokens: must be > 0"),
+    ("run quickstart --set num_problems=0", "num_problems: must be > 0"),
+    ("run quickstart --set batch_size=0", "batch_size: must be > 0"),
+    ("run quickstart --set kinds=[mul,divide]", "kinds[1]: 'divide' is not allowed"),
+    ("run quickstart --set kinds=[mul", "kinds: '[mul' is not a valid YAML list"),
+    ("run quickstart --set kinds=", "kinds: must not be empty"),
+    ("run quickstart --set novalue", "is not of the form key=value"),
+    ("run quickstart --set a..b=1", "the key has an empty part"),
+    ("run quickstart --set engine.max_batch_sise=3", "did you mean 'engine.max_batch_size'"),
+    ("run quickstart --set max_batch_size=3", "did you mean 'engine.max_batch_size'"),
+    ("run quickstart --set engine=3", "engine: expected a mapping"),
+    ("run quickstart --set engine.kind=tpu", "engine.kind: 'tpu' is not allowed"),
+    ("run quickstart --set engine.model=smolm2-135m", "did you mean 'smollm2-135m'"),
+    ("run quickstart --set num_problems=many", "num_problems: expected int"),
+    ("run quickstart --set num_problems=0 --set temperature=-1 --set bogus=1", "3 config problems"),
+    ("run quickstart --output-dir afile", "--output-dir afile is a file"),
+    ("run quickstrat", "did you mean 'quickstart'"),
+    ("run quickstart --preset nosuch", "has no preset 'nosuch'"),
+    ("run bad.yaml", "malformed YAML at bad.yaml:3:1"),
+    ("run missing.yaml", "missing.yaml does not exist"),
+    ("run norecipe.yaml", "has no 'recipe:' key"),
+    ("run zero.yaml", "num_problems: must be > 0, got 0 (zero.yaml:3)"),
+    ("run quickstart --resume", "no run to resume under outputs/quickstart"),
+    ("run quickstart --resume nowhere", "nowhere is not a run directory"),
+    ("run toollight --set questions=none.jsonl", "questions: none.jsonl does not exist"),
+    ("run toollight --set tools=[python,web]", "tools[1]: 'web' is not allowed"),
+    ("run toollight --set test_fraction=1.5", "test_fraction: must be < 1"),
+    ("run toollight --set sampling.top_p=0", "sampling.top_p: must be > 0"),
+    ("run toollight --set model=nosuch", "model: unknown model 'nosuch'"),
+    ("run toollight_analyze --set suites=[]", "suites: must not be empty"),
+    ("run serve_demo --set concurrency=0", "concurrency: must be > 0"),
+    ("run", "the following arguments are required: recipe"),
+    ("serve --port 0", "argument --port: must be >= 1"),
+    ("serve --port abc", "argument --port: expected an integer"),
+    ("serve --engine tpu", "argument --engine: invalid choice"),
+    ("serve --engine openai", "--engine openai needs --upstream"),
+    ("serve --agent tir --tools pyhton", "unknown tool 'pyhton'"),
+    ("serve --agent tir --tools search", "the search tool needs a --corpus"),
+    ("serve --agent tir --tools search --corpus none.jsonl", "--corpus none.jsonl does not exist"),
+    ("serve --tools search", "--tools and --corpus need --agent tir"),
+    ("tool-server search", "the search server needs --corpus"),
+    ("tool-server python --cpu-s 0", "argument --cpu-s: must be > 0"),
+    ("tool-server python --max-concurrency 0", "argument --max-concurrency: must be >= 1"),
+    ("tool-server bash", "argument name: invalid choice"),
+    ("bench engine --batch-sizes 1,0", "argument --batch-sizes: must be >= 1"),
+    ("bench sandbox -n 0", "argument -n: must be >= 1"),
+    ("bench agent --turns -1", "argument --turns: must be >= 1"),
+    ("bench toollight-sampling --workload web", "argument --workload: invalid choice"),
+    ("uncertainty generate --models smollm2-135m --tasks arithmetic:0 --out o.jsonl", "N must be a positive"),
+    ("uncertainty generate --models smollm2-135m --tasks nosuch --out o.jsonl", "'nosuch' is neither a file"),
+    ("uncertainty generate --models a,a --tasks arithmetic:2 --out o.jsonl", "names a model twice"),
+    ("uncertainty generate --models smollm2-135m --tasks arithmetic:2 --out o.jsonl --samples 1",
+     "argument --samples: must be >= 2"),
+    ("uncertainty generate --models smollm2-135m --tasks row.jsonl --out o.jsonl", "row.jsonl"),
+    ("uncertainty score corrupt.parquet", "corrupt.parquet: not a readable Parquet file"),
+    ("uncertainty score missing.jsonl", "missing.jsonl does not exist"),
+    ("uncertainty score one-model.jsonl --models a", "is only the reference model"),
+    ("uncertainty score one-model.jsonl", "the ensemble is only the reference model 'a'"),
+    ("uncertainty score row.jsonl --similarity cosine", "argument --similarity: invalid choice"),
+    ("models prepare nosuch", "unknown model 'nosuch'"),
+    ("frobnicate", "invalid choice: 'frobnicate'"),
+]
+
+
+@pytest.mark.parametrize("args,expected", BAD, ids=[a for a, _ in BAD])
+def test_bad_input_is_one_error_line(guarded, capsys, args, expected):
+    with pytest.raises(SystemExit) as e:  # argparse's errors exit; the commands' errors return 2
+        raise SystemExit(cli.main(args.split(" ")))
+    out, err = capsys.readouterr()
+    assert e.value.code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    assert expected in lines[0], lines[0]
+    assert not list(guarded.glob("outputs/*/*")), "a run directory was created for a bad input"
+
+
+def test_enough_bad_inputs():
+    assert len(BAD) >= 40 and len({a.split()[0] for a, _ in BAD}) >= 6
+
+
+def test_an_unexpected_failure_is_one_line_and_exit_1(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_cmd_recipes", lambda a: 1 / 0)
+    assert cli.main(["recipes", "list"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ZeroDivisionError" in err and "--debug" in err
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["--debug", "recipes", "list"])
+
+
+@dataclass
+class FlakyCfg:
+    """A recipe that starts a python sandbox and fails in train when ``fail`` is set.
+
+    fail: raise in train. steps: how many sandbox calls train makes.
+    """
+
+    fail: bool = False
+    steps: PosInt = 2
+
+
+class FlakyRecipe(Recipe[FlakyCfg]):
+    name = "test-flaky"
+    config_cls = FlakyCfg
+
+    def setup(self):
+        self.tools = {"python": PythonTool()}
+
+    def train(self):
+        for i in range(self.config.steps):
+            assert self.tools["python"](code=f"print({i})").ok
+        if self.config.fail:
+            raise RuntimeError("train failed on purpose")
+        return {"steps": self.config.steps}
+
+
+RECIPES.register("test-flaky", f"{__name__}:FlakyRecipe")
+
+
+def _sandbox_processes() -> set[int]:
+    return set(processes("/run/agentkit/worker.py", "_worker.py"))
+
+
+def test_a_failed_run_is_marked_closes_its_tools_and_resumes(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    before = _sandbox_processes()  # other tests' sandboxes may be alive in this process
+    with pytest.raises(RuntimeError, match="on purpose"):
+        run_recipe("test-flaky", ["fail=true"], quiet=True)
+    (failed,) = [p.relative_to(tmp_path) for p in (tmp_path / "outputs" / "test-flaky").iterdir()]
+    status = json.loads((failed / "status.json").read_text())
+    assert status["status"] == "failed" and "on purpose" in status["error"]
+    deadline = time.monotonic() + 10  # teardown closed the sandbox: none of its workers is left
+    while _sandbox_processes() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _sandbox_processes() - before
+    # a plain --resume picks it and says so; a --set that changes its config is refused without --force
+    with pytest.raises(Exception, match=r"would change the run's config: fail \(True -> False\).*--force"):
+        run_recipe("test-flaky", ["fail=false"], resume=True, quiet=True)
+    metrics, run_dir = run_recipe("test-flaky", ["fail=false"], resume=True, force=True, quiet=True)
+    assert run_dir == failed and metrics == {"steps": 2} and run_status(run_dir) == "complete"
+    assert f"resuming {failed} (failed)" in capsys.readouterr().err
+    change = json.loads((run_dir / "config_changes.jsonl").read_text())
+    assert change["changes"] == {"fail": [True, False]}
+    # a complete run is never picked again
+    with pytest.raises(Exception, match="every run there is complete"):
+        run_recipe("test-flaky", [], resume=True, quiet=True)
+
+
+def test_an_interrupt_names_the_command_that_resumes(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(FlakyRecipe, "train", interrupted)
+    assert cli.main(["run", "test-flaky", "--quiet"]) == 130
+    (run_dir,) = [p.relative_to(tmp_path) for p in (tmp_path / "outputs" / "test-flaky").iterdir()]
+    assert run_status(run_dir) == "interrupted"
+    assert f"resume with `agentkit run test-flaky --resume {run_dir}`" in capsys.readouterr().err
+
+
+def test_recipe_help_lists_every_key(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["run", "toollight", "--help"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and "usage: agentkit run" in out
+    assert "  sampling.top_p: float in (0, 1] = 0.95" in out  # nested, with its constraint
+    assert "  tools: list of (python | search), not empty = ['python', 'search']" in out
+    assert "  dpo.beta: float > 0 = 0.1\n      the sigmoid loss's β (paper 0.1)." in out  # the doc
+    assert "  engine: hf | vllm = 'hf'" in out
+    with pytest.raises(SystemExit):
+        cli.main(["serve", "--help"])
+    assert "TCP port (default: 8000)" in capsys.readouterr().out
+
+
+def test_every_shipped_preset_satisfies_its_constraints():
+    from agentkit.config import build_config
+    from agentkit.runner import recipe_dir, resolve_spec
+
+    checked = 0
+    for name in RECIPES.names():
+        if name.startswith("test-"):
+            continue
+        cls = RECIPES.get(name)
+        for preset in sorted(p.stem for p in recipe_dir(cls).glob("*.yaml")):
+            _, cls, layer = resolve_spec(name, preset)
+            build_config(cls.config_cls, layer)
+            checked += 1
+    assert checked >= 15

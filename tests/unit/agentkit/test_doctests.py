@@ -1,0 +1,23 @@
+"""The examples in the core modules' docstrings run."""
+
+import doctest
+
+import pytest
+
+import agentkit.engines.base
+import agentkit.engines.hf
+import agentkit.engines.sampling
+import agentkit.errors
+import agentkit.eval.metrics as metrics
+import agentkit.registry
+import agentkit.server.http
+import agentkit.tools.parsers
+import agentkit.tools.search
+
+
+@pytest.mark.parametrize("mod", [metrics, agentkit.engines.base, agentkit.engines.hf, agentkit.engines.sampling,
+                                 agentkit.registry, agentkit.errors, agentkit.tools.parsers,
+                                 agentkit.tools.search, agentkit.server.http])
+def test_doctests(mod):
+    res = doctest.testmod(mod)
+    assert res.attempted > 0 and res.failed == 0

@@ -1,0 +1,53 @@
+"""extras.data: Fashion-MNIST subsets, synthetic sets and splits, the coloured variant."""
+
+import numpy as np
+import pytest
+
+from agentkit.errors import AgentkitError
+from agentkit.extras import data
+
+
+def test_fashion_mnist_subset_and_missing_package(tmp_path):
+    if not (data.FMNIST_ROOT / "t10k-images-idx3-ubyte.gz").exists():
+        pytest.skip("dataset-fashion-mnist is not installed")
+    x, y = data.fashion_mnist("test", n=50, seed=1)
+    assert x.shape == (50, 28, 28) and x.dtype == np.float32 and 0 <= x.min() and x.max() <= 1
+    assert np.bincount(y).tolist() == [5] * 10  # class-balanced
+    assert np.array_equal(data.fashion_mnist("test", n=50, seed=1)[1], y)
+    with pytest.raises(AgentkitError, match="apt-get install dataset-fashion-mnist"):
+        data.fashion_mnist(root=tmp_path)
+
+
+def test_synthetic_sets_and_split():
+    from sklearn.datasets import make_classification
+
+    x0, y0 = data.rotated_classification(200, 6, 0.0, seed=3)
+    ref, _ = make_classification(n_samples=200, n_features=6, n_informative=3, n_redundant=0, n_repeated=0,
+                                 n_clusters_per_class=2, class_sep=1.0, shuffle=False, random_state=3)
+    assert np.allclose(x0, ref)
+    x45, y45 = data.rotated_classification(200, 6, 45.0, seed=3)
+    assert np.array_equal(y0, y45) and np.allclose(np.linalg.norm(x45, axis=1), np.linalg.norm(ref, axis=1))
+    c = np.sqrt(0.5)
+    assert np.allclose(x45[:, :2], ref[:, :2] @ np.array([[c, c], [-c, c]]))
+    tr, va, te = data.split(y0, val=0.2, test=0.25, seed=0)
+    assert len(set(tr) | set(va) | set(te)) == 200 and not set(tr) & set(te)
+    x, y = data.xor()
+    assert y.tolist() == [0, 1, 1, 0]
+    with pytest.raises(AgentkitError, match="did you mean"):
+        data.sklearn_set("winee")
+
+
+def test_coloured_fashion_mnist_groups_and_rotation():
+    if not (data.FMNIST_ROOT / "t10k-images-idx3-ubyte.gz").exists():
+        pytest.skip("dataset-fashion-mnist is not installed")
+    x, y, g = data.coloured_fashion_mnist("test", 400, agree=0.8, seed=2)
+    plain, cls = data.fashion_mnist("test", 400, seed=2)
+    colour = g % 2
+    assert np.array_equal(y, (cls >= 5).astype(int)) and np.array_equal(g // 2, y)
+    assert np.allclose(x[np.arange(400), colour], plain) and not x[np.arange(400), 1 - colour].any()
+    assert 0.7 < (colour == y).mean() < 0.9
+    xr, _, gr = data.coloured_fashion_mnist("test", 400, agree=0.8, seed=2, rotate_group=1)
+    assert np.array_equal(gr, g)
+    one = g == 1
+    assert np.allclose(xr[one].sum(1), np.rot90(x[one].sum(1), 1, axes=(1, 2)), atol=1e-6)
+    assert np.array_equal(xr[~one], x[~one])
