@@ -77,8 +77,10 @@ bench: setup
 	$(VENV)/bin/agentkit bench uncertainty --out outputs/bench/uncertainty.json
 	$(VENV)/bin/agentkit bench toollight-sampling --out outputs/bench/toollight-sampling.json
 
+# ruff check, and the formatter in check mode (ruff is pinned to a minor version: its style changes only there)
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # The documentation site (mkdocs-material, API pages from the docstrings) in site/; strict: a broken link,
 # a page missing from the nav or a docstring the API pages cannot resolve fails the build.

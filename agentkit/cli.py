@@ -52,8 +52,9 @@ def _number(tp: type, low: float | None = None, high: float | None = None, open_
         try:
             value = tp(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {'an integer' if tp is int else 'a number'}, "
-                                             f"got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if tp is int else 'a number'}, got {text!r}"
+            ) from None
         if low is not None and (value <= low if open_low else value < low):
             raise argparse.ArgumentTypeError(f"must be {'>' if open_low else '>='} {low:g}, got {text}")
         if high is not None and value > high:
@@ -101,26 +102,56 @@ def recipe_help(spec: str) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="agentkit", description="LLM agents and reasoning training.",
-                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(
+        prog="agentkit",
+        description="LLM agents and reasoning training.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    r = sub.add_parser("run", help="run a recipe", add_help=False, description=(
-        "Run a recipe by name (config: the dataclass defaults < the recipe's default.yaml or --preset < --set) or "
-        "from a YAML file whose 'recipe:' key names it. Writes outputs/<recipe>/<timestamp>/: config.yaml, "
-        "metrics.jsonl, report.md with plots, state/ (checkpoints and finished work for --resume)."))
-    r.add_argument("-h", "--help", action=_RunHelp, nargs=0,
-                   help="show this help; after a recipe, also its config keys with types, defaults and docs")
+    r = sub.add_parser(
+        "run",
+        help="run a recipe",
+        add_help=False,
+        description=(
+            "Run a recipe by name (config: the dataclass defaults < the recipe's default.yaml or --preset < --set) or "
+            "from a YAML file whose 'recipe:' key names it. Writes outputs/<recipe>/<timestamp>/: config.yaml, "
+            "metrics.jsonl, report.md with plots, state/ (checkpoints and finished work for --resume)."
+        ),
+    )
+    r.add_argument(
+        "-h",
+        "--help",
+        action=_RunHelp,
+        nargs=0,
+        help="show this help; after a recipe, also its config keys with types, defaults and docs",
+    )
     r.add_argument("recipe", help="recipe name (see `agentkit recipes list`) or FILE.yaml")
-    r.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config field, dotted for nested ones (repeatable)")
+    r.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field, dotted for nested ones (repeatable)",
+    )
     r.add_argument("--preset", help="use <recipe>/<PRESET>.yaml instead of default.yaml (e.g. tiny)")
     r.add_argument("--output-dir", help="the run directory (default outputs/<recipe>/<timestamp>)")
-    r.add_argument("--resume", nargs="?", const=True, default=False, metavar="RUN_DIR",
-                   help="continue an interrupted run: RUN_DIR, --output-dir, or the latest run of the recipe")
-    r.add_argument("--force", action="store_true",
-                   help="with --resume: accept --set values that change the run's config (recorded in the run)")
+    r.add_argument(
+        "--resume",
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="RUN_DIR",
+        help="continue an interrupted run: RUN_DIR, --output-dir, or the latest run of the recipe",
+    )
+    r.add_argument(
+        "--force",
+        action="store_true",
+        help="with --resume: accept --set values that change the run's config (recorded in the run)",
+    )
     r.add_argument("--quiet", action="store_true", help="no progress bars")
 
     rl = sub.add_parser("recipes", help="list recipes").add_subparsers(dest="action", required=True)
@@ -131,19 +162,33 @@ def _parser() -> argparse.ArgumentParser:
     mp = m.add_parser("prepare", help="convert a catalog model into the safetensors cache now")
     mp.add_argument("name", help="catalog name (see `agentkit models list`)")
 
-    sv = sub.add_parser("serve", help="OpenAI-compatible API over an engine and agents", description=(
-        "Serve GET /v1/models, POST /v1/chat/completions (streaming, tools, logprobs), POST /v1/completions and "
-        "vLLM's POST /tokenize and /detokenize. With --agent tir, the model 'agentkit/tir' runs the tool loop "
-        "server-side. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or AGENTKIT_API_KEY) every "
-        "route but /health needs 'Authorization: Bearer KEY'."))
+    sv = sub.add_parser(
+        "serve",
+        help="OpenAI-compatible API over an engine and agents",
+        description=(
+            "Serve GET /v1/models, POST /v1/chat/completions (streaming, tools, logprobs), POST /v1/completions and "
+            "vLLM's POST /tokenize and /detokenize. With --agent tir, the model 'agentkit/tir' runs the tool loop "
+            "server-side. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or AGENTKIT_API_KEY) every "
+            "route but /health needs 'Authorization: Bearer KEY'."
+        ),
+    )
     sv.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, local dir or hub id")
-    sv.add_argument("--engine", default="hf", choices=["hf", "vllm", "openai"],
-                    help="hf: the embedded transformers engine; vllm: vLLM in this process (make setup-vllm); "
-                         "openai: another OpenAI-compatible server (--upstream) runs the model (default: hf)")
-    sv.add_argument("--upstream", help="openai engine: the upstream's base URL, e.g. http://127.0.0.1:8001/v1 "
-                    "(its key: $OPENAI_API_KEY)")
-    sv.add_argument("--tokenizer", help="openai engine: a local tokenizer of the upstream's model (default: the "
-                    "upstream's /tokenize and /detokenize)")
+    sv.add_argument(
+        "--engine",
+        default="hf",
+        choices=["hf", "vllm", "openai"],
+        help="hf: the embedded transformers engine; vllm: vLLM in this process (make setup-vllm); "
+        "openai: another OpenAI-compatible server (--upstream) runs the model (default: hf)",
+    )
+    sv.add_argument(
+        "--upstream",
+        help="openai engine: the upstream's base URL, e.g. http://127.0.0.1:8001/v1 (its key: $OPENAI_API_KEY)",
+    )
+    sv.add_argument(
+        "--tokenizer",
+        help="openai engine: a local tokenizer of the upstream's model (default: the "
+        "upstream's /tokenize and /detokenize)",
+    )
     sv.add_argument("--agent", choices=["tir"], help="also serve the tool-using agent as 'agentkit/tir'")
     sv.add_argument("--tools", default="python", help="agent tools, comma-separated: python,search")
     sv.add_argument("--corpus", help="search tool: JSONL of {id, title, text}")
@@ -151,10 +196,15 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=PORT, default=8000, help="TCP port")
     sv.add_argument("--api-key", default=None, help="required bearer key (default: $AGENTKIT_API_KEY, else none)")
 
-    ts = sub.add_parser("tool-server", help="serve a tool over HTTP (FastAPI; loopback by default)", description=(
-        "Serve one tool over HTTP: GET /health, GET /v1/tool (schema), POST /v1/call {arguments, session_id}. "
-        "OpenAPI at /openapi.json. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or "
-        "AGENTKIT_API_KEY) every route but /health needs 'Authorization: Bearer KEY'."))
+    ts = sub.add_parser(
+        "tool-server",
+        help="serve a tool over HTTP (FastAPI; loopback by default)",
+        description=(
+            "Serve one tool over HTTP: GET /health, GET /v1/tool (schema), POST /v1/call {arguments, session_id}. "
+            "OpenAPI at /openapi.json. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or "
+            "AGENTKIT_API_KEY) every route but /health needs 'Authorization: Bearer KEY'."
+        ),
+    )
     ts.add_argument("name", choices=["python", "search"], help="the tool to serve")
     ts.add_argument("--host", default="127.0.0.1", help="interface to bind (loopback unless you say otherwise)")
     ts.add_argument("--port", type=PORT, default=8100, help="TCP port")
@@ -166,8 +216,12 @@ def _parser() -> argparse.ArgumentParser:
     ts.add_argument("--cpu-s", type=POS_FLOAT, default=5.0, help="python: CPU seconds per call")
     ts.add_argument("--wall-s", type=POS_FLOAT, default=10.0, help="python: wall seconds per call")
     ts.add_argument("--memory-mb", type=POS_INT, default=1024, help="python: memory limit per call")
-    ts.add_argument("--isolation", default="kernel", choices=["kernel", "rlimits-only"],
-                    help="python: bubblewrap namespaces, or (by name only) the weaker rlimits-only mode")
+    ts.add_argument(
+        "--isolation",
+        default="kernel",
+        choices=["kernel", "rlimits-only"],
+        help="python: bubblewrap namespaces, or (by name only) the weaker rlimits-only mode",
+    )
 
     b = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="target", required=True)
     be = b.add_parser("engine", help="HFEngine tokens/s against model.generate, per prompt and batched")
@@ -181,11 +235,17 @@ def _parser() -> argparse.ArgumentParser:
     ba.add_argument("--tasks", type=POS_INT, default=32, help="trajectories per workload")
     ba.add_argument("--turns", type=POS_INT, default=4, help="most tool turns per trajectory (model turns: one more)")
     ba.add_argument("--tokens-per-turn", type=POS_INT, default=TIR_TOKENS_PER_TURN, help="most tokens per model turn")
-    ba.add_argument("--workloads", default="python,search,steps",
-                    help="python (suite a, sandbox), search (suite b, BM25 over the knowledge base), steps (four "
-                         "dependent calculations, one python call each)")
-    ba.add_argument("--no-examples", action="store_true",
-                    help="no few-shot examples (for a model trained on the tag format, e.g. the toollight recipe's models/sft)")
+    ba.add_argument(
+        "--workloads",
+        default="python,search,steps",
+        help="python (suite a, sandbox), search (suite b, BM25 over the knowledge base), steps (four "
+        "dependent calculations, one python call each)",
+    )
+    ba.add_argument(
+        "--no-examples",
+        action="store_true",
+        help="no few-shot examples (for a model trained on the tag format, e.g. the toollight recipe's models/sft)",
+    )
     ba.add_argument("--out", help="also write the results as JSON here")
     bv = b.add_parser("serve", help="load on agentkit serve: concurrent clients vs one by one")
     bv.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id")
@@ -206,9 +266,13 @@ def _parser() -> argparse.ArgumentParser:
     bt.add_argument("--top-b", type=POS_INT, default=3, help="branch points per main chain")
     bt.add_argument("--branches", type=POS_INT, default=3, help="continuations per branch point")
     bt.add_argument("--no-examples", action="store_true", help="no few-shot examples (a tool-trained model)")
-    bt.add_argument("--workload", default="python", choices=["python", "search"], help="python (suite a) or search (suite b)")
+    bt.add_argument(
+        "--workload", default="python", choices=["python", "search"], help="python (suite a) or search (suite b)"
+    )
     bt.add_argument("--out", help="also write the results as JSON here")
-    bu = b.add_parser("uncertainty", help="scoring 2,000 questions x 2 models x 5 samples: vectorised vs a per-pair loop")
+    bu = b.add_parser(
+        "uncertainty", help="scoring 2,000 questions x 2 models x 5 samples: vectorised vs a per-pair loop"
+    )
     bu.add_argument("--questions", type=POS_INT, default=2000, help="questions scored")
     bu.add_argument("--samples", type=_number(int, 2), default=5, help="samples per question and model (at least 2)")
     bu.add_argument("--out", help="also write the results as JSON here")
@@ -226,40 +290,76 @@ def _show_defaults(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
                 _show_defaults(child)
-        elif action.option_strings and action.default not in (None, False, argparse.SUPPRESS) and \
-                "default" not in (action.help or ""):
+        elif (
+            action.option_strings
+            and action.default not in (None, False, argparse.SUPPRESS)
+            and "default" not in (action.help or "")
+        ):
             action.help = f"{action.help} (default: %(default)s)" if action.help else "default: %(default)s"
 
 
 def _uncertainty_parser(sub) -> None:
-    u = sub.add_parser("uncertainty", help="black-box uncertainty (AU, cross-model EU, TU) on saved generations"
-                       ).add_subparsers(dest="action", required=True)
-    g = u.add_parser("generate", help="sample K answers per question from several models", description=(
-        "Sample --samples answers per question (plus one greedy answer, the one judged) from each model and save "
-        "one row per question. Models: catalog names or paths (embedded engine), vllm:NAME, openai:NAME@URL "
-        "(key from OPENAI_API_KEY), mixed. Rerunning the same command resumes an interrupted run."))
+    u = sub.add_parser(
+        "uncertainty", help="black-box uncertainty (AU, cross-model EU, TU) on saved generations"
+    ).add_subparsers(dest="action", required=True)
+    g = u.add_parser(
+        "generate",
+        help="sample K answers per question from several models",
+        description=(
+            "Sample --samples answers per question (plus one greedy answer, the one judged) from each model and save "
+            "one row per question. Models: catalog names or paths (embedded engine), vllm:NAME, openai:NAME@URL "
+            "(key from OPENAI_API_KEY), mixed. Rerunning the same command resumes an interrupted run."
+        ),
+    )
     g.add_argument("--models", required=True, help="comma-separated model specs, e.g. smollm2-135m,gemma3-270m")
-    g.add_argument("--tasks", required=True, help="FILE.jsonl (id, question, answer[, kind, metric]) or suites "
-                   "NAME[:N] joined by commas: arithmetic, arithmetic-easy, multihop, multihop-open")
-    g.add_argument("--samples", type=_number(int, 2), default=5, help="sampled answers per question and model (AU needs at least 2)")
+    g.add_argument(
+        "--tasks",
+        required=True,
+        help="FILE.jsonl (id, question, answer[, kind, metric]) or suites "
+        "NAME[:N] joined by commas: arithmetic, arithmetic-easy, multihop, multihop-open",
+    )
+    g.add_argument(
+        "--samples",
+        type=_number(int, 2),
+        default=5,
+        help="sampled answers per question and model (AU needs at least 2)",
+    )
     g.add_argument("--temperature", type=NONNEG_FLOAT, default=0.7, help="sampling temperature")
     g.add_argument("--top-p", type=TOP_P, default=1.0, help="nucleus sampling mass")
     g.add_argument("--max-tokens", type=POS_INT, default=24, help="tokens per answer")
     g.add_argument("--seed", type=int, default=0, help="seed of the suites and of sampling")
     g.add_argument("--no-few-shot", action="store_true", help="do not show worked examples before each question")
     g.add_argument("--out", required=True, help="GENS.jsonl, GENS.parquet, or a directory for an HF dataset")
-    s = u.add_parser("score", help="AU / EU / TU and baselines, metrics and a report", description=(
-        "Score saved generations (JSONL, Parquet or an HF dataset directory; see `agentkit.uncertainty.schema`). "
-        "Writes report.md (tables, accuracy-rejection and reliability plots), metrics.json and scores.jsonl."))
+    s = u.add_parser(
+        "score",
+        help="AU / EU / TU and baselines, metrics and a report",
+        description=(
+            "Score saved generations (JSONL, Parquet or an HF dataset directory; see `agentkit.uncertainty.schema`). "
+            "Writes report.md (tables, accuracy-rejection and reliability plots), metrics.json and scores.jsonl."
+        ),
+    )
     s.add_argument("generations", help="GENS.jsonl, GENS.parquet or a saved HF dataset directory")
     s.add_argument("--reference-model", help="the model whose answers are judged (default: the first in the file)")
     s.add_argument("--models", help="ensemble, comma-separated (default: every model in the file)")
-    s.add_argument("--similarity", default="embedding", choices=["embedding", "nli", "rougeL", "exact"], help="how two samples are compared")
+    s.add_argument(
+        "--similarity",
+        default="embedding",
+        choices=["embedding", "nli", "rougeL", "exact"],
+        help="how two samples are compared",
+    )
     s.add_argument("--nli-model", help="path or hub id of an NLI cross-encoder (for --similarity nli)")
-    s.add_argument("--text", default="full", choices=["full", "answer"],
-                   help="compare whole samples (the paper) or their extracted answers")
-    s.add_argument("--label", default="auto", choices=["auto", "em", "f1", "numeric", "contains"],
-                   help="correctness against the reference (auto: numeric tasks numerically, else contains)")
+    s.add_argument(
+        "--text",
+        default="full",
+        choices=["full", "answer"],
+        help="compare whole samples (the paper) or their extracted answers",
+    )
+    s.add_argument(
+        "--label",
+        default="auto",
+        choices=["auto", "em", "f1", "numeric", "contains"],
+        help="correctness against the reference (auto: numeric tasks numerically, else contains)",
+    )
     s.add_argument("--inter", default="pooled", choices=["pooled", "member"], help="how cross-model pairs average")
     s.add_argument("--clip-eu", action="store_true", help="clip EU at 0")
     s.add_argument("--skip-bad", action="store_true", help="skip malformed rows (counted in the report)")
@@ -270,27 +370,51 @@ def _cmd_uncertainty(a) -> int:
     if a.action == "generate":
         from agentkit.uncertainty.generate import generate, load_tasks
 
-        out = generate(a.models.split(","), load_tasks(a.tasks, a.seed), a.out, samples=a.samples,
-                       temperature=a.temperature, top_p=a.top_p, max_tokens=a.max_tokens, seed=a.seed,
-                       few_shot=not a.no_few_shot)
+        out = generate(
+            a.models.split(","),
+            load_tasks(a.tasks, a.seed),
+            a.out,
+            samples=a.samples,
+            temperature=a.temperature,
+            top_p=a.top_p,
+            max_tokens=a.max_tokens,
+            seed=a.seed,
+            few_shot=not a.no_few_shot,
+        )
         print(f"saved generations: {out}")
         return 0
     from agentkit.uncertainty.score import ScoreConfig, score
 
     models = [m.strip() for m in a.models.split(",") if m.strip()] if a.models else None
     if models is not None and len({*models, a.reference_model or models[0]}) < 2:
-        raise AgentkitError(f"--models {a.models!r} is only the reference model",
-                            "cross-model EU needs a second model, e.g. --models smollm2-135m,gemma3-270m")
+        raise AgentkitError(
+            f"--models {a.models!r} is only the reference model",
+            "cross-model EU needs a second model, e.g. --models smollm2-135m,gemma3-270m",
+        )
     if not Path(a.generations).exists():
-        raise AgentkitError(f"{a.generations} does not exist", "pass the file or directory `uncertainty generate` wrote")
-    cfg = build_config(ScoreConfig, {"reference_model": a.reference_model, "models": models,
-                                     "similarity": a.similarity, "nli_model": a.nli_model, "text": a.text,
-                                     "label": a.label, "inter": a.inter, "clip_eu": a.clip_eu,
-                                     "skip_bad": a.skip_bad})
+        raise AgentkitError(
+            f"{a.generations} does not exist", "pass the file or directory `uncertainty generate` wrote"
+        )
+    cfg = build_config(
+        ScoreConfig,
+        {
+            "reference_model": a.reference_model,
+            "models": models,
+            "similarity": a.similarity,
+            "nli_model": a.nli_model,
+            "text": a.text,
+            "label": a.label,
+            "inter": a.inter,
+            "clip_eu": a.clip_eu,
+            "skip_bad": a.skip_bad,
+        },
+    )
     out = a.out or str(a.generations).rstrip("/") + ".uncertainty"
     res = score(a.generations, cfg, out)
-    print(f"{res['questions']} questions, reference {res['reference_model']} accuracy {res['accuracy']:.1%}"
-          + (f", {res['skipped']['count']} rows skipped" if res["skipped"]["count"] else ""))
+    print(
+        f"{res['questions']} questions, reference {res['reference_model']} accuracy {res['accuracy']:.1%}"
+        + (f", {res['skipped']['count']} rows skipped" if res["skipped"]["count"] else "")
+    )
     print(f"{'estimator':18s} {'AUROC':>7s} {'PRR':>7s} {'AURAC':>7s} {'ECE':>7s}")
     for name, m in res["estimators"].items():
         print(f"{name:18s} " + " ".join(f"{m[k]:7.3f}" for k in ("auroc", "prr", "aurac", "ece")))
@@ -299,8 +423,9 @@ def _cmd_uncertainty(a) -> int:
 
 
 def _cmd_run(a) -> int:
-    metrics, run_dir = run_recipe(a.recipe, a.sets, output_dir=a.output_dir, resume=a.resume, preset=a.preset,
-                                  quiet=a.quiet, force=a.force)
+    metrics, run_dir = run_recipe(
+        a.recipe, a.sets, output_dir=a.output_dir, resume=a.resume, preset=a.preset, quiet=a.quiet, force=a.force
+    )
     print(f"run directory: {run_dir}")
     for k, v in metrics.items():
         print(f"  {k}: {v:.4g}" if isinstance(v, float) else f"  {k}: {v}")
@@ -335,8 +460,10 @@ def _cmd_models(a) -> int:
         else:
             d = info.cache_dir()
             path = str(d) + ("" if _is_complete(d) else "  (converted on first use)")
-        print(f"{info.name:14s} {info.family:18s} {info.kind:9s} {info.params:7s} {'yes' if ok else 'no':10s} "
-              f"{path if ok else info.install_hint}")
+        print(
+            f"{info.name:14s} {info.family:18s} {info.kind:9s} {info.params:7s} {'yes' if ok else 'no':10s} "
+            f"{path if ok else info.install_hint}"
+        )
     return 0
 
 
@@ -354,8 +481,11 @@ def _cmd_serve(a) -> int:
     key = a.api_key or os.environ.get("AGENTKIT_API_KEY")
     if a.host not in ("127.0.0.1", "localhost", "::1") and not key:
         print(f"warning: serving on {a.host} without an API key", file=sys.stderr)
-    options = {"hf": {}, "vllm": {"gpu_memory_utilization": 0.85},
-               "openai": {"base_url": a.upstream, "tokenizer": a.tokenizer}}[a.engine]
+    options = {
+        "hf": {},
+        "vllm": {"gpu_memory_utilization": 0.85},
+        "openai": {"base_url": a.upstream, "tokenizer": a.tokenizer},
+    }[a.engine]
     if a.engine == "openai" and not a.upstream:
         raise AgentkitError("--engine openai needs --upstream URL", "the base URL of the server that runs the model")
     if not a.agent and (a.tools != "python" or a.corpus):
@@ -391,8 +521,17 @@ def _cmd_tool_server(a) -> int:
         from agentkit.tool_servers.python_sandbox import create_app
         from agentkit.tools.sandbox import SandboxConfig
 
-        app = create_app(SandboxConfig(cpu_s=a.cpu_s, wall_s=a.wall_s, memory_mb=a.memory_mb, isolation=a.isolation,
-                                       pool_size=max(2, a.max_concurrency // 2)), key, a.max_concurrency)
+        app = create_app(
+            SandboxConfig(
+                cpu_s=a.cpu_s,
+                wall_s=a.wall_s,
+                memory_mb=a.memory_mb,
+                isolation=a.isolation,
+                pool_size=max(2, a.max_concurrency // 2),
+            ),
+            key,
+            a.max_concurrency,
+        )
     else:
         if not a.corpus:
             raise AgentkitError("the search server needs --corpus FILE", "a JSONL file of {id, title, text}")
@@ -409,23 +548,43 @@ def _cmd_bench(a) -> int:
     if a.target == "agent":
         from agentkit.eval.bench.agent import main as bench_agent
 
-        return bench_agent(model=a.model, tasks=a.tasks, turns=a.turns, tokens_per_turn=a.tokens_per_turn, out=a.out,
-                           workloads=a.workloads, examples=not a.no_examples)
+        return bench_agent(
+            model=a.model,
+            tasks=a.tasks,
+            turns=a.turns,
+            tokens_per_turn=a.tokens_per_turn,
+            out=a.out,
+            workloads=a.workloads,
+            examples=not a.no_examples,
+        )
     if a.target == "structured":
         from agentkit.eval.bench.structured import main as bench_structured
 
-        return bench_structured(model=a.model, batch_sizes=[int(x) for x in a.batch_sizes.split(",")],
-                                max_tokens=a.max_tokens, skip_libraries=a.skip_libraries, out=a.out)
+        return bench_structured(
+            model=a.model,
+            batch_sizes=[int(x) for x in a.batch_sizes.split(",")],
+            max_tokens=a.max_tokens,
+            skip_libraries=a.skip_libraries,
+            out=a.out,
+        )
     if a.target == "serve":
         from agentkit.eval.bench.serve import main as bench_serve
 
-        return bench_serve(model=a.model, requests=a.requests, clients=a.clients, max_tokens=a.max_tokens, out=a.out,
-                           peer=a.peer)
+        return bench_serve(
+            model=a.model, requests=a.requests, clients=a.clients, max_tokens=a.max_tokens, out=a.out, peer=a.peer
+        )
     if a.target == "toollight-sampling":
         from agentkit.eval.bench.toollight_sampling import main as bench_tl
 
-        return bench_tl(model=a.model, tasks=a.tasks, top_b=a.top_b, branches=a.branches,
-                        examples=not a.no_examples, out=a.out, workload=a.workload)
+        return bench_tl(
+            model=a.model,
+            tasks=a.tasks,
+            top_b=a.top_b,
+            branches=a.branches,
+            examples=not a.no_examples,
+            out=a.out,
+            workload=a.workload,
+        )
     if a.target == "uncertainty":
         from agentkit.eval.bench.uncertainty import main as bench_uncertainty
 
@@ -436,14 +595,26 @@ def _cmd_bench(a) -> int:
         return bench_sandbox(n=a.n, out=a.out)
     from agentkit.eval.bench.engine import main as bench_engine
 
-    return bench_engine(model=a.model, batch_sizes=[int(x) for x in a.batch_sizes.split(",")],
-                        max_tokens=a.max_tokens, out=a.out, vllm=not a.no_vllm)
+    return bench_engine(
+        model=a.model,
+        batch_sizes=[int(x) for x in a.batch_sizes.split(",")],
+        max_tokens=a.max_tokens,
+        out=a.out,
+        vllm=not a.no_vllm,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handlers = {"run": _cmd_run, "recipes": _cmd_recipes, "models": _cmd_models, "bench": _cmd_bench,
-                "tool-server": _cmd_tool_server, "serve": _cmd_serve, "uncertainty": _cmd_uncertainty}
+    handlers = {
+        "run": _cmd_run,
+        "recipes": _cmd_recipes,
+        "models": _cmd_models,
+        "bench": _cmd_bench,
+        "tool-server": _cmd_tool_server,
+        "serve": _cmd_serve,
+        "uncertainty": _cmd_uncertainty,
+    }
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt as e:

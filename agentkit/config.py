@@ -117,8 +117,9 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     if origin is typing.Literal:
         if value in typing.get_args(tp):
             return value
-        raise AgentkitError(f"{key}: {value!r} is not allowed, "
-                            f"{did_you_mean(str(value), map(str, typing.get_args(tp)))}")
+        raise AgentkitError(
+            f"{key}: {value!r} is not allowed, {did_you_mean(str(value), map(str, typing.get_args(tp)))}"
+        )
     if origin in (list, tuple):
         if isinstance(value, str):
             value = _yaml_value(value, key) if value.startswith("[") else [v for v in value.split(",") if v]
@@ -156,8 +157,12 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     return value
 
 
-_BOUNDS = ((at.Gt, "gt", ">", lambda v, b: v > b), (at.Ge, "ge", ">=", lambda v, b: v >= b),
-           (at.Lt, "lt", "<", lambda v, b: v < b), (at.Le, "le", "<=", lambda v, b: v <= b))
+_BOUNDS = (
+    (at.Gt, "gt", ">", lambda v, b: v > b),
+    (at.Ge, "ge", ">=", lambda v, b: v >= b),
+    (at.Lt, "lt", "<", lambda v, b: v < b),
+    (at.Le, "le", "<=", lambda v, b: v <= b),
+)
 
 
 def _check(value: Any, mark: Any, key: str) -> None:
@@ -172,8 +177,11 @@ def _check(value: Any, mark: Any, key: str) -> None:
             if getattr(mark, attr) is not None:
                 _check(value, cls(getattr(mark, attr)), key)
     if isinstance(mark, at.MinLen) and len(value) < mark.min_length:
-        raise AgentkitError(f"{key}: must not be empty" if mark.min_length == 1 else
-                            f"{key}: needs at least {mark.min_length} items, got {len(value)}")
+        raise AgentkitError(
+            f"{key}: must not be empty"
+            if mark.min_length == 1
+            else f"{key}: needs at least {mark.min_length} items, got {len(value)}"
+        )
     if isinstance(mark, at.Predicate) and not mark.func(value):
         raise AgentkitError(f"{key}: {value!r} is not {(mark.func.__doc__ or mark.func.__name__).strip()}")
     if mark == EXISTING and not Path(value).exists():
@@ -200,9 +208,14 @@ def leaf_keys(cfg: Any, prefix: str = "") -> list[str]:
     return out
 
 
-def apply_overrides(cfg: C, overrides: dict[str, Any], prefix: str = "",
-                    problems: list[str] | None = None, where: dict[str, str] | None = None,
-                    root: Any = None) -> C:
+def apply_overrides(
+    cfg: C,
+    overrides: dict[str, Any],
+    prefix: str = "",
+    problems: list[str] | None = None,
+    where: dict[str, str] | None = None,
+    root: Any = None,
+) -> C:
     """Return a copy of dataclass ``cfg`` with nested ``overrides`` applied and type-checked.
 
     Problems are appended to ``problems`` when given (so a caller can report them all), else the first raises.
@@ -310,7 +323,7 @@ def field_docs(cls: type) -> dict[str, str]:
     starts = [s for s in starts if names & set(s[2])]
     docs: dict[str, str] = {}
     for i, (_, end, listed) in enumerate(starts):
-        body = text[end: starts[i + 1][0] if i + 1 < len(starts) else len(text)].strip()
+        body = text[end : starts[i + 1][0] if i + 1 < len(starts) else len(text)].strip()
         for name in listed:
             docs.setdefault(name, body)
     for name in names - docs.keys():

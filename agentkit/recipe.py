@@ -175,7 +175,7 @@ class Recipe(Generic[C]):
         that agentkit defines (``Engine.close``, ``Tool.close``); a recipe that holds other resources extends it."""
         seen: set[int] = set()
         for value in vars(self).values():
-            for obj in (value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]):
+            for obj in value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]:
                 if id(obj) in seen or not type(obj).__module__.startswith("agentkit"):
                     continue
                 seen.add(id(obj))

@@ -61,8 +61,10 @@ def _latest_run(root: Path, cls: type[Recipe]) -> Path:
         except AgentkitError:
             continue
         return run
-    raise AgentkitError(f"no run to resume under {root}" + (" (every run there is complete)" if runs else ""),
-                        "start one without --resume")
+    raise AgentkitError(
+        f"no run to resume under {root}" + (" (every run there is complete)" if runs else ""),
+        "start one without --resume",
+    )
 
 
 def _saved_layer(run_dir: Path) -> dict[str, Any]:
@@ -83,8 +85,10 @@ def _changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> dict
 
 
 def _write_status(run_dir: Path, status: str, **extra: Any) -> None:
-    atomic_write(run_dir / "status.json", json.dumps({"status": status, "time": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                                      **extra}) + "\n")
+    atomic_write(
+        run_dir / "status.json",
+        json.dumps({"status": status, "time": time.strftime("%Y-%m-%d %H:%M:%S"), **extra}) + "\n",
+    )
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -102,9 +106,17 @@ def _shared_timestamp() -> str:
     return stamp[0]
 
 
-def run_recipe(spec: str, sets: list[str] | None = None, *, output_dir: str | None = None,
-               resume: bool | str = False, preset: str | None = None, outputs_root: str = "outputs",
-               quiet: bool = False, force: bool = False) -> tuple[dict[str, Any], Path]:
+def run_recipe(
+    spec: str,
+    sets: list[str] | None = None,
+    *,
+    output_dir: str | None = None,
+    resume: bool | str = False,
+    preset: str | None = None,
+    outputs_root: str = "outputs",
+    quiet: bool = False,
+    force: bool = False,
+) -> tuple[dict[str, Any], Path]:
     """Run a recipe; returns ``(final metrics, run directory)``.
 
     The config is built and validated before anything is created. The run directory holds ``status.json``
@@ -115,8 +127,11 @@ def run_recipe(spec: str, sets: list[str] | None = None, *, output_dir: str | No
     overrides = parse_sets(sets or [])
     changes: dict[str, list[Any]] = {}
     if resume:
-        run_dir = Path(resume) if isinstance(resume, str) else (
-            Path(output_dir) if output_dir else _latest_run(Path(outputs_root) / name, cls))
+        run_dir = (
+            Path(resume)
+            if isinstance(resume, str)
+            else (Path(output_dir) if output_dir else _latest_run(Path(outputs_root) / name, cls))
+        )
         if not (run_dir / "config.yaml").exists():
             raise AgentkitError(f"{run_dir} is not a run directory (no config.yaml)", "pass the run's directory")
         layer = _saved_layer(run_dir)
@@ -125,9 +140,11 @@ def run_recipe(spec: str, sets: list[str] | None = None, *, output_dir: str | No
         changes = _changes(to_dict(saved), to_dict(config))
         if changes and not force:
             listed = ", ".join(f"{k} ({a!r} -> {b!r})" for k, (a, b) in changes.items())
-            raise AgentkitError(f"--resume with --set would change the run's config: {listed}",
-                                "a resumed run keeps its config; add --force to change it anyway (recorded in "
-                                "the run's config_changes.jsonl)")
+            raise AgentkitError(
+                f"--resume with --set would change the run's config: {listed}",
+                "a resumed run keeps its config; add --force to change it anyway (recorded in "
+                "the run's config_changes.jsonl)",
+            )
         if resume is True and not output_dir:
             print(f"resuming {run_dir} ({run_status(run_dir)})", file=sys.stderr)
     else:
@@ -136,8 +153,9 @@ def run_recipe(spec: str, sets: list[str] | None = None, *, output_dir: str | No
         if run_dir.exists() and not run_dir.is_dir():
             raise AgentkitError(f"--output-dir {run_dir} is a file", "name a directory (new or a previous run's)")
         if run_dir.is_dir() and (run_dir / "config.yaml").exists():
-            raise AgentkitError(f"{run_dir} already holds a run", f"resume it with --resume {run_dir}, or choose "
-                                "another --output-dir")
+            raise AgentkitError(
+                f"{run_dir} already holds a run", f"resume it with --resume {run_dir}, or choose another --output-dir"
+            )
     ctx = RunContext(run_dir, resume=bool(resume), quiet=quiet)
     if ctx.is_main:
         atomic_write(run_dir / "config.yaml", dump_yaml({"recipe": name, **to_dict(config)}))

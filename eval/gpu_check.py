@@ -54,9 +54,13 @@ def check_agreement(path: Path, device: str) -> dict:
     sa = cpu.score(PROMPTS, [x[0].token_ids for x in a])
     sb = dev.score(PROMPTS, [x[0].token_ids for x in a])
     forced = max(abs(u - v) for x, y in zip(sa, sb) for u, v in zip(x.logprobs, y.logprobs))
-    return {"greedy_equal": f"{same}/{len(PROMPTS)}", "max_logprob_diff_greedy": round(diff, 4),
-            "max_logprob_diff_teacher_forced": round(forced, 4), "tolerance": TOL,
-            "ok": same == len(PROMPTS) and forced <= TOL}
+    return {
+        "greedy_equal": f"{same}/{len(PROMPTS)}",
+        "max_logprob_diff_greedy": round(diff, 4),
+        "max_logprob_diff_teacher_forced": round(forced, 4),
+        "tolerance": TOL,
+        "ok": same == len(PROMPTS) and forced <= TOL,
+    }
 
 
 def check_throughput(path: Path, device: str, batches=(1, 32, 128), tokens: int = 64) -> list[dict]:
@@ -83,12 +87,19 @@ def check_throughput(path: Path, device: str, batches=(1, 32, 128), tokens: int 
             eng.model.generate(**enc, max_new_tokens=4, do_sample=False, pad_token_id=tok.pad_token_id)
             _sync(device)
             t = time.perf_counter()
-            out = eng.model.generate(**enc, max_new_tokens=tokens, min_new_tokens=tokens, do_sample=True,
-                                     pad_token_id=tok.pad_token_id)
+            out = eng.model.generate(
+                **enc, max_new_tokens=tokens, min_new_tokens=tokens, do_sample=True, pad_token_id=tok.pad_token_id
+            )
             _sync(device)
         theirs = (out.shape[1] - enc.input_ids.shape[1]) * b / (time.perf_counter() - t)
-        rows.append({"batch": b, "hfengine_tokens_per_s": round(ours, 1), "generate_tokens_per_s": round(theirs, 1),
-                     "ratio": round(ours / theirs, 2)})
+        rows.append(
+            {
+                "batch": b,
+                "hfengine_tokens_per_s": round(ours, 1),
+                "generate_tokens_per_s": round(theirs, 1),
+                "ratio": round(ours / theirs, 2),
+            }
+        )
     return rows
 
 
@@ -116,7 +127,7 @@ def _batch(tok, prompts, replies, device):
     mask = torch.zeros_like(ids)
     lab = torch.zeros_like(ids, dtype=torch.float32)
     for i, (s, st) in enumerate(zip(seqs, starts)):  # right padding for training
-        ids[i, :len(s)], mask[i, :len(s)], lab[i, st:len(s)] = torch.tensor(s), 1, 1.0
+        ids[i, : len(s)], mask[i, : len(s)], lab[i, st : len(s)] = torch.tensor(s), 1, 1.0
     return ids.to(device), mask.to(device), lab.to(device)
 
 
@@ -144,9 +155,12 @@ def check_training(path: Path, device: str, beta: float = 0.1) -> dict:
     opt.zero_grad()
     with torch.no_grad():
         after = sft_loss()
-    sft = {"loss_before": round(before.item(), 4), "loss_after": round(after.item(), 4),
-           "params_with_grad": f"{grads}/{sum(1 for _ in model.parameters())}",
-           "ok": bool(torch.isfinite(before)) and after.item() < before.item()}
+    sft = {
+        "loss_before": round(before.item(), 4),
+        "loss_after": round(after.item(), 4),
+        "params_with_grad": f"{grads}/{sum(1 for _ in model.parameters())}",
+        "ok": bool(torch.isfinite(before)) and after.item() < before.item(),
+    }
 
     ref = copy.deepcopy(model).eval().requires_grad_(False)
     c = _batch(tok, PROMPTS, [" four.", " Paris.", " return a + b", " there was a cat."], device)
@@ -162,8 +176,11 @@ def check_training(path: Path, device: str, beta: float = 0.1) -> dict:
     opt.zero_grad()
     with torch.no_grad():
         d1 = dpo_loss()
-    dpo = {"loss_before": round(d0.item(), 4), "loss_after": round(d1.item(), 4),
-           "ok": abs(d0.item() - 0.6931) < 1e-2 and d1.item() < d0.item()}
+    dpo = {
+        "loss_before": round(d0.item(), 4),
+        "loss_after": round(d1.item(), 4),
+        "ok": abs(d0.item() - 0.6931) < 1e-2 and d1.item() < d0.item(),
+    }
     return {"sft": sft, "dpo": dpo}
 
 
@@ -181,9 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     work = Path(a.workdir)
     path = _tiny(work)
-    res = {"device": torch.cuda.get_device_name() if a.device == "cuda" else "cpu", "torch": torch.__version__,
-           "agreement": check_agreement(path, a.device), "throughput": check_throughput(path, a.device),
-           "training": check_training(path, a.device)}
+    res = {
+        "device": torch.cuda.get_device_name() if a.device == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "agreement": check_agreement(path, a.device),
+        "throughput": check_throughput(path, a.device),
+        "training": check_training(path, a.device),
+    }
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["ok"] = res["agreement"]["ok"] and res["training"]["sft"]["ok"] and res["training"]["dpo"]["ok"]
     text = json.dumps(res, indent=2)

@@ -25,8 +25,9 @@ FMNIST_CLASSES = ("T-shirt", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "
 SKLEARN_SETS = ("digits", "iris", "wine", "breast_cancer")
 
 
-def fashion_mnist(split: str = "train", n: int | None = None, seed: int = 0,
-                  root: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+def fashion_mnist(
+    split: str = "train", n: int | None = None, seed: int = 0, root: str | Path | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``(images float32 [N, 28, 28] in [0, 1], labels int64 [N])``; ``n`` draws a seeded, class-balanced
     subset (the first n of a per-class round robin over a seeded permutation)."""
     if split not in ("train", "test"):
@@ -35,9 +36,11 @@ def fashion_mnist(split: str = "train", n: int | None = None, seed: int = 0,
     stem = "train" if split == "train" else "t10k"
     img, lab = base / f"{stem}-images-idx3-ubyte.gz", base / f"{stem}-labels-idx1-ubyte.gz"
     if not img.exists() or not lab.exists():
-        raise AgentkitError(f"Fashion-MNIST is not installed ({img} is missing)",
-                            "install it: sudo apt-get install dataset-fashion-mnist (or set AGENTKIT_FASHION_MNIST "
-                            "to a folder with the four idx .gz files)")
+        raise AgentkitError(
+            f"Fashion-MNIST is not installed ({img} is missing)",
+            "install it: sudo apt-get install dataset-fashion-mnist (or set AGENTKIT_FASHION_MNIST "
+            "to a folder with the four idx .gz files)",
+        )
     with gzip.open(img) as f:  # idx3: 16-byte header, then uint8 pixels
         x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)
     with gzip.open(lab) as f:  # idx1: 8-byte header
@@ -55,10 +58,15 @@ def _balanced(y: np.ndarray, n: int, seed: int) -> np.ndarray:
     return np.sort(order[:n])
 
 
-def coloured_fashion_mnist(split: str = "train", n: int | None = None, agree: float = 0.8, seed: int = 0,
-                           rotate_group: int | None = None, rotate_deg: float = 90.0,
-                           root: str | Path | None = None
-                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def coloured_fashion_mnist(
+    split: str = "train",
+    n: int | None = None,
+    agree: float = 0.8,
+    seed: int = 0,
+    rotate_group: int | None = None,
+    rotate_deg: float = 90.0,
+    root: str | Path | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(images float32 [N, 2, 28, 28], labels y [N], groups g [N])`` of coloured Fashion-MNIST.
 
     y = 1 for classes 5–9 (sandal … boot), 0 for 0–4 (T-shirt … coat). The colour c equals y with probability
@@ -75,8 +83,9 @@ def coloured_fashion_mnist(split: str = "train", n: int | None = None, agree: fl
         x = x.copy()
         from scipy.ndimage import rotate
 
-        x[g == rotate_group] = np.clip(rotate(x[g == rotate_group], rotate_deg, axes=(2, 1), reshape=False,
-                                              order=1), 0, 1)
+        x[g == rotate_group] = np.clip(
+            rotate(x[g == rotate_group], rotate_deg, axes=(2, 1), reshape=False, order=1), 0, 1
+        )
     out = np.zeros((len(y), 2, 28, 28), np.float32)
     out[np.arange(len(y)), c] = x
     return out, y, g
@@ -113,23 +122,34 @@ def xor(n_per_corner: int = 1, noise: float = 0.0, seed: int = 0) -> tuple[np.nd
     return x, np.repeat(np.array([0, 1, 1, 0]), n_per_corner)
 
 
-def rotated_classification(n: int = 1000, d: int = 10, theta_deg: float = 30.0, seed: int = 0
-                           ) -> tuple[np.ndarray, np.ndarray]:
+def rotated_classification(
+    n: int = 1000, d: int = 10, theta_deg: float = 30.0, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """``make_classification`` with axis-aligned informative features, then every coordinate pair (0,1), (2,3), …
     rotated by θ: at θ = 0 the boundary suits axis-aligned trees, at 45° it is maximally oblique to the axes."""
     from sklearn.datasets import make_classification
 
-    x, y = make_classification(n_samples=n, n_features=d, n_informative=d // 2, n_redundant=0, n_repeated=0,
-                               n_clusters_per_class=2, class_sep=1.0, shuffle=False, random_state=seed)
+    x, y = make_classification(
+        n_samples=n,
+        n_features=d,
+        n_informative=d // 2,
+        n_redundant=0,
+        n_repeated=0,
+        n_clusters_per_class=2,
+        class_sep=1.0,
+        shuffle=False,
+        random_state=seed,
+    )
     t = np.deg2rad(theta_deg)
     rot = np.eye(d)
     for i in range(0, d - 1, 2):
-        rot[i:i + 2, i:i + 2] = [[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]]
+        rot[i : i + 2, i : i + 2] = [[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]]
     return x @ rot.T, y.astype(np.int64)
 
 
-def split(y: np.ndarray, val: float = 0.15, test: float = 0.25, seed: int = 0
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def split(
+    y: np.ndarray, val: float = 0.15, test: float = 0.25, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stratified ``(train, val, test)`` index arrays (``test=0``: no test part, e.g. when a test split exists)."""
     from sklearn.model_selection import train_test_split
 

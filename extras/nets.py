@@ -16,13 +16,19 @@ class SmallCNN(nn.Module):
     Input ``[B, in_ch, size, size]`` (size divisible by 4).
     """
 
-    def __init__(self, in_ch: int = 1, classes: int = 10, c1: int = 16, c2: int = 32, hidden: int = 64,
-                 size: int = 28):
+    def __init__(self, in_ch: int = 1, classes: int = 10, c1: int = 16, c2: int = 32, hidden: int = 64, size: int = 28):
         super().__init__()
         self.body = nn.Sequential(
-            nn.Conv2d(in_ch, c1, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(c1, c2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(c2 * (size // 4) ** 2, hidden), nn.ReLU())
+            nn.Conv2d(in_ch, c1, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(c1, c2, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(c2 * (size // 4) ** 2, hidden),
+            nn.ReLU(),
+        )
         self.head = nn.Linear(hidden, classes)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
@@ -42,9 +48,16 @@ def predict(model: nn.Module, x: torch.Tensor, batch: int = 2048) -> torch.Tenso
     return out
 
 
-def fit(model: nn.Module, opt: torch.optim.Optimizer, train: tuple[torch.Tensor, torch.Tensor],
-        val: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, torch.Tensor], epochs: int,
-        batch_size: int, sched=None) -> dict:
+def fit(
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    train: tuple[torch.Tensor, torch.Tensor],
+    val: tuple[torch.Tensor, torch.Tensor],
+    test: tuple[torch.Tensor, torch.Tensor],
+    epochs: int,
+    batch_size: int,
+    sched=None,
+) -> dict:
     """Cross-entropy training in shuffled mini-batches; after each epoch the validation accuracy, and the test
     accuracy of the best validation epoch so far (model selection on validation, never on test).
 
@@ -70,4 +83,5 @@ def warmup_cosine(opt: torch.optim.Optimizer, total: int, warm_frac: float = 0.1
     """LambdaLR: linear warm-up over ``warm_frac`` of ``total`` steps, then cosine decay to 0 (step per batch)."""
     warm = max(1, int(total * warm_frac))
     return torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda t: min(1.0, (t + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(t, total) / total)))
+        opt, lambda t: min(1.0, (t + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(t, total) / total))
+    )

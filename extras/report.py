@@ -74,4 +74,4 @@ def thin(values: list[float], points: int = 200) -> list[float]:
     [2.0, 6.0, 9.0]
     """
     k = max(1, len(values) // points)
-    return [sum(values[i: i + k]) / len(values[i: i + k]) for i in range(0, len(values), k)]
+    return [sum(values[i : i + k]) / len(values[i : i + k]) for i in range(0, len(values), k)]

@@ -37,8 +37,9 @@ class CallResponse(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
 
 
-def build_app(tool: Tool, api_key: str | None = None, max_concurrency: int = 8, max_queue: int = 64,
-              queue_timeout_s: float = 30.0) -> FastAPI:
+def build_app(
+    tool: Tool, api_key: str | None = None, max_concurrency: int = 8, max_queue: int = 64, queue_timeout_s: float = 30.0
+) -> FastAPI:
     app = FastAPI(title=f"agentkit tool server: {tool.name}", version="1", description=tool.description)
     slots = asyncio.Semaphore(max_concurrency)
     state = {"waiting": 0}
@@ -57,9 +58,13 @@ def build_app(tool: Tool, api_key: str | None = None, max_concurrency: int = 8, 
 
     @app.post("/v1/call", response_model=CallResponse)
     async def call(req: CallRequest):
-        busy = openai_error(503, f"the tool server is at its concurrency limit ({max_concurrency} calls running, "
-                                 f"{state['waiting']} waiting); retry later", "server_busy",
-                            headers={"Retry-After": "1"})
+        busy = openai_error(
+            503,
+            f"the tool server is at its concurrency limit ({max_concurrency} calls running, "
+            f"{state['waiting']} waiting); retry later",
+            "server_busy",
+            headers={"Retry-After": "1"},
+        )
         if state["waiting"] >= max_queue:
             return busy
         state["waiting"] += 1

@@ -43,29 +43,42 @@ TIR_TOKENS_PER_TURN = 64
 # <python> call on 30 of 32 suite-(a) tasks and answers 16 (none and 0 without; see docs/agent.md).
 TIR_EXAMPLES = [
     {"role": "user", "content": "What is 386 × 47 - 1250?"},
-    {"role": "assistant", "content": "<python>print(386 * 47 - 1250)</python>\n<result>\n16892\n</result>\n"
-                                     "<answer>16892</answer>"},
+    {
+        "role": "assistant",
+        "content": "<python>print(386 * 47 - 1250)</python>\n<result>\n16892\n</result>\n<answer>16892</answer>",
+    },
     {"role": "user", "content": "Solve for x: 12x + 30 = 354."},
-    {"role": "assistant", "content": "<python>print((354 - 30) / 12)</python>\n<result>\n27.0\n</result>\n"
-                                     "<answer>27</answer>"},
+    {
+        "role": "assistant",
+        "content": "<python>print((354 - 30) / 12)</python>\n<result>\n27.0\n</result>\n<answer>27</answer>",
+    },
 ]
 # Four dependent calls, one per step (the ``steps`` kind of suite (a): multi-turn rollouts for benchmarks).
 STEPS_EXAMPLES = [
-    {"role": "user", "content": "Start with 386. Multiply by 47, then subtract 1250, then multiply by 3, then add 999. "
-                                "Use one Python call per step."},
-    {"role": "assistant", "content": "<python>print(386 * 47)</python>\n<result>\n18142\n</result>\n"
-                                     "<python>print(18142 - 1250)</python>\n<result>\n16892\n</result>\n"
-                                     "<python>print(16892 * 3)</python>\n<result>\n50676\n</result>\n"
-                                     "<python>print(50676 + 999)</python>\n<result>\n51675\n</result>\n"
-                                     "<answer>51675</answer>"},
+    {
+        "role": "user",
+        "content": "Start with 386. Multiply by 47, then subtract 1250, then multiply by 3, then add 999. "
+        "Use one Python call per step.",
+    },
+    {
+        "role": "assistant",
+        "content": "<python>print(386 * 47)</python>\n<result>\n18142\n</result>\n"
+        "<python>print(18142 - 1250)</python>\n<result>\n16892\n</result>\n"
+        "<python>print(16892 * 3)</python>\n<result>\n50676\n</result>\n"
+        "<python>print(50676 + 999)</python>\n<result>\n51675\n</result>\n"
+        "<answer>51675</answer>",
+    },
 ]
 # The same for <search> over suite (b): two hops, results in SearchTool's format (invented names).
 SEARCH_EXAMPLES = [
     {"role": "user", "content": "In which city was the founder of Morvane Optics born?"},
-    {"role": "assistant", "content": "<search>founder of Morvane Optics</search>\n<result>\n[1] Morvane Optics "
-     "(doc-morvane-optics)\nMorvane Optics is a company founded in 1971 by Tessa Kulir.\n</result>\n"
-     "<search>Tessa Kulir born</search>\n<result>\n[1] Tessa Kulir (doc-tessa-kulir)\nTessa Kulir is an "
-     "architect born in 1940 in the city of Brevik.\n</result>\n<answer>Brevik</answer>"},
+    {
+        "role": "assistant",
+        "content": "<search>founder of Morvane Optics</search>\n<result>\n[1] Morvane Optics "
+        "(doc-morvane-optics)\nMorvane Optics is a company founded in 1971 by Tessa Kulir.\n</result>\n"
+        "<search>Tessa Kulir born</search>\n<result>\n[1] Tessa Kulir (doc-tessa-kulir)\nTessa Kulir is an "
+        "architect born in 1940 in the city of Brevik.\n</result>\n<answer>Brevik</answer>",
+    },
 ]
 
 
@@ -112,8 +125,13 @@ def _task_fields(task: Any, i: int) -> tuple[str, str]:
     return task.id, task.question
 
 
-def rollout(engine, tasks: list[Any], tools: dict[str, Tool] | list[Tool], config: AgentConfig | None = None,
-            on_event: Callable[[dict[str, Any]], None] | None = None) -> list[Trajectory]:
+def rollout(
+    engine,
+    tasks: list[Any],
+    tools: dict[str, Tool] | list[Tool],
+    config: AgentConfig | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> list[Trajectory]:
     """Run the agent on ``tasks`` (Task objects, ``{"id", "question"}`` dicts or strings); ``config.n`` each.
 
     ``on_event`` (optional) is told of progress as it happens: ``{"type": "turn", "task_id", "sample", "turn",
@@ -125,17 +143,26 @@ def rollout(engine, tasks: list[Any], tools: dict[str, Tool] | list[Tool], confi
     trajs = []
     for i, task in enumerate(tasks):
         task_id, question = _task_fields(task, i)
-        system = cfg.system_prompt if cfg.style == "tags" else (
-            hermes_tools_prompt([openai_schema(t)["function"] for t in tools.values()]))
+        system = (
+            cfg.system_prompt
+            if cfg.style == "tags"
+            else (hermes_tools_prompt([openai_schema(t)["function"] for t in tools.values()]))
+        )
         prompt = [{"role": "system", "content": system}, *cfg.examples, {"role": "user", "content": question}]
         ids = engine.encode(prompt)
-        trajs += [Trajectory(task_id, prompt, ids, meta={"sample": j}) for j in range(cfg.n)]  # turns, timings: continue_rollout
+        trajs += [
+            Trajectory(task_id, prompt, ids, meta={"sample": j}) for j in range(cfg.n)
+        ]  # turns, timings: continue_rollout
     return continue_rollout(engine, trajs, tools, cfg, on_event)
 
 
-def continue_rollout(engine, trajectories: list[Trajectory], tools: dict[str, Tool] | list[Tool],
-                     config: AgentConfig | None = None,
-                     on_event: Callable[[dict[str, Any]], None] | None = None) -> list[Trajectory]:
+def continue_rollout(
+    engine,
+    trajectories: list[Trajectory],
+    tools: dict[str, Tool] | list[Tool],
+    config: AgentConfig | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> list[Trajectory]:
     """Run the loop on trajectories already under way (``finish == "running"``), e.g. branches cut from finished
     chains. Turns and tool calls already in a trajectory count against ``max_turns`` / ``max_tool_calls``. If
     ``meta["open_turn"]`` is set, the last model segment is an unfinished turn: the next generation continues
@@ -171,9 +198,16 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
     # Each trajectory draws with its own seed (the n samples of a question are separate prompts, which a single
     # seed would make identical): (config seed, turn, sample index).
     seeds = None if cfg.seed is None else [cfg.seed + 7919 * turn + 104_729 * t.meta["sample"] for t in active]
-    params = SamplingParams(max_tokens=max(1, min(cfg.max_tokens_per_turn, max(budget))), stop=stops,
-                            include_stop_str_in_output=True, temperature=cfg.temperature, top_p=cfg.top_p,
-                            top_k=cfg.top_k, entropy=cfg.entropy, seeds=seeds)
+    params = SamplingParams(
+        max_tokens=max(1, min(cfg.max_tokens_per_turn, max(budget))),
+        stop=stops,
+        include_stop_str_in_output=True,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        top_k=cfg.top_k,
+        entropy=cfg.entropy,
+        seeds=seeds,
+    )
     t0 = time.perf_counter()
     outs = engine.generate([t.prompt_ids + t.completion_ids for t in active], params)
     gen_s = time.perf_counter() - t0
@@ -185,8 +219,9 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
         head = t.segments.pop() if opened and t.segments and t.segments[-1].kind == "model" else None
         if len(c.token_ids) > left:  # one engine call serves all rows; hold each row to its own token budget
             ids = list(c.token_ids[:left])
-            seg = Segment("model", engine.decode(ids), ids,
-                          list(c.logprobs[:left]), c.entropies[:left] if c.entropies else None)
+            seg = Segment(
+                "model", engine.decode(ids), ids, list(c.logprobs[:left]), c.entropies[:left] if c.entropies else None
+            )
             t.segments.append(_merge(head, seg) if head else seg)
             t.finish = "max_tokens"
             continue
@@ -212,11 +247,19 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
     for (t, call), (res, secs) in zip(calls, results):
         text = format_tag_result(res.output) if cfg.style == "tags" else format_hermes_result(res.output)
         ids = engine.tokenize(text)
-        t.segments.append(Segment("tool", text, ids, tool=call.name, arguments=call.arguments, ok=res.ok,
-                                  seconds=secs))
+        t.segments.append(Segment("tool", text, ids, tool=call.name, arguments=call.arguments, ok=res.ok, seconds=secs))
         t.meta["seconds_tools"] += secs
-        emit({"type": "tool", "task_id": t.task_id, "sample": t.meta["sample"], "tool": call.name,
-              "arguments": call.arguments, "ok": res.ok, "output": res.output})
+        emit(
+            {
+                "type": "tool",
+                "task_id": t.task_id,
+                "sample": t.meta["sample"],
+                "tool": call.name,
+                "arguments": call.arguments,
+                "ok": res.ok,
+                "output": res.output,
+            }
+        )
         if len(t.completion_ids) >= cfg.max_total_tokens:
             t.finish = "max_tokens"
 
@@ -232,8 +275,13 @@ def _over_tool_budget(t: Trajectory, found: list[ToolCall], cfg: AgentConfig) ->
 def _merge(head: Segment, tail: Segment) -> Segment:
     """An unfinished model turn and its continuation as one segment."""
     ents = (head.entropies or []) + (tail.entropies or []) if head.entropies or tail.entropies else None
-    return Segment("model", head.text + tail.text, head.token_ids + tail.token_ids,
-                   (head.logprobs or []) + (tail.logprobs or []), ents)
+    return Segment(
+        "model",
+        head.text + tail.text,
+        head.token_ids + tail.token_ids,
+        (head.logprobs or []) + (tail.logprobs or []),
+        ents,
+    )
 
 
 def _parse_turn(text: str, stop_reason, tools, style: str) -> tuple[str | None, list[ToolCall]]:

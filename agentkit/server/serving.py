@@ -64,8 +64,9 @@ class Batcher:
             if cb is not None:
                 cb(k, j, delta)
 
-        streaming = any(cb is not None for *_, cb in items) and "on_text" in inspect.signature(
-            self.engine.generate).parameters
+        streaming = (
+            any(cb is not None for *_, cb in items) and "on_text" in inspect.signature(self.engine.generate).parameters
+        )
         try:
             params = SamplingParams.concat([(p, len(ps)) for ps, p, _, _ in items])
             self.calls += 1
@@ -83,7 +84,7 @@ class Batcher:
             return
         i = 0
         for ps, _, fut, _ in items:
-            fut.set_result(outs[i:i + len(ps)])
+            fut.set_result(outs[i : i + len(ps)])
             i += len(ps)
 
     def _log_failure(self, e: Exception, n_prompts: int, quiet_s: float = 60.0) -> None:
@@ -92,8 +93,13 @@ class Batcher:
         last, first, repeats = self._last_error
         if sig == last and now - first < quiet_s:
             self._last_error = (sig, first, repeats + 1)
-            log.error("engine call failed again (%d prompts): %s (%d times in %.0f s)", n_prompts, sig, repeats + 2,
-                      now - first)
+            log.error(
+                "engine call failed again (%d prompts): %s (%d times in %.0f s)",
+                n_prompts,
+                sig,
+                repeats + 2,
+                now - first,
+            )
             return
         self._last_error = (sig, now, 0)
         log.exception("engine call failed (%d prompts)", n_prompts)

@@ -42,8 +42,9 @@ def check_greedy(engine, ref, tol: float, tokens: int = 8) -> None:
     compared = 0
     for prompt in (CHAT, TEXTS[0], TEXTS[1]):
         (got,) = engine.generate([prompt], p)[0]
-        (want,) = ref.generate([prompt], SamplingParams(max_tokens=tokens, temperature=0, ignore_eos=True,
-                                                        top_logprobs=2))[0]
+        (want,) = ref.generate(
+            [prompt], SamplingParams(max_tokens=tokens, temperature=0, ignore_eos=True, top_logprobs=2)
+        )[0]
         margins = [a - b for a, b in (sorted(t.values(), reverse=True)[:2] for t in want.top_logprobs)]
         upto = next((i for i, m in enumerate(margins) if m < 2 * tol), tokens)
         assert got.token_ids[:upto] == want.token_ids[:upto], (got.text, want.text)
@@ -72,13 +73,19 @@ def check_stop(engine) -> None:
     """A stop string taken from the greedy text ends generation there, cut (or kept with include_stop_str)."""
     base = engine.generate([TEXTS[1]], SamplingParams(max_tokens=16, temperature=0, ignore_eos=True))[0][0]
     text = base.text
-    stop = next(text[i:i + n] for n in (2, 1) for i in range(2, len(text) - n)
-                if text[i:i + n].strip() and "\ufffd" not in text[i:i + n] and text.find(text[i:i + n]) == i)
+    stop = next(
+        text[i : i + n]
+        for n in (2, 1)
+        for i in range(2, len(text) - n)
+        if text[i : i + n].strip() and "\ufffd" not in text[i : i + n] and text.find(text[i : i + n]) == i
+    )
     cut = text.find(stop)
     c = engine.generate([TEXTS[1]], SamplingParams(max_tokens=16, temperature=0, ignore_eos=True, stop=[stop]))[0][0]
     assert c.finish_reason == "stop" and c.text == text[:cut], (stop, c.text, text)
-    inc = engine.generate([TEXTS[1]], SamplingParams(max_tokens=16, temperature=0, ignore_eos=True, stop=[stop],
-                                                     include_stop_str_in_output=True))[0][0]
+    inc = engine.generate(
+        [TEXTS[1]],
+        SamplingParams(max_tokens=16, temperature=0, ignore_eos=True, stop=[stop], include_stop_str_in_output=True),
+    )[0][0]
     assert inc.text == text[:cut] + stop
 
 
@@ -118,9 +125,15 @@ def check_stats(engine) -> None:
 
 
 # A schema whose every completion is short (a random model finishes it too), a regex and a choice.
-SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}, "size": {"enum": ["small", "large"]},
-                                           "n": {"type": "integer", "minimum": 0, "maximum": 99}},
-          "required": ["ok", "size", "n"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "size": {"enum": ["small", "large"]},
+        "n": {"type": "integer", "minimum": 0, "maximum": 99},
+    },
+    "required": ["ok", "size", "n"],
+}
 REGEX = r"[0-9]{3}-[a-z]{2}"
 CHOICES = ("yes", "no", "maybe")
 

@@ -11,6 +11,15 @@ from agentkit.data.tasks import write_jsonl
 def write_text_pairs(path: str | Path, n: int = 4) -> Path:
     prompt = [{"role": "system", "content": TIR_SYSTEM_PROMPT}, {"role": "user", "content": "What is 17 * 23?"}]
     good = "<python>print(17*23)</python>\n<result>\n391\n</result>\n<answer>391</answer>"
-    write_jsonl(path, [{"prompt": prompt, "chosen": [{"role": "assistant", "content": good}],
-                        "rejected": [{"role": "assistant", "content": "<answer>381</answer>"}]}] * n)
+    write_jsonl(
+        path,
+        [
+            {
+                "prompt": prompt,
+                "chosen": [{"role": "assistant", "content": good}],
+                "rejected": [{"role": "assistant", "content": "<answer>381</answer>"}],
+            }
+        ]
+        * n,
+    )
     return Path(path)

@@ -52,7 +52,17 @@ class ScriptedEngine(LocalTokenizer):
             finish = "stop"  # at the stop string, or at the end of the reply (as at an EOS token)
             if len(ids) > params.max_tokens:
                 ids, finish, stop = ids[: params.max_tokens], "length", None
-            out.append([Completion(text=self.tokenizer.decode(ids), token_ids=ids, logprobs=[-0.1] * len(ids),
-                                   finish_reason=finish, prompt_tokens=len(self.encode(p)),
-                                   entropies=[0.5] * len(ids) if params.entropy else None, stop_reason=stop)])
+            out.append(
+                [
+                    Completion(
+                        text=self.tokenizer.decode(ids),
+                        token_ids=ids,
+                        logprobs=[-0.1] * len(ids),
+                        finish_reason=finish,
+                        prompt_tokens=len(self.encode(p)),
+                        entropies=[0.5] * len(ids) if params.entropy else None,
+                        stop_reason=stop,
+                    )
+                ]
+            )
         return out

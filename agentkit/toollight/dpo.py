@@ -35,12 +35,23 @@ def to_dpo_dataset(pairs: list[Pair]):
     for p in pairs:
         if p.chosen.prompt_ids != p.rejected.prompt_ids:
             raise ValueError(f"pair {p.chosen.task_id}: chosen and rejected have different prompts")
-        rows.append({"prompt": p.chosen.prompt, "chosen": _reply(p.chosen.text), "rejected": _reply(p.rejected.text),
-                     "prompt_ids": p.chosen.prompt_ids, "chosen_ids": p.chosen.completion_ids,
-                     "rejected_ids": p.rejected.completion_ids, "chosen_mask": p.chosen.mask,
-                     "rejected_mask": p.rejected.mask, "task_id": p.chosen.task_id, "rule": p.rule,
-                     "difficulty": p.difficulty, "chosen_calls": p.chosen.tool_calls,
-                     "rejected_calls": p.rejected.tool_calls})
+        rows.append(
+            {
+                "prompt": p.chosen.prompt,
+                "chosen": _reply(p.chosen.text),
+                "rejected": _reply(p.rejected.text),
+                "prompt_ids": p.chosen.prompt_ids,
+                "chosen_ids": p.chosen.completion_ids,
+                "rejected_ids": p.rejected.completion_ids,
+                "chosen_mask": p.chosen.mask,
+                "rejected_mask": p.rejected.mask,
+                "task_id": p.chosen.task_id,
+                "rule": p.rule,
+                "difficulty": p.difficulty,
+                "chosen_calls": p.chosen.tool_calls,
+                "rejected_calls": p.rejected.tool_calls,
+            }
+        )
     return datasets.Dataset.from_list(rows)
 
 
@@ -79,8 +90,13 @@ def tokenize_pairs(dataset, tokenizer):
     def row(r):
         prompt = r["prompt"] if isinstance(r["prompt"], list) else [{"role": "user", "content": r["prompt"]}]
         (c, cm), (j, jm) = completion(r["chosen"]), completion(r["rejected"])
-        return {"prompt_ids": encode_prompt(tokenizer, prompt), "chosen_ids": c, "chosen_mask": cm,
-                "rejected_ids": j, "rejected_mask": jm}
+        return {
+            "prompt_ids": encode_prompt(tokenizer, prompt),
+            "chosen_ids": c,
+            "chosen_mask": cm,
+            "rejected_ids": j,
+            "rejected_mask": jm,
+        }
 
     return dataset.map(row)
 
@@ -89,7 +105,6 @@ def load_pairs(path: str | Path, tokenizer):
     """Preference pairs from a saved HF dataset directory, a JSONL file or a Parquet file (ours, with ids and
     masks, or anyone's TRL-style text pairs), ready for ``train_dpo``."""
     import datasets
-
 
     path = Path(path)
     if path.is_dir():
@@ -103,8 +118,10 @@ def load_pairs(path: str | Path, tokenizer):
 
         ds = datasets.Dataset(read_parquet(path).read())
     else:
-        raise AgentkitError(f"{path}: not a dataset directory, .jsonl or .parquet file",
-                            "save pairs with Dataset.save_to_disk or as JSONL rows {prompt, chosen, rejected}")
+        raise AgentkitError(
+            f"{path}: not a dataset directory, .jsonl or .parquet file",
+            "save pairs with Dataset.save_to_disk or as JSONL rows {prompt, chosen, rejected}",
+        )
     try:
         return tokenize_pairs(ds, tokenizer)
     except ValueError as e:
@@ -135,8 +152,11 @@ def masked_dpo_trainer_cls():
             if kwargs.get("data_collator") is None:
                 tok = kwargs["processing_class"]
                 a = kwargs["args"]
-                kwargs["data_collator"] = MaskedCollator(pad_token_id=tok.pad_token_id or tok.eos_token_id,
-                                                         max_length=a.max_length, truncation_mode="keep_start")
+                kwargs["data_collator"] = MaskedCollator(
+                    pad_token_id=tok.pad_token_id or tok.eos_token_id,
+                    max_length=a.max_length,
+                    truncation_mode="keep_start",
+                )
             super().__init__(*args, **kwargs)
 
         def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
@@ -175,17 +195,23 @@ def train_dpo(model, tokenizer, dataset, settings: DPOSettings, output_dir: str 
     is now (the previous round's model). Returns ``(log history, trained model)``."""
     from trl import DPOConfig
 
-
-    args = DPOConfig(**trainer_args(settings, len(dataset), output_dir, progress), beta=settings.beta,
-                     loss_type=["sigmoid"])
+    args = DPOConfig(
+        **trainer_args(settings, len(dataset), output_dir, progress), beta=settings.beta, loss_type=["sigmoid"]
+    )
     peft_config = lora_config(settings.lora_r)
     # with LoRA, TRL's reference is the same model with the adapters switched off
     ref = None if peft_config is not None else copy.deepcopy(model).eval().requires_grad_(False)
     keep = ["prompt_ids", "chosen_ids", "rejected_ids", "chosen_mask", "rejected_mask"]
     dataset = dataset.select_columns(keep)
     patched = "forward" in model.__dict__
-    trainer = masked_dpo_trainer_cls()(model=model, ref_model=ref, args=args, train_dataset=dataset,
-                                       processing_class=tokenizer, peft_config=peft_config)
+    trainer = masked_dpo_trainer_cls()(
+        model=model,
+        ref_model=ref,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
     model.train()
     trainer.train()
     trained = trainer.model.merge_and_unload() if peft_config is not None else trainer.model

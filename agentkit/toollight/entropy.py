@@ -34,8 +34,10 @@ def step_score(entropies: list[float], ks: tuple[int, ...] = KS) -> tuple[float,
     if not entropies:
         return float("-inf"), 0
     csum = np.cumsum(entropies)
-    best = max(((csum[min(n, len(entropies)) - 1] / min(n, len(entropies)), min(n, len(entropies))) for n in ks),
-               key=lambda x: (x[0], -x[1]))
+    best = max(
+        ((csum[min(n, len(entropies)) - 1] / min(n, len(entropies)), min(n, len(entropies))) for n in ks),
+        key=lambda x: (x[0], -x[1]),
+    )
     return float(best[0]), int(best[1])
 
 
@@ -48,7 +50,7 @@ def boundary_profile(trajectories: list[Trajectory], k: int = 20) -> dict[str, l
             if s.kind != "tool":
                 continue
             prev = next((p for p in reversed(segs[:i]) if p.kind == "model"), None)
-            nxt = next((p for p in segs[i + 1:] if p.kind == "model"), None)
+            nxt = next((p for p in segs[i + 1 :] if p.kind == "model"), None)
             if prev is not None and prev.entropies:
                 for j, h in enumerate(reversed(prev.entropies[-k:]), 1):
                     before[j].append(h)
@@ -57,8 +59,9 @@ def boundary_profile(trajectories: list[Trajectory], k: int = 20) -> dict[str, l
                     after[j].append(h)
 
     def side(d):
-        return [float(np.mean(d[j])) if d[j] else float("nan") for j in range(1, k + 1)], [len(d[j]) for j in
-                                                                                          range(1, k + 1)]
+        return [float(np.mean(d[j])) if d[j] else float("nan") for j in range(1, k + 1)], [
+            len(d[j]) for j in range(1, k + 1)
+        ]
 
     b, nb = side(before)
     a, na = side(after)
@@ -69,8 +72,10 @@ def window_means(profile: dict[str, list[float]], windows: tuple[int, ...] = (5,
     """Count-weighted mean entropy of the last w tokens before and the first w tokens after a tool result."""
     out = {}
     for w in windows:
-        for name, vals, counts in (("before", profile["before"][::-1], profile["before_count"][::-1]),
-                                   ("after", profile["after"], profile["after_count"])):
+        for name, vals, counts in (
+            ("before", profile["before"][::-1], profile["before_count"][::-1]),
+            ("after", profile["after"], profile["after_count"]),
+        ):
             v, c = np.array(vals[:w], dtype=float), np.array(counts[:w], dtype=float)
             ok = c > 0
             out[f"{name}_{w}"] = float((v[ok] * c[ok]).sum() / c[ok].sum()) if ok.any() else float("nan")

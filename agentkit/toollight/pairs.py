@@ -130,10 +130,15 @@ def mix(vanilla: list[Pair], guided: list[Pair], rules: PairRules, seed: int = 0
     than the whole mix coming out empty."""
     h, e = rules.hard_to_easy
     v, g = rules.vanilla_to_guided
-    buckets = {(src, lvl): [p for p in pairs if p.difficulty == lvl]
-               for src, pairs in (("vanilla", vanilla), ("guided", guided)) for lvl in ("hard", "easy")}
-    frac = {(src, lvl): (v if src == "vanilla" else g) / (v + g) * (h if lvl == "hard" else e) / (h + e)
-            for src, lvl in buckets}
+    buckets = {
+        (src, lvl): [p for p in pairs if p.difficulty == lvl]
+        for src, pairs in (("vanilla", vanilla), ("guided", guided))
+        for lvl in ("hard", "easy")
+    }
+    frac = {
+        (src, lvl): (v if src == "vanilla" else g) / (v + g) * (h if lvl == "hard" else e) / (h + e)
+        for src, lvl in buckets
+    }
     full = [k for k in buckets if frac[k] > 0 and buckets[k]]
     if not full:
         return []

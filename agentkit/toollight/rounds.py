@@ -31,8 +31,10 @@ from agentkit.toollight.pairs import (
 from agentkit.toollight.sampling import entropy_guided_rollouts
 
 # Source mining asks for a direct answer: the model may not call anything (the paper's "inference without tools").
-NO_TOOL_PROMPT = ("Answer the question directly, without tools. Give the final answer between <answer> and "
-                  "</answer>, e.g. <answer>42</answer>.")
+NO_TOOL_PROMPT = (
+    "Answer the question directly, without tools. Give the final answer between <answer> and "
+    "</answer>, e.g. <answer>42</answer>."
+)
 
 
 @dataclass
@@ -68,21 +70,28 @@ class SamplingSettings:
     seed: int = 0
 
     def agent(self, tools: list[Any], n: int = 1, seed: int = 0) -> AgentConfig:
-        return AgentConfig(max_turns=self.max_turns, max_tool_calls=self.tool_budget * max(1, len(tools)),
-                           max_calls_per_tool={t.name: self.tool_budget for t in tools},
-                           max_tokens_per_turn=self.max_tokens_per_turn, max_total_tokens=self.max_total_tokens,
-                           n=n, temperature=self.temperature, top_p=self.top_p, seed=seed)
+        return AgentConfig(
+            max_turns=self.max_turns,
+            max_tool_calls=self.tool_budget * max(1, len(tools)),
+            max_calls_per_tool={t.name: self.tool_budget for t in tools},
+            max_tokens_per_turn=self.max_tokens_per_turn,
+            max_total_tokens=self.max_total_tokens,
+            n=n,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            seed=seed,
+        )
 
 
 def is_correct(task: Task, traj: Trajectory) -> bool:
     return bool(traj.answer) and score_task(task.metric, traj.answer, task.answer)["correct"] == 1.0
 
 
-def mine_sources(engine, groups: list[Group], s: SamplingSettings, seed: int = 0
-                 ) -> tuple[list[Group], dict[str, float]]:
+def mine_sources(
+    engine, groups: list[Group], s: SamplingSettings, seed: int = 0
+) -> tuple[list[Group], dict[str, float]]:
     """Questions the model gets wrong without tools: ``(groups of sources, no-tool correct rate per question)``."""
-    cfg = replace(s.agent([], n=s.mine_samples, seed=seed), system_prompt=NO_TOOL_PROMPT, max_turns=1,
-                  max_tool_calls=0)
+    cfg = replace(s.agent([], n=s.mine_samples, seed=seed), system_prompt=NO_TOOL_PROMPT, max_turns=1, max_tool_calls=0)
     rates: dict[str, float] = {}
     out = []
     for g in groups:
@@ -95,8 +104,9 @@ def mine_sources(engine, groups: list[Group], s: SamplingSettings, seed: int = 0
     return out, rates
 
 
-def sample(engine, groups: list[Group], s: SamplingSettings, seed: int = 0
-           ) -> tuple[list[Trajectory], list[Trajectory]]:
+def sample(
+    engine, groups: list[Group], s: SamplingSettings, seed: int = 0
+) -> tuple[list[Trajectory], list[Trajectory]]:
     """``(vanilla rollouts, entropy-guided main chains + branches)`` over every group; each trajectory's
     ``meta["source"]`` says which."""
     vanilla, guided = [], []
@@ -104,8 +114,9 @@ def sample(engine, groups: list[Group], s: SamplingSettings, seed: int = 0
         if not g.tasks:
             continue
         v = rollout(engine, g.tasks, g.tools, s.agent(g.tools, n=s.vanilla, seed=seed))
-        main, branches = entropy_guided_rollouts(engine, g.tasks, g.tools, s.agent(g.tools, seed=seed + 1),
-                                                 top_b=s.top_b, branches=s.branches)
+        main, branches = entropy_guided_rollouts(
+            engine, g.tasks, g.tools, s.agent(g.tools, seed=seed + 1), top_b=s.top_b, branches=s.branches
+        )
         for t in v:
             t.meta["source"] = "vanilla"
         for t in main + branches:
@@ -123,9 +134,16 @@ def candidates(trajs: list[Trajectory], tasks: dict[str, Task]) -> dict[str, lis
     return out
 
 
-def build_pairs(stage: str, vanilla: list[Trajectory], guided: list[Trajectory], tasks: dict[str, Task],
-                rules: PairRules, sft: dict[str, Trajectory] | None = None, seed: int = 0,
-                stats: dict[str, int] | None = None) -> list[Pair]:
+def build_pairs(
+    stage: str,
+    vanilla: list[Trajectory],
+    guided: list[Trajectory],
+    tasks: dict[str, Task],
+    rules: PairRules,
+    sft: dict[str, Trajectory] | None = None,
+    seed: int = 0,
+    stats: dict[str, int] | None = None,
+) -> list[Pair]:
     """``stage="pre_aligned"``: Criterion 1 on each source (vanilla and guided apart), then the 2:1 / 13:7 mix
     (``stats``, if given, receives the pairs available before mixing). ``stage="self_evolved"``: Criterion 2 on
     all samples of each question."""
@@ -155,9 +173,14 @@ def evaluate(engine, groups: list[Group], cfg: AgentConfig) -> dict[str, dict[st
     for g in groups:
         trajs = rollout(engine, g.tasks, g.tools, replace(cfg, n=1))
         for t, tr in zip(g.tasks, trajs):
-            rows[f"{g.name}/{t.id}"] = {"suite": g.name, "correct": float(is_correct(t, tr)),
-                                        "tool_calls": tr.tool_calls, "tokens": int(sum(tr.mask)),
-                                        "finish": tr.finish, "text": tr.text[-300:]}
+            rows[f"{g.name}/{t.id}"] = {
+                "suite": g.name,
+                "correct": float(is_correct(t, tr)),
+                "tool_calls": tr.tool_calls,
+                "tokens": int(sum(tr.mask)),
+                "finish": tr.finish,
+                "text": tr.text[-300:],
+            }
     return rows
 
 
@@ -169,8 +192,7 @@ def summarise(rows: dict[str, dict[str, Any]], stage: str) -> dict[str, float]:
         rs = [r for r in rows.values() if r["suite"] == suite]
         zero = "skip" if suite == "arithmetic" else "as_one"
         out[f"{stage}/{suite}/accuracy"] = sum(r["correct"] for r in rs) / len(rs)
-        out[f"{stage}/{suite}/efficiency"] = efficiency([r["correct"] for r in rs], [r["tool_calls"] for r in rs],
-                                                        zero)
+        out[f"{stage}/{suite}/efficiency"] = efficiency([r["correct"] for r in rs], [r["tool_calls"] for r in rs], zero)
         out[f"{stage}/{suite}/tool_calls"] = sum(r["tool_calls"] for r in rs) / len(rs)
         out[f"{stage}/{suite}/tokens_per_answer"] = sum(r["tokens"] for r in rs) / len(rs)
         out[f"{stage}/{suite}/answered"] = sum(r["finish"] == "answer" for r in rs) / len(rs)

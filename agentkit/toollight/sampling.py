@@ -35,8 +35,13 @@ def branch_points(traj: Trajectory, top_b: int = 3, ks: tuple[int, ...] = KS) ->
 def cut(traj: Trajectory, seg_index: int, keep: int, engine) -> Trajectory:
     """A running copy of ``traj`` up to segment ``seg_index``, of which the first ``keep`` tokens stay (an open
     turn the loop continues)."""
-    t = Trajectory(traj.task_id, traj.prompt, traj.prompt_ids, copy.deepcopy(traj.segments[:seg_index]),
-                   meta={k: v for k, v in traj.meta.items() if k != "open_turn"})
+    t = Trajectory(
+        traj.task_id,
+        traj.prompt,
+        traj.prompt_ids,
+        copy.deepcopy(traj.segments[:seg_index]),
+        meta={k: v for k, v in traj.meta.items() if k != "open_turn"},
+    )
     t.meta["turns"] = sum(s.kind == "model" for s in t.segments)
     if keep > 0:
         s = copy.deepcopy(traj.segments[seg_index])
@@ -49,9 +54,15 @@ def cut(traj: Trajectory, seg_index: int, keep: int, engine) -> Trajectory:
     return t
 
 
-def entropy_guided_rollouts(engine, tasks: list[Any], tools, config: AgentConfig, top_b: int = 3,
-                            branches: int = 3, main: list[Trajectory] | None = None
-                            ) -> tuple[list[Trajectory], list[Trajectory]]:
+def entropy_guided_rollouts(
+    engine,
+    tasks: list[Any],
+    tools,
+    config: AgentConfig,
+    top_b: int = 3,
+    branches: int = 3,
+    main: list[Trajectory] | None = None,
+) -> tuple[list[Trajectory], list[Trajectory]]:
     """One main chain per task (or ``main``, already sampled), then ``branches`` continuations at each of its
     ``top_b`` branch points. Returns ``(main chains, branches)``; a branch's ``meta`` names its origin."""
     cfg = replace(config, n=1)
@@ -62,8 +73,16 @@ def entropy_guided_rollouts(engine, tasks: list[Any], tools, config: AgentConfig
         starts = []
         for m, (seg, keep, score) in cuts:
             t = cut(m, seg, keep, engine)
-            t.meta.update({"branch_of": m.task_id, "branch_segment": seg, "branch_keep": keep,
-                           "branch_score": score, "branch": b, "sample": b})
+            t.meta.update(
+                {
+                    "branch_of": m.task_id,
+                    "branch_segment": seg,
+                    "branch_keep": keep,
+                    "branch_score": score,
+                    "branch": b,
+                    "sample": b,
+                }
+            )
             starts.append(t)
         seed = None if cfg.seed is None else cfg.seed + 1009 * (b + 1)
         out += continue_rollout(engine, starts, tools, replace(cfg, seed=seed))

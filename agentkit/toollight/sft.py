@@ -52,8 +52,13 @@ def train_sft(model, tokenizer, dataset, settings: SFTSettings, output_dir: str 
     args = SFTConfig(**trainer_args(settings, len(dataset), output_dir, progress), dataset_num_proc=None)
     peft_config = lora_config(settings.lora_r)
     patched = "forward" in model.__dict__
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset.remove_columns(["task_id"]),
-                         processing_class=tokenizer, peft_config=peft_config)
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset.remove_columns(["task_id"]),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
     model.train()
     trainer.train()
     if peft_config is not None:
@@ -68,12 +73,23 @@ def trainer_args(settings, n_rows: int, output_dir: str | Path, progress: bool) 
     import torch
 
     steps = math.ceil(n_rows / (settings.batch_size * settings.grad_accum)) * settings.epochs
-    return dict(output_dir=str(output_dir), num_train_epochs=settings.epochs, learning_rate=settings.learning_rate,
-                per_device_train_batch_size=settings.batch_size, gradient_accumulation_steps=settings.grad_accum,
-                max_length=settings.max_length, warmup_steps=settings.warmup_ratio,  # < 1: a ratio
-                lr_scheduler_type="cosine", logging_steps=max(1, int(steps) // 20), save_strategy="no",
-                report_to=[], seed=settings.seed, disable_tqdm=not progress,
-                use_cpu=not torch.cuda.is_available(), bf16=False)
+    return dict(
+        output_dir=str(output_dir),
+        num_train_epochs=settings.epochs,
+        learning_rate=settings.learning_rate,
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.grad_accum,
+        max_length=settings.max_length,
+        warmup_steps=settings.warmup_ratio,  # < 1: a ratio
+        lr_scheduler_type="cosine",
+        logging_steps=max(1, int(steps) // 20),
+        save_strategy="no",
+        report_to=[],
+        seed=settings.seed,
+        disable_tqdm=not progress,
+        use_cpu=not torch.cuda.is_available(),
+        bf16=False,
+    )
 
 
 def lora_config(r: int):

@@ -37,8 +37,14 @@ def plan(task: Task, titles: dict[str, str] | None = None) -> list[tuple[str, st
     raise ValueError(f"task {task.id}: no tool plan for metric {task.metric!r} without support documents")
 
 
-def make_trajectories(tasks: list[Task], tokenizer, tools: dict[str, Any], titles: dict[str, str] | None = None,
-                      system_prompt: str = TIR_SYSTEM_PROMPT, end_token: str | None = None) -> list[Trajectory]:
+def make_trajectories(
+    tasks: list[Task],
+    tokenizer,
+    tools: dict[str, Any],
+    titles: dict[str, str] | None = None,
+    system_prompt: str = TIR_SYSTEM_PROMPT,
+    end_token: str | None = None,
+) -> list[Trajectory]:
     """Run each task's plan with the real tools and record it as a ``Trajectory``."""
     end = end_token if end_token is not None else (tokenizer.eos_token or "")
     out = []
@@ -57,8 +63,16 @@ def make_trajectories(tasks: list[Task], tokenizer, tools: dict[str, Any], title
             if not res.ok:
                 raise RuntimeError(f"task {task.id}: the planned {tool} call failed: {res.output[:200]}")
             result = format_tag_result(res.output)
-            traj.segments.append(Segment("tool", result, tokenizer(result, add_special_tokens=False).input_ids,
-                                         tool=tool, arguments=call.arguments, ok=True))
+            traj.segments.append(
+                Segment(
+                    "tool",
+                    result,
+                    tokenizer(result, add_special_tokens=False).input_ids,
+                    tool=tool,
+                    arguments=call.arguments,
+                    ok=True,
+                )
+            )
         traj.answer, traj.finish = task.answer, "answer"
         out.append(traj)
     return out

@@ -34,17 +34,74 @@ import signal
 import sys
 import traceback
 
-BLOCKED_EVENTS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
-                  "subprocess.Popen", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
-                  "socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo"}
+BLOCKED_EVENTS = {
+    "os.fork",
+    "os.forkpty",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "subprocess.Popen",
+    "pty.spawn",
+    "ctypes.dlopen",
+    "ctypes.dlsym",
+    "ctypes.cdata",
+    "socket.connect",
+    "socket.bind",
+    "socket.sendto",
+    "socket.getaddrinfo",
+}
 PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE = 38, 4
-DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "unshare", "setns", "mount",
-          "umount2", "pivot_root", "chroot", "mount_setattr", "move_mount", "open_tree", "fsopen", "fsmount",
-          "fsconfig", "fspick", "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
-          "io_uring_setup", "io_uring_enter", "io_uring_register", "kexec_load", "kexec_file_load", "init_module",
-          "finit_module", "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "syslog",
-          "open_by_handle_at", "name_to_handle_at", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
-          "fanotify_init", "lookup_dcookie", "vhangup", "personality")
+DENIED = (
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "pidfd_getfd",
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "mount_setattr",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+    "fspick",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "syslog",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "fanotify_init",
+    "lookup_dcookie",
+    "vhangup",
+    "personality",
+)
 CLONE_NAMESPACES = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)
 JOB_FD, STATUS_FD = 3, 4
 
@@ -109,8 +166,13 @@ def load_seccomp(sc):
 def audit(writable):
     def hook(event, args):
         if event in BLOCKED_EVENTS:
-            what = "network access" if event.startswith("socket") else "starting processes" if "ctypes" not in event \
+            what = (
+                "network access"
+                if event.startswith("socket")
+                else "starting processes"
+                if "ctypes" not in event
                 else "ctypes"
+            )
             raise PermissionError(f"{what} is not allowed in the sandbox ({event})")
         if event == "open" and isinstance(args[0], (str, bytes)):
             mode = args[1] if isinstance(args[1], str) else ""
@@ -119,6 +181,7 @@ def audit(writable):
                 path = os.path.realpath(os.fsdecode(args[0]))
                 if not any(path == d or path.startswith(d + os.sep) for d in writable):
                     raise PermissionError(f"writing outside the sandbox directory is not allowed: {path}")
+
     sys.addaudithook(hook)
 
 
@@ -224,8 +287,9 @@ def kill_strays(cfg, keep=None):
         if not name.isdigit() or int(name) in (1, me, keep):
             continue
         try:
-            if cfg["pid_namespace"] or (_real_uid(name) == os.getuid() if own
-                                        else os.getpgid(int(name)) == cfg["runner_pgid"]):
+            if cfg["pid_namespace"] or (
+                _real_uid(name) == os.getuid() if own else os.getpgid(int(name)) == cfg["runner_pgid"]
+            ):
                 os.kill(int(name), signal.SIGKILL)
         except OSError:
             pass
@@ -251,8 +315,11 @@ def serve_job(cfg, runner_fds, job_line):
                 streams[fd].add(chunk)
             else:
                 status += chunk
-            if not chunk or streams[fd] is None and (cfg["session"] and b"\n" in status
-                                                     or len(status) > 16 * cfg["max_output"]):
+            if (
+                not chunk
+                or streams[fd] is None
+                and (cfg["session"] and b"\n" in status or len(status) > 16 * cfg["max_output"])
+            ):
                 del streams[fd]  # end of file, a session's status line, or more than a status line can be
         if out.size + err.size > cfg["runaway_bytes"]:  # a runaway printer: stop it now, not at the CPU limit
             os.kill(pid, signal.SIGKILL)
@@ -266,8 +333,15 @@ def serve_job(cfg, runner_fds, job_line):
     kill_strays(cfg, keep=pid if exit_status is None else None)
     drain(out_r, out)
     drain(err_r, err)
-    result = {"stdout": out.text(), "stderr": err.text(), "stdout_size": out.size, "stderr_size": err.size,
-              "ok": False, "error": "", "limit": limit}
+    result = {
+        "stdout": out.text(),
+        "stderr": err.text(),
+        "stdout_size": out.size,
+        "stderr_size": err.size,
+        "ok": False,
+        "error": "",
+        "limit": limit,
+    }
     if limit is None and exit_status is not None and os.WIFSIGNALED(exit_status):
         sig = os.WTERMSIG(exit_status)
         result["limit"] = {signal.SIGXCPU: "cpu", signal.SIGKILL: "killed"}.get(sig, "crash")
@@ -287,7 +361,7 @@ def serve_job(cfg, runner_fds, job_line):
         result["limit"] = "protocol" if status else "crash"
         result["error"] = "" if status else f"exit status {code}"
         return result
-    result["ok"], result["error"] = parsed["ok"] and code == 0, parsed["error"][-8 * cfg["max_output"]:]
+    result["ok"], result["error"] = parsed["ok"] and code == 0, parsed["error"][-8 * cfg["max_output"] :]
     return result
 
 

@@ -33,5 +33,7 @@ class Tool(Protocol):
 
 def openai_schema(tool: Tool) -> dict[str, Any]:
     """The tool as an OpenAI ``tools`` entry."""
-    return {"type": "function",
-            "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+    }

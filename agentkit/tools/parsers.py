@@ -61,7 +61,7 @@ def parse_tag_call(text: str, tools: tuple[str, ...] = TAG_TOOLS) -> ToolCall | 
         start = stripped.rfind(f"<{name}>")
         if start < 0:
             return ToolCall(name=name, error=f"found {close} without an opening <{name}>")
-        body = stripped[start + len(name) + 2: -len(close)]
+        body = stripped[start + len(name) + 2 : -len(close)]
         if name == "python":
             m = _FENCE.match(body)
             body = m.group(1) if m else body
@@ -100,8 +100,10 @@ def parse_answer(text: str) -> str | None:
 
 # ---- JSON style -----------------------------------------------------------------------------------------------
 _HERMES = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.S)
-HERMES_TOOLS_PROMPT = ("You can call these functions:\n<tools>\n{tools}\n</tools>\nTo call one, reply with "
-                       '<tool_call>{{"name": <function name>, "arguments": <JSON object>}}</tool_call>.')
+HERMES_TOOLS_PROMPT = (
+    "You can call these functions:\n<tools>\n{tools}\n</tools>\nTo call one, reply with "
+    '<tool_call>{{"name": <function name>, "arguments": <JSON object>}}</tool_call>.'
+)
 
 
 def hermes_tools_prompt(functions: list[dict[str, Any]]) -> str:
@@ -157,8 +159,13 @@ def parse_openai_tool_calls(tool_calls: Any, known: set[str] | None = None) -> l
             try:
                 args = json.loads(args)
             except (json.JSONDecodeError, RecursionError) as e:
-                out.append(ToolCall(name=fn["name"], id=tc.get("id") or ToolCall("").id,
-                                    error=f"arguments are not valid JSON ({getattr(e, 'msg', e)})"))
+                out.append(
+                    ToolCall(
+                        name=fn["name"],
+                        id=tc.get("id") or ToolCall("").id,
+                        error=f"arguments are not valid JSON ({getattr(e, 'msg', e)})",
+                    )
+                )
                 continue
         out.append(_checked(fn["name"], args, known, tc.get("id")))
     return out
@@ -169,11 +176,14 @@ def _checked(name: str, args: Any, known: set[str] | None, call_id: Any) -> Tool
     if not isinstance(args, dict):
         return ToolCall(name=name, id=cid, error="arguments must be a JSON object")
     if known is not None and name not in known:
-        return ToolCall(name=name, arguments=args, id=cid,
-                        error=f"unknown tool {name!r}; available: {', '.join(sorted(known)) or 'none'}")
+        return ToolCall(
+            name=name,
+            arguments=args,
+            id=cid,
+            error=f"unknown tool {name!r}; available: {', '.join(sorted(known)) or 'none'}",
+        )
     return ToolCall(name=name, arguments=args, id=cid)
 
 
 def to_openai(call: ToolCall) -> dict[str, Any]:
-    return {"id": call.id, "type": "function",
-            "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}

@@ -16,8 +16,10 @@ class PythonTool:
     """
 
     name = "python"
-    description = ("Execute Python 3 code in a sandbox without network access and return its printed output. "
-                   "Use print() to show results.")
+    description = (
+        "Execute Python 3 code in a sandbox without network access and return its printed output. "
+        "Use print() to show results."
+    )
     parameters: dict[str, Any] = {
         "type": "object",
         "properties": {"code": {"type": "string", "description": "Python source code to run"}},
@@ -29,8 +31,7 @@ class PythonTool:
 
     def __call__(self, code: str = "", session_id: str | None = None, **extra: Any) -> ToolResult:
         if extra:
-            return ToolResult(f"Error: unexpected argument(s) {', '.join(sorted(extra))}; pass only 'code'.",
-                              ok=False)
+            return ToolResult(f"Error: unexpected argument(s) {', '.join(sorted(extra))}; pass only 'code'.", ok=False)
         if not isinstance(code, str) or not code.strip():
             return ToolResult("Error: 'code' must be a non-empty string of Python source.", ok=False)
         return self.sandbox.run(code, session_id=session_id)

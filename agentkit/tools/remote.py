@@ -21,8 +21,12 @@ class RemoteTool:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(self.url + path, method=method, headers=headers,
-                                     data=json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(
+            self.url + path,
+            method=method,
+            headers=headers,
+            data=json.dumps(body).encode() if body is not None else None,
+        )
         with urllib.request.urlopen(req, timeout=self.timeout) as r:
             return json.loads(r.read())
 

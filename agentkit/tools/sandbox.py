@@ -65,8 +65,7 @@ from agentkit.tools.base import ToolResult
 WORKER = str(Path(__file__).with_name("_worker.py"))
 _OPEN: weakref.WeakSet[Sandbox] = weakref.WeakSet()  # closed at interpreter exit: no worker or directory left
 _IN_SANDBOX_WORKER = "/run/agentkit/worker.py"
-_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/alternatives", "/etc/fonts",
-        "/etc/matplotlibrc")
+_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/alternatives", "/etc/fonts", "/etc/matplotlibrc")
 _UIDS = itertools.count()
 
 
@@ -102,13 +101,22 @@ class SandboxConfig:
     pool_size: int = 2
     idle_timeout_s: float = 300.0
     isolation: Literal["kernel", "rlimits-only"] = field(
-        default_factory=lambda: os.environ.get("AGENTKIT_SANDBOX_ISOLATION", "kernel"))
+        default_factory=lambda: os.environ.get("AGENTKIT_SANDBOX_ISOLATION", "kernel")
+    )
 
     def __post_init__(self) -> None:
         if self.isolation not in ("kernel", "rlimits-only"):
             raise AgentkitError(f"sandbox isolation must be 'kernel' or 'rlimits-only', not {self.isolation!r}")
-        for name in ("cpu_s", "wall_s", "memory_mb", "max_output", "max_file_mb", "max_procs", "tmpfs_mb",
-                     "idle_timeout_s"):
+        for name in (
+            "cpu_s",
+            "wall_s",
+            "memory_mb",
+            "max_output",
+            "max_file_mb",
+            "max_procs",
+            "tmpfs_mb",
+            "idle_timeout_s",
+        ):
             if not getattr(self, name) > 0:
                 raise AgentkitError(f"sandbox {name} must be > 0, not {getattr(self, name)!r}")
         if self.pool_size < 0:
@@ -122,8 +130,14 @@ class SandboxConfig:
 
 def _sandbox_env(home: str) -> dict[str, str]:
     """The environment sandboxed code sees: nothing of the host's, one thread per numeric library."""
-    return {"PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
 
 
 def _interpreter_paths() -> list[str]:
@@ -147,8 +161,18 @@ def _private_interpreter() -> str | None:
 
 def bwrap_argv(cfg: SandboxConfig, as_root: bool) -> list[str]:
     """bubblewrap's arguments for one worker (everything before the command)."""
-    argv = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    argv = [
+        "bwrap",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+    ]
     if not as_root:  # a user namespace: the worker is nobody there and holds no capability
         argv += ["--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
     argv += ["--ro-bind", "/usr", "/usr"]
@@ -233,8 +257,11 @@ class _MemoryCgroup:
         self.path.mkdir()
         limit = str(memory_mb * 2**20)
         v1 = (self.path / "memory.limit_in_bytes").exists()
-        for name, value in ((("memory.limit_in_bytes", limit), ("memory.memsw.limit_in_bytes", limit)) if v1 else
-                            (("memory.max", limit), ("memory.swap.max", "0"))):
+        for name, value in (
+            (("memory.limit_in_bytes", limit), ("memory.memsw.limit_in_bytes", limit))
+            if v1
+            else (("memory.max", limit), ("memory.swap.max", "0"))
+        ):
             if (self.path / name).exists():
                 (self.path / name).write_text(value)
 
@@ -296,16 +323,33 @@ class _Worker:
         uid = _next_uid() if as_root else None
         # RLIMIT_NPROC counts every process of the uid: an own uid starts at zero, a shared one does not
         nproc = cfg.max_procs if as_root else _processes_of(os.getuid()) + cfg.max_procs
-        wcfg = {**asdict(cfg), "workdir": workdir, "writable": [workdir, "/tmp"] if kernel else [workdir],
-                "session": session, "cpu_hard_s": int(cfg.cpu_s * 1000) + 1, "uid": uid, "nproc": nproc,
-                "pid_namespace": kernel, "libraries": _libraries(), "runaway_bytes": cfg.runaway_bytes}
+        wcfg = {
+            **asdict(cfg),
+            "workdir": workdir,
+            "writable": [workdir, "/tmp"] if kernel else [workdir],
+            "session": session,
+            "cpu_hard_s": int(cfg.cpu_s * 1000) + 1,
+            "uid": uid,
+            "nproc": nproc,
+            "pid_namespace": kernel,
+            "libraries": _libraries(),
+            "runaway_bytes": cfg.runaway_bytes,
+        }
         env = _sandbox_env(workdir)  # the weaker mode's code gets it; under bwrap, bwrap sets the code's own
         if kernel:
             cmd = [*bwrap_argv(cfg, as_root), sys.executable, "-I", _IN_SANDBOX_WORKER, json.dumps(wcfg)]
         else:
             cmd = [sys.executable, "-I", WORKER, json.dumps(wcfg)]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=env, cwd=self.workdir, start_new_session=True, bufsize=0)
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=self.workdir,
+            start_new_session=True,
+            bufsize=0,
+        )
         self.isolation = cfg.isolation
         self.seccomp = False
         self.cgroup: _MemoryCgroup | None = None
@@ -357,29 +401,42 @@ class _Worker:
             line = self._readline(cfg.wall_s)
         except (BrokenPipeError, OSError):
             line = b""
-        meta = {"seconds": round(time.perf_counter() - start, 4), "isolation": self.isolation,
-                "seccomp": self.seccomp, "memory_cgroup": self.cgroup is not None}
+        meta = {
+            "seconds": round(time.perf_counter() - start, 4),
+            "isolation": self.isolation,
+            "seccomp": self.seccomp,
+            "memory_cgroup": self.cgroup is not None,
+        }
         if line is None:
             self.kill()
-            return ToolResult(f"Error: wall-time limit of {cfg.wall_s:g} s exceeded; the process was killed.",
-                              ok=False, meta={**meta, "limit": "wall"})
+            return ToolResult(
+                f"Error: wall-time limit of {cfg.wall_s:g} s exceeded; the process was killed.",
+                ok=False,
+                meta={**meta, "limit": "wall"},
+            )
         try:
             r = json.loads(line)
-            out = _with_cut(r["stdout"], r["stdout_size"], cfg.max_output) + \
-                _with_cut(r["stderr"], r["stderr_size"], cfg.max_output)
+            out = _with_cut(r["stdout"], r["stdout_size"], cfg.max_output) + _with_cut(
+                r["stderr"], r["stderr_size"], cfg.max_output
+            )
             truncated = r["stdout_size"] > cfg.max_output or r["stderr_size"] > cfg.max_output
             limit = r["limit"]
         except (ValueError, TypeError, KeyError):  # the worker died, or its supervisor was replaced: no exception
             self.kill()
-            return ToolResult("Error: the sandbox's supervisor died or returned an unreadable result; the "
-                              "process was killed.", ok=False, meta={**meta, "limit": "crash"})
+            return ToolResult(
+                "Error: the sandbox's supervisor died or returned an unreadable result; the process was killed.",
+                ok=False,
+                meta={**meta, "limit": "crash"},
+            )
         if limit is None:
             return ToolResult(out + r["error"], ok=r["ok"] is True, meta={**meta, "truncated": truncated})
-        why = {"cpu": f"CPU-time limit of {cfg.cpu_s:g} s exceeded",
-               "killed": "the process was killed (the hard CPU limit, or the memory limit of its process tree)",
-               "output": f"the program printed more than {cfg.runaway_bytes} bytes and was stopped",
-               "protocol": "the program wrote an unreadable status to the sandbox's status pipe",
-               "crash": f"the process died ({r['error'] or 'no status'})"}[limit]
+        why = {
+            "cpu": f"CPU-time limit of {cfg.cpu_s:g} s exceeded",
+            "killed": "the process was killed (the hard CPU limit, or the memory limit of its process tree)",
+            "output": f"the program printed more than {cfg.runaway_bytes} bytes and was stopped",
+            "protocol": "the program wrote an unreadable status to the sandbox's status pipe",
+            "crash": f"the process died ({r['error'] or 'no status'})",
+        }[limit]
         return ToolResult(f"{out}Error: {why}.", ok=False, meta={**meta, "limit": limit, "truncated": truncated})
 
     def kill(self) -> None:
@@ -415,14 +472,20 @@ class Sandbox:
                 f"{why}. The python sandbox needs kernel isolation (bubblewrap namespaces); install bubblewrap "
                 "and allow user namespaces (sysctl kernel.unprivileged_userns_clone=1), or opt in to the weaker "
                 "mode with AGENTKIT_SANDBOX_ISOLATION=rlimits-only (tool-server: --isolation rlimits-only): no file, "
-                "network or PID isolation")
+                "network or PID isolation"
+            )
         if self.config.isolation == "rlimits-only" and os.geteuid() == 0 and (hidden := _private_interpreter()):
             raise SandboxUnavailable(
                 f"the 'rlimits-only' sandbox runs code as its own uid, which cannot read the interpreter under "
-                f"{hidden}", "use the kernel isolation (install bubblewrap) or a Python that others may read")
+                f"{hidden}",
+                "use the kernel isolation (install bubblewrap) or a Python that others may read",
+            )
         if self.config.isolation == "rlimits-only":
-            warnings.warn("the python sandbox runs in the weaker 'rlimits-only' mode: sandboxed code can read "
-                          "this machine's files and see its processes", stacklevel=2)
+            warnings.warn(
+                "the python sandbox runs in the weaker 'rlimits-only' mode: sandboxed code can read "
+                "this machine's files and see its processes",
+                stacklevel=2,
+            )
         self._pool: deque[_Worker] = deque()
         self._sessions: dict[str, _Worker] = {}
         self._lock = threading.Lock()

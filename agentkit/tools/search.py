@@ -61,8 +61,9 @@ class SearchIndex:
 
         self.docs = load_corpus(corpus)
         self._bm25 = bm25s.BM25()
-        self._bm25.index(bm25s.tokenize([self._full(d) for d in self.docs], stopwords="en", show_progress=False),
-                         show_progress=False)
+        self._bm25.index(
+            bm25s.tokenize([self._full(d) for d in self.docs], stopwords="en", show_progress=False), show_progress=False
+        )
         self.embedder_name = embedder
         self._faiss = None
         self._encoder = None
@@ -77,10 +78,14 @@ class SearchIndex:
         import faiss
         from sentence_transformers import SentenceTransformer
 
-
         self._encoder = SentenceTransformer(str(resolve(self.embedder_name)), device="cpu")
-        emb = self._encoder.encode([self._full(d) for d in self.docs], batch_size=64, normalize_embeddings=True,
-                                   convert_to_numpy=True, show_progress_bar=False)
+        emb = self._encoder.encode(
+            [self._full(d) for d in self.docs],
+            batch_size=64,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         self._faiss = faiss.IndexFlatIP(emb.shape[1])
         self._faiss.add(emb.astype("float32"))
 
@@ -111,7 +116,9 @@ class SearchIndex:
             ranked = self._dense_ranks(queries, k)
         elif mode == "hybrid":
             depth = max(4 * k, 20)
-            ranked = [_rrf([a, b], k) for a, b in zip(self._bm25_ranks(queries, depth), self._dense_ranks(queries, depth))]
+            ranked = [
+                _rrf([a, b], k) for a, b in zip(self._bm25_ranks(queries, depth), self._dense_ranks(queries, depth))
+            ]
         else:
             raise ValueError(f"unknown search mode {mode!r} (bm25, dense, hybrid)")
         return [[Hit(self.docs[i]["id"], self.docs[i]["title"], self.docs[i]["text"], s) for i, s in r] for r in ranked]
@@ -137,13 +144,22 @@ class SearchTool:
     description = "Search the document collection and return the most relevant passages with their titles."
     parameters: dict[str, Any] = {
         "type": "object",
-        "properties": {"query": {"type": "string", "description": "what to look for"},
-                       "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "description": "passages"}},
+        "properties": {
+            "query": {"type": "string", "description": "what to look for"},
+            "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "description": "passages"},
+        },
         "required": ["query"],
     }
 
-    def __init__(self, corpus: Any = None, *, index: SearchIndex | None = None, top_k: int = 3,
-                 mode: Mode = "bm25", max_chars: int = 600):
+    def __init__(
+        self,
+        corpus: Any = None,
+        *,
+        index: SearchIndex | None = None,
+        top_k: int = 3,
+        mode: Mode = "bm25",
+        max_chars: int = 600,
+    ):
         if index is None and corpus is None:
             raise AgentkitError("the search tool needs a corpus", "pass a JSONL file of {id, title, text}")
         self.index = index or SearchIndex(corpus)

@@ -18,5 +18,18 @@ from agentkit.uncertainty.estimators import (
 from agentkit.uncertainty.schema import GenerationRow, iter_generations, write_generations
 from agentkit.uncertainty.score import ScoreConfig, score
 
-__all__ = ["AU", "EU", "TU", "CrossModelUncertainty", "Degree", "EigValLaplacian", "GenerationRow",
-           "LexicalSimilarity", "NumSemSets", "ScoreConfig", "iter_generations", "score", "write_generations"]
+__all__ = [
+    "AU",
+    "EU",
+    "TU",
+    "CrossModelUncertainty",
+    "Degree",
+    "EigValLaplacian",
+    "GenerationRow",
+    "LexicalSimilarity",
+    "NumSemSets",
+    "ScoreConfig",
+    "iter_generations",
+    "score",
+    "write_generations",
+]

@@ -168,5 +168,12 @@ class Degree:
 
 def all_estimators(inter: str = "pooled", clip_eu: bool = False, sets_threshold: float = 0.9) -> dict[str, Any]:
     """Names -> estimator objects, in report order."""
-    return {"AU": AU(), "EU": EU(inter, clip_eu), "TU": TU(inter, clip_eu), "Lexical(ROUGE-L)": LexicalSimilarity(),
-            "NumSemSets": NumSemSets(sets_threshold), "EigValLaplacian": EigValLaplacian(), "Degree": Degree()}
+    return {
+        "AU": AU(),
+        "EU": EU(inter, clip_eu),
+        "TU": TU(inter, clip_eu),
+        "Lexical(ROUGE-L)": LexicalSimilarity(),
+        "NumSemSets": NumSemSets(sets_threshold),
+        "EigValLaplacian": EigValLaplacian(),
+        "Degree": Degree(),
+    }

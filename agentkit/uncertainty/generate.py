@@ -29,10 +29,15 @@ SYSTEM = "Answer the question. Reply with the answer only, no explanation."
 # shown the format. The facts are invented, like suite (b)'s.
 FEW_SHOT = {
     "numeric": [("What is 23 + 45?", "68"), ("What is 7 × 6?", "42"), ("What is 81 - 27?", "54")],
-    "em_f1": [("Velra Optics: Velra Optics is a company founded in 1961 by Onna Traskel.\nOnna Traskel: Onna "
-               "Traskel is a chemist born in 1930 in the city of Brevik.\n\nQuestion: In which city was the "
-               "founder of Velra Optics born?", "Brevik"),
-              ("In which year was Tomas Eldrin born?", "1954")],
+    "em_f1": [
+        (
+            "Velra Optics: Velra Optics is a company founded in 1961 by Onna Traskel.\nOnna Traskel: Onna "
+            "Traskel is a chemist born in 1930 in the city of Brevik.\n\nQuestion: In which city was the "
+            "founder of Velra Optics born?",
+            "Brevik",
+        ),
+        ("In which year was Tomas Eldrin born?", "1954"),
+    ],
 }
 
 
@@ -72,12 +77,12 @@ class ModelSpec:
     @classmethod
     def parse(cls, spec: str) -> ModelSpec:
         if spec.startswith("openai:"):
-            name, _, url = spec[len("openai:"):].partition("@")
+            name, _, url = spec[len("openai:") :].partition("@")
             if not name or not url:
                 raise AgentkitError(f"model spec {spec!r}: expected openai:NAME@URL")
             return cls(spec, "openai", name, url)
         if spec.startswith("vllm:"):
-            return cls(spec, "vllm", spec[len("vllm:"):])
+            return cls(spec, "vllm", spec[len("vllm:") :])
         return cls(spec, "hf", spec)
 
     @property
@@ -98,9 +103,20 @@ def _prompt(task: Task, system: str, few_shot: bool) -> list[dict[str, str]]:
     return msgs + [{"role": "user", "content": task.question}]
 
 
-def generate(models: list[str], tasks: list[Task], out: str | Path, samples: int = 5, temperature: float = 0.7,
-             top_p: float = 1.0, max_tokens: int = 24, seed: int = 0, chunk: int = 32, system: str = SYSTEM,
-             few_shot: bool = True, progress: bool = True) -> Path:
+def generate(
+    models: list[str],
+    tasks: list[Task],
+    out: str | Path,
+    samples: int = 5,
+    temperature: float = 0.7,
+    top_p: float = 1.0,
+    max_tokens: int = 24,
+    seed: int = 0,
+    chunk: int = 32,
+    system: str = SYSTEM,
+    few_shot: bool = True,
+    progress: bool = True,
+) -> Path:
     if samples < 2:
         raise AgentkitError(f"--samples {samples}: AU needs at least 2 samples per question")
     specs = [ModelSpec.parse(m.strip()) for m in models if m.strip()]
@@ -116,22 +132,44 @@ def generate(models: list[str], tasks: list[Task], out: str | Path, samples: int
         todo = [t for t in tasks if t.id not in done]
         if todo:
             engine = spec.build()
-            bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=spec.key, disable=not progress,
-                       dynamic_ncols=True)
+            bar = tqdm(
+                total=len(tasks),
+                initial=len(tasks) - len(todo),
+                desc=spec.key,
+                disable=not progress,
+                dynamic_ncols=True,
+            )
             for start in range(0, len(todo), chunk):
-                part = todo[start:start + chunk]
+                part = todo[start : start + chunk]
                 prompts = [_prompt(t, system, few_shot) for t in part]
-                sampled = engine.generate(prompts, SamplingParams(n=samples, temperature=temperature, top_p=top_p,
-                                                                  max_tokens=max_tokens, seed=seed, entropy=False))
+                sampled = engine.generate(
+                    prompts,
+                    SamplingParams(
+                        n=samples, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, entropy=False
+                    ),
+                )
                 greedy = engine.generate(prompts, SamplingParams(temperature=0, max_tokens=max_tokens, entropy=False))
-                rows = {t.id: {"samples": [c.text.strip() for c in outs], "greedy": g.text.strip()}
-                        for t, outs, (g,) in zip(part, sampled, greedy)}
+                rows = {
+                    t.id: {"samples": [c.text.strip() for c in outs], "greedy": g.text.strip()}
+                    for t, outs, (g,) in zip(part, sampled, greedy)
+                }
                 append_records(partial, rows)
                 done.update(rows)
                 bar.update(len(part))
             bar.close()
         results[spec.key] = done
-    rows = [GenerationRow(t.id, t.question, {k: results[k][t.id]["samples"] for k in results}, t.answer, t.kind,
-                          t.metric, {k: results[k][t.id]["greedy"] for k in results}, t.meta) for t in tasks]
+    rows = [
+        GenerationRow(
+            t.id,
+            t.question,
+            {k: results[k][t.id]["samples"] for k in results},
+            t.answer,
+            t.kind,
+            t.metric,
+            {k: results[k][t.id]["greedy"] for k in results},
+            t.meta,
+        )
+        for t in tasks
+    ]
     write_generations(out, rows)
     return out

@@ -91,5 +91,9 @@ def ece(correct: np.ndarray, confidence: np.ndarray, bins: int = 10) -> float:
 
 def summarize(correct: np.ndarray, score: np.ndarray, bins: int = 10) -> dict[str, float]:
     """AUROC, PRR, AURAC and ECE of one estimator."""
-    return {"auroc": auroc(correct, score), "prr": prr(correct, score), "aurac": aurac(correct, score),
-            "ece": ece(correct, to_confidence(score), bins)}
+    return {
+        "auroc": auroc(correct, score),
+        "prr": prr(correct, score),
+        "aurac": aurac(correct, score),
+        "ece": ece(correct, to_confidence(score), bins),
+    }

@@ -43,8 +43,10 @@ class GenerationRow:
 
 class BadRow(AgentkitError):
     def __init__(self, where: str, field_name: str, problem: str):
-        super().__init__(f"{where}: field {field_name!r}: {problem}",
-                         "fix or remove the row, or pass --skip-bad to skip such rows and count them")
+        super().__init__(
+            f"{where}: field {field_name!r}: {problem}",
+            "fix or remove the row, or pass --skip-bad to skip such rows and count them",
+        )
         self.where, self.field, self.problem = where, field_name, problem
 
 
@@ -85,9 +87,16 @@ def validate(raw: Any, where: str) -> GenerationRow:
     meta = raw.get("meta") or {}
     if not isinstance(meta, dict):
         raise BadRow(where, "meta", "not an object")
-    return GenerationRow(raw["id"], raw["question"], {m: list(t) for m, t in samples.items()},
-                         None if ref is None else str(ref), str(raw.get("task") or ""), str(raw.get("metric") or ""),
-                         dict(greedy), dict(meta))
+    return GenerationRow(
+        raw["id"],
+        raw["question"],
+        {m: list(t) for m, t in samples.items()},
+        None if ref is None else str(ref),
+        str(raw.get("task") or ""),
+        str(raw.get("metric") or ""),
+        dict(greedy),
+        dict(meta),
+    )
 
 
 def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
@@ -98,8 +107,10 @@ def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
         try:
             ds = datasets.load_from_disk(str(path))
         except Exception as e:  # not a saved dataset: say so instead of a datasets traceback
-            raise AgentkitError(f"{path}: not a saved HF dataset ({e})", "pass a .jsonl, .parquet or a "
-                                "directory written by Dataset.save_to_disk") from None
+            raise AgentkitError(
+                f"{path}: not a saved HF dataset ({e})",
+                "pass a .jsonl, .parquet or a directory written by Dataset.save_to_disk",
+            ) from None
         if isinstance(ds, datasets.DatasetDict):
             ds = ds[next(iter(ds))]
         for i, row in enumerate(ds, 1):
@@ -129,8 +140,9 @@ def _unflatten(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def iter_generations(path: str | Path, skip_bad: bool = False, skipped: Skipped | None = None
-                     ) -> Iterator[tuple[str, GenerationRow]]:
+def iter_generations(
+    path: str | Path, skip_bad: bool = False, skipped: Skipped | None = None
+) -> Iterator[tuple[str, GenerationRow]]:
     """Stream (location, row) from saved generations; bad rows raise, or are counted in ``skipped``."""
     path = Path(path)
     if not path.exists():

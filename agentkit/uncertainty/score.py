@@ -96,16 +96,20 @@ def prepare(path: str | Path, cfg: ScoreConfig) -> Prepared:
         if models is None:
             models = list(row.samples)
             if ref and ref not in models:
-                raise AgentkitError(f"{where}: the reference model {ref!r} is not in the row's samples "
-                                    f"({', '.join(models)})", "pass --reference-model with one of them")
+                raise AgentkitError(
+                    f"{where}: the reference model {ref!r} is not in the row's samples ({', '.join(models)})",
+                    "pass --reference-model with one of them",
+                )
         if ref is None:
             ref = models[0]
         if ref not in models:
             models = [ref, *models]
         if len(set(models)) < 2:
-            raise AgentkitError(f"the ensemble is only the reference model {ref!r}",
-                                "cross-model EU needs a second model: name it in --models, or score a file with "
-                                "samples of several models")
+            raise AgentkitError(
+                f"the ensemble is only the reference model {ref!r}",
+                "cross-model EU needs a second model: name it in --models, or score a file with "
+                "samples of several models",
+            )
         try:
             for m in models:
                 got = row.samples.get(m)
@@ -113,8 +117,12 @@ def prepare(path: str | Path, cfg: ScoreConfig) -> Prepared:
                     raise BadRow(where, f"samples.{m}", "this model is missing from the row")
                 need = 2 if m == ref else 1
                 if len(got) < need:
-                    raise BadRow(where, f"samples.{m}", f"{len(got)} sample(s); the {'reference' if m == ref else 'member'}"
-                                 f" model needs at least {need}")
+                    raise BadRow(
+                        where,
+                        f"samples.{m}",
+                        f"{len(got)} sample(s); the {'reference' if m == ref else 'member'}"
+                        f" model needs at least {need}",
+                    )
             if row.reference is None:
                 raise BadRow(where, "reference", "missing: correctness cannot be judged")
         except BadRow as e:
@@ -134,8 +142,9 @@ def prepare(path: str | Path, cfg: ScoreConfig) -> Prepared:
         correct.append(judge(row, pred, cfg.label, cfg.f1_threshold))
         rows.append(row)
     if not rows:
-        raise AgentkitError(f"{path}: no usable rows" + (f" ({skipped.count} skipped)" if skipped.count else ""),
-                            "check the file")
+        raise AgentkitError(
+            f"{path}: no usable rows" + (f" ({skipped.count} skipped)" if skipped.count else ""), "check the file"
+        )
     n = max(len(s) for s in slots)
     index = np.full((len(rows), n), -1, dtype=np.int64)
     member = np.full((len(rows), n), -1, dtype=np.int64)
@@ -147,8 +156,9 @@ def prepare(path: str | Path, cfg: ScoreConfig) -> Prepared:
 def compute_scores(p: Prepared, cfg: ScoreConfig, progress: bool = False) -> tuple[dict[str, np.ndarray], dict]:
     """Every estimator's scores ``[Q]`` and the time each stage took."""
     t0 = time.perf_counter()
-    sim = similarity_matrices(p.texts, p.index, cfg.similarity, embedder=cfg.embedder, nli_model=cfg.nli_model,
-                              progress=progress)
+    sim = similarity_matrices(
+        p.texts, p.index, cfg.similarity, embedder=cfg.embedder, nli_model=cfg.nli_model, progress=progress
+    )
     t1 = time.perf_counter()
     if cfg.similarity == "rougeL":
         lexical = sim
@@ -159,15 +169,21 @@ def compute_scores(p: Prepared, cfg: ScoreConfig, progress: bool = False) -> tup
     t2 = time.perf_counter()
     stats = {"sim": sim, "member": p.member, "lexical": lexical}
     thr = cfg.sets_threshold if cfg.sets_threshold is not None else {"exact": 1.0, "nli": 0.5}.get(cfg.similarity, 0.9)
-    scores = {name: np.asarray(est(stats), dtype=float)
-              for name, est in all_estimators(cfg.inter, cfg.clip_eu, thr).items()}
+    scores = {
+        name: np.asarray(est(stats), dtype=float) for name, est in all_estimators(cfg.inter, cfg.clip_eu, thr).items()
+    }
     t3 = time.perf_counter()
-    return scores, {"similarity_s": round(t1 - t0, 3), "lexical_s": round(t2 - t1, 3),
-                    "estimators_s": round(t3 - t2, 3), "unique_texts": len(p.texts)}
+    return scores, {
+        "similarity_s": round(t1 - t0, 3),
+        "lexical_s": round(t2 - t1, 3),
+        "estimators_s": round(t3 - t2, 3),
+        "unique_texts": len(p.texts),
+    }
 
 
-def confident_failures(correct: np.ndarray, au: np.ndarray, eu: np.ndarray, low_au_q: float = 0.5,
-                       eu_q: float = 0.5) -> dict[str, Any]:
+def confident_failures(
+    correct: np.ndarray, au: np.ndarray, eu: np.ndarray, low_au_q: float = 0.5, eu_q: float = 0.5
+) -> dict[str, Any]:
     """Errors the self-consistency signal misses, and how many of them EU flags.
 
     Low AU: AU ≤ its ``low_au_q`` quantile over all questions (< when that quantile is the maximum, e.g. when
@@ -185,49 +201,69 @@ def confident_failures(correct: np.ndarray, au: np.ndarray, eu: np.ndarray, low_
     def rate(m):
         return float(flag[m].mean()) if m.any() else float("nan")
 
-    return {"low_au_threshold": float(thr), "eu_flag_threshold": float(np.quantile(eu, eu_q)),
-            "confident_failures": int(fail.sum()), "confident_failures_flagged_by_eu": int((fail & flag).sum()),
-            "eu_flag_rate_confident_failures": rate(fail), "eu_flag_rate_confident_correct": rate(ok),
-            "errors": int(err.sum()), "errors_flagged_by_eu_not_au": int((err & flag & ~au_flag).sum()),
-            "share_errors_flagged_by_eu_not_au": float((err & flag & ~au_flag).sum() / max(err.sum(), 1))}
+    return {
+        "low_au_threshold": float(thr),
+        "eu_flag_threshold": float(np.quantile(eu, eu_q)),
+        "confident_failures": int(fail.sum()),
+        "confident_failures_flagged_by_eu": int((fail & flag).sum()),
+        "eu_flag_rate_confident_failures": rate(fail),
+        "eu_flag_rate_confident_correct": rate(ok),
+        "errors": int(err.sum()),
+        "errors_flagged_by_eu_not_au": int((err & flag & ~au_flag).sum()),
+        "share_errors_flagged_by_eu_not_au": float((err & flag & ~au_flag).sum() / max(err.sum(), 1)),
+    }
 
 
 def evaluate(p: Prepared, scores: dict[str, np.ndarray], cfg: ScoreConfig) -> dict[str, Any]:
     from scipy.stats import spearmanr
-
 
     c = p.correct
     per_task: dict[str, Any] = {}
     tasks = np.array([r.task or "all" for r in p.rows])
     for t in sorted(set(tasks)):
         m = tasks == t
-        per_task[t] = {"n": int(m.sum()), "accuracy": float(c[m].mean()),
-                       **{name: summarize(c[m], s[m], cfg.bins)["auroc"] for name, s in scores.items()}}
+        per_task[t] = {
+            "n": int(m.sum()),
+            "accuracy": float(c[m].mean()),
+            **{name: summarize(c[m], s[m], cfg.bins)["auroc"] for name, s in scores.items()},
+        }
     rho = spearmanr(scores["AU"], scores["EU"]).statistic
     return {
-        "questions": len(c), "accuracy": float(c.mean()), "reference_model": p.reference, "models": p.models,
+        "questions": len(c),
+        "accuracy": float(c.mean()),
+        "reference_model": p.reference,
+        "models": p.models,
         "similarity": cfg.similarity,
         "skipped": {"count": p.skipped.count, "reasons": dict(p.skipped.reasons), "examples": p.skipped.examples},
         "estimators": {name: summarize(c, s, cfg.bins) for name, s in scores.items()},
         "per_task_auroc": per_task,
         "au_eu_spearman": float(rho) if rho == rho else float("nan"),
-        "confident_failures": confident_failures(c, scores["AU"], scores["EU"], cfg.low_au_quantile,
-                                                 cfg.eu_flag_quantile),
-        "curves": {name: {"rejection": rejection_curve(c, s).tolist(),
-                          "reliability": reliability(c, to_confidence(s), cfg.bins)} for name, s in scores.items()},
+        "confident_failures": confident_failures(
+            c, scores["AU"], scores["EU"], cfg.low_au_quantile, cfg.eu_flag_quantile
+        ),
+        "curves": {
+            name: {
+                "rejection": rejection_curve(c, s).tolist(),
+                "reliability": reliability(c, to_confidence(s), cfg.bins),
+            }
+            for name, s in scores.items()
+        },
     }
 
 
 def write_report(out: Path, res: dict[str, Any], cfg: ScoreConfig, source: str) -> None:
     plt = pyplot()
 
-
     out.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, cur in res["curves"].items():
         r = cur["rejection"]
-        ax.plot(np.arange(len(r)) / len(r), r, label=f"{name} ({res['estimators'][name]['aurac']:.3f})",
-                lw=2.2 if name in ("AU", "TU") else 1.2)
+        ax.plot(
+            np.arange(len(r)) / len(r),
+            r,
+            label=f"{name} ({res['estimators'][name]['aurac']:.3f})",
+            lw=2.2 if name in ("AU", "TU") else 1.2,
+        )
     ax.axhline(res["accuracy"], color="grey", ls=":", label="random")
     ax.set_xlabel("rejection rate (most uncertain first)")
     ax.set_ylabel("accuracy of the kept answers")
@@ -256,26 +292,53 @@ def write_report(out: Path, res: dict[str, Any], cfg: ScoreConfig, source: str) 
     def f(x):
         return "–" if x != x else f"{x:.3f}"
 
-    lines = [f"# Uncertainty on `{source}`", "",
-             f"{res['questions']} questions; reference model `{res['reference_model']}` (accuracy "
-             f"{res['accuracy']:.1%}); ensemble {', '.join(f'`{m}`' for m in res['models'])}; similarity "
-             f"`{res['similarity']}`." + (f" Skipped rows: {res['skipped']['count']}." if res["skipped"]["count"] else ""),
-             "", "| estimator | AUROC ↑ | PRR ↑ | AURAC ↑ | ECE ↓ |", "|---|---|---|---|---|"]
-    lines += [f"| {n} | {f(m['auroc'])} | {f(m['prr'])} | {f(m['aurac'])} | {f(m['ece'])} |"
-              for n, m in res["estimators"].items()]
+    lines = [
+        f"# Uncertainty on `{source}`",
+        "",
+        f"{res['questions']} questions; reference model `{res['reference_model']}` (accuracy "
+        f"{res['accuracy']:.1%}); ensemble {', '.join(f'`{m}`' for m in res['models'])}; similarity "
+        f"`{res['similarity']}`." + (f" Skipped rows: {res['skipped']['count']}." if res["skipped"]["count"] else ""),
+        "",
+        "| estimator | AUROC ↑ | PRR ↑ | AURAC ↑ | ECE ↓ |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {n} | {f(m['auroc'])} | {f(m['prr'])} | {f(m['aurac'])} | {f(m['ece'])} |"
+        for n, m in res["estimators"].items()
+    ]
     cf = res["confident_failures"]
-    lines += ["", "## Confident failures", "",
-              f"Errors with low AU (AU ≤ {cf['low_au_threshold']:.3f}): **{cf['confident_failures']}**, of which EU "
-              f"flags {cf['confident_failures_flagged_by_eu']} (flag rate {f(cf['eu_flag_rate_confident_failures'])}"
-              f" vs {f(cf['eu_flag_rate_confident_correct'])} on confident correct answers). Errors flagged by EU "
-              f"but not AU: {cf['errors_flagged_by_eu_not_au']} of {cf['errors']}. Spearman ρ(AU, EU) = "
-              f"{f(res['au_eu_spearman'])}.", "", "## AUROC per task", ""]
+    lines += [
+        "",
+        "## Confident failures",
+        "",
+        f"Errors with low AU (AU ≤ {cf['low_au_threshold']:.3f}): **{cf['confident_failures']}**, of which EU "
+        f"flags {cf['confident_failures_flagged_by_eu']} (flag rate {f(cf['eu_flag_rate_confident_failures'])}"
+        f" vs {f(cf['eu_flag_rate_confident_correct'])} on confident correct answers). Errors flagged by EU "
+        f"but not AU: {cf['errors_flagged_by_eu_not_au']} of {cf['errors']}. Spearman ρ(AU, EU) = "
+        f"{f(res['au_eu_spearman'])}.",
+        "",
+        "## AUROC per task",
+        "",
+    ]
     names = list(res["estimators"])
     lines += ["| task | n | accuracy | " + " | ".join(names) + " |", "|---" * (len(names) + 3) + "|"]
-    lines += [f"| {t} | {v['n']} | {v['accuracy']:.2f} | " + " | ".join(f(v[n]) for n in names) + " |"
-              for t, v in res["per_task_auroc"].items()]
-    lines += ["", "![accuracy-rejection](abstention.png)", "", "![reliability](reliability.png)", "",
-              "## Config", "", "```json", json.dumps(asdict(cfg), indent=2), "```", ""]
+    lines += [
+        f"| {t} | {v['n']} | {v['accuracy']:.2f} | " + " | ".join(f(v[n]) for n in names) + " |"
+        for t, v in res["per_task_auroc"].items()
+    ]
+    lines += [
+        "",
+        "![accuracy-rejection](abstention.png)",
+        "",
+        "![reliability](reliability.png)",
+        "",
+        "## Config",
+        "",
+        "```json",
+        json.dumps(asdict(cfg), indent=2),
+        "```",
+        "",
+    ]
     atomic_write(out / "report.md", "\n".join(lines))
     atomic_write(out / "metrics.json", json.dumps(res, indent=2, default=float))
 
@@ -291,7 +354,16 @@ def score(path: str | Path, cfg: ScoreConfig, out: str | Path | None = None, pro
         from agentkit.data.tasks import write_jsonl
 
         write_report(Path(out), res, cfg, str(path))
-        write_jsonl(Path(out) / "scores.jsonl", [
-            {"id": r.id, "task": r.task, "correct": float(p.correct[q]), **{n: float(s[q]) for n, s in scores.items()}}
-            for q, r in enumerate(p.rows)])
+        write_jsonl(
+            Path(out) / "scores.jsonl",
+            [
+                {
+                    "id": r.id,
+                    "task": r.task,
+                    "correct": float(p.correct[q]),
+                    **{n: float(s[q]) for n, s in scores.items()},
+                }
+                for q, r in enumerate(p.rows)
+            ],
+        )
     return res

@@ -29,9 +29,16 @@ BACKENDS = ("embedding", "rougeL", "exact", "nli")
 _WORD = re.compile(r"\w+", re.U)
 
 
-def similarity_matrices(texts: list[str], index: np.ndarray, backend: str = "embedding", *,
-                        embedder: str = "minilm-l6", nli_model: str | None = None, batch_size: int = 256,
-                        progress: bool = False) -> np.ndarray:
+def similarity_matrices(
+    texts: list[str],
+    index: np.ndarray,
+    backend: str = "embedding",
+    *,
+    embedder: str = "minilm-l6",
+    nli_model: str | None = None,
+    batch_size: int = 256,
+    progress: bool = False,
+) -> np.ndarray:
     """``W`` of shape ``[Q, N, N]`` (float32) for ``index`` ``[Q, N]`` into ``texts`` (-1 marks padding)."""
     if backend == "embedding":
         W = _embedding(texts, index, embedder, batch_size, progress)
@@ -52,15 +59,16 @@ def similarity_matrices(texts: list[str], index: np.ndarray, backend: str = "emb
     return W
 
 
-def embed_texts(texts: list[str], embedder: str = "minilm-l6", batch_size: int = 256,
-                progress: bool = False) -> np.ndarray:
+def embed_texts(
+    texts: list[str], embedder: str = "minilm-l6", batch_size: int = 256, progress: bool = False
+) -> np.ndarray:
     """L2-normalised sentence embeddings ``[len(texts), D]`` of the embedded MiniLM (or any sentence-transformer)."""
     from sentence_transformers import SentenceTransformer
 
-
     model = SentenceTransformer(str(resolve(embedder)), device="cpu")
-    return model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                        show_progress_bar=progress).astype(np.float32)
+    return model.encode(
+        texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=progress
+    ).astype(np.float32)
 
 
 def _embedding(texts, index, embedder, batch_size, progress) -> np.ndarray:
@@ -81,8 +89,13 @@ def pairwise_rouge_l(toks: list[list[str]], index: np.ndarray, pair_mask: np.nda
     n = len(toks)
     codes, inv = np.unique(np.minimum(a, b) * n + np.maximum(a, b), return_inverse=True)  # 1-D: fast
     pairs = np.stack([codes // n, codes % n], 1)
-    lcs = cpdist([toks[x] for x in pairs[:, 0]], [toks[x] for x in pairs[:, 1]], scorer=LCSseq.similarity,
-                 dtype=np.int32, workers=1).astype(np.float32)
+    lcs = cpdist(
+        [toks[x] for x in pairs[:, 0]],
+        [toks[x] for x in pairs[:, 1]],
+        scorer=LCSseq.similarity,
+        dtype=np.int32,
+        workers=1,
+    ).astype(np.float32)
     lens = np.array([len(t) for t in toks], dtype=np.float32)
     denom = lens[pairs[:, 0]] + lens[pairs[:, 1]]
     f1 = np.divide(2 * lcs, denom, out=np.zeros_like(lcs), where=denom > 0)[inv.ravel()]
@@ -107,19 +120,25 @@ def _exact(texts, index) -> np.ndarray:
 
 def _nli(texts, index, nli_model, batch_size, progress) -> np.ndarray:
     if not nli_model:
-        raise AgentkitError("the nli similarity needs an NLI model", "pass --nli-model PATH_OR_HUB_ID (e.g. "
-                            "microsoft/deberta-large-mnli where the hub is reachable); offline, use embedding")
+        raise AgentkitError(
+            "the nli similarity needs an NLI model",
+            "pass --nli-model PATH_OR_HUB_ID (e.g. "
+            "microsoft/deberta-large-mnli where the hub is reachable); offline, use embedding",
+        )
     from sentence_transformers import CrossEncoder
 
     enc = CrossEncoder(nli_model, device="cpu")
     labels = {v.lower(): int(k) for k, v in enc.model.config.id2label.items()}
     ent = next((i for name, i in labels.items() if name.startswith("entail")), None)
     if ent is None:
-        raise AgentkitError(f"{nli_model}: no 'entailment' label in id2label {enc.model.config.id2label}",
-                            "use an NLI (MNLI-style) cross-encoder")
+        raise AgentkitError(
+            f"{nli_model}: no 'entailment' label in id2label {enc.model.config.id2label}",
+            "use an NLI (MNLI-style) cross-encoder",
+        )
     pairs = sorted({(int(a), int(b)) for row in index for a in row if a >= 0 for b in row if b >= 0 and a != b})
-    probs = enc.predict([(texts[a], texts[b]) for a, b in pairs], batch_size=batch_size, apply_softmax=True,
-                        show_progress_bar=progress)
+    probs = enc.predict(
+        [(texts[a], texts[b]) for a, b in pairs], batch_size=batch_size, apply_softmax=True, show_progress_bar=progress
+    )
     p = {pair: float(pr[ent]) for pair, pr in zip(pairs, np.asarray(probs))}
     Q, N = index.shape
     W = np.zeros((Q, N, N), dtype=np.float32)

@@ -24,10 +24,15 @@ def _commit() -> str | None:
     """The checkout's commit, with ``+dirty`` when tracked files had changes; None outside a git checkout."""
     root = Path(__file__).resolve().parents[2]
     try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              timeout=10)
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "") if head.returncode == 0 else None
@@ -38,16 +43,35 @@ def provenance() -> dict[str, Any]:
     (CPU model and cores, memory, GPU, torch and its threads) and the time."""
     import torch
 
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else \
-        platform.processor()
+    cpu = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30 if hasattr(os, "sysconf") else None
-    return {"command": "agentkit " + " ".join(sys.argv[1:]) if Path(sys.argv[0]).name in ("agentkit", "__main__.py") else
-            " ".join(sys.argv), "commit": _commit(), "time_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-            "machine": {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem, 1) if mem else None,
-                        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-                        "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-                        "python": platform.python_version()}}
+    return {
+        "command": "agentkit " + " ".join(sys.argv[1:])
+        if Path(sys.argv[0]).name in ("agentkit", "__main__.py")
+        else " ".join(sys.argv),
+        "commit": _commit(),
+        "time_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "machine": {
+            "cpu": cpu,
+            "cores": os.cpu_count(),
+            "memory_gib": round(mem, 1) if mem else None,
+            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "python": platform.python_version(),
+        },
+    }
 
 
 def write_json(out: str | None, result: dict[str, Any]) -> None:

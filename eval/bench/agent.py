@@ -38,21 +38,37 @@ SUITE_OF = {"python": "arithmetic", "search": "multihop", "steps": "steps"}
 WORKLOADS = tuple(SUITE_OF)
 
 
-def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 32, turns: int = 4, tokens_per_turn: int = TIR_TOKENS_PER_TURN,
-        workloads: tuple[str, ...] = WORKLOADS, examples: bool = True) -> dict:
+def run(
+    model: str = DEFAULT_CHAT_MODEL,
+    tasks: int = 32,
+    turns: int = 4,
+    tokens_per_turn: int = TIR_TOKENS_PER_TURN,
+    workloads: tuple[str, ...] = WORKLOADS,
+    examples: bool = True,
+) -> dict:
     from agentkit.engines.hf import HFEngine
 
     reuse = HFEngine(model)
     fresh = reuse.variant(prefix_cache_mb=0)
     plain = reuse.variant(prefix_cache_mb=0, share_prefix=False)
-    res = {"model": model, "tasks": tasks, "max_tool_turns": turns, "tokens_per_turn": tokens_per_turn,
-           "few_shot_examples": examples}
+    res = {
+        "model": model,
+        "tasks": tasks,
+        "max_tool_turns": turns,
+        "tokens_per_turn": tokens_per_turn,
+        "few_shot_examples": examples,
+    }
     for wl in workloads:
         suite = agent_suite(SUITE_OF[wl], tasks, seed=7, few_shot=examples, sandbox=SandboxConfig(pool_size=4))
         work, tool = suite.tasks, suite.tool
-        cfg = AgentConfig(max_turns=turns + 1, max_tool_calls=turns, max_tokens_per_turn=tokens_per_turn,
-                          max_total_tokens=(turns + 1) * (tokens_per_turn + 256), temperature=0,
-                          examples=suite.examples)
+        cfg = AgentConfig(
+            max_turns=turns + 1,
+            max_tool_calls=turns,
+            max_tokens_per_turn=tokens_per_turn,
+            max_total_tokens=(turns + 1) * (tokens_per_turn + 256),
+            temperature=0,
+            examples=suite.examples,
+        )
         rows, outs = {}, {}
         with suite:
             rollout(reuse, work[:2], [tool], AgentConfig(max_turns=1, max_tokens_per_turn=4))  # warm-up
@@ -62,34 +78,49 @@ def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 32, turns: int = 4, tokens
                 trajs = rollout(engine, work, [tool], cfg)
                 secs = time.perf_counter() - t
                 outs[name] = [x.completion_ids for x in trajs]
-                rows[name] = {"seconds": round(secs, 2), "trajectories_per_min": round(60 * len(trajs) / secs, 2),
-                              "turns": sum(x.meta["turns"] for x in trajs),
-                              "tool_calls": sum(x.tool_calls for x in trajs),
-                              "completion_tokens": sum(len(x.completion_ids) for x in trajs)}
-        res[wl] = {**rows, "identical_trajectories": outs["re-encode"] == outs["prefix-cache"] == outs["re-encode-all"],
-                   "speedup": round(rows["re-encode"]["seconds"] / rows["prefix-cache"]["seconds"], 2),
-                   "speedup_vs_re_encode_all": round(rows["re-encode-all"]["seconds"]
-                                                     / rows["prefix-cache"]["seconds"], 2),
-                   "reused_tokens": reuse.stats()["cached_prompt_tokens"] - reused0}
+                rows[name] = {
+                    "seconds": round(secs, 2),
+                    "trajectories_per_min": round(60 * len(trajs) / secs, 2),
+                    "turns": sum(x.meta["turns"] for x in trajs),
+                    "tool_calls": sum(x.tool_calls for x in trajs),
+                    "completion_tokens": sum(len(x.completion_ids) for x in trajs),
+                }
+        res[wl] = {
+            **rows,
+            "identical_trajectories": outs["re-encode"] == outs["prefix-cache"] == outs["re-encode-all"],
+            "speedup": round(rows["re-encode"]["seconds"] / rows["prefix-cache"]["seconds"], 2),
+            "speedup_vs_re_encode_all": round(rows["re-encode-all"]["seconds"] / rows["prefix-cache"]["seconds"], 2),
+            "reused_tokens": reuse.stats()["cached_prompt_tokens"] - reused0,
+        }
     return res
 
 
-def main(model: str = DEFAULT_CHAT_MODEL, tasks: int = 32, turns: int = 4, tokens_per_turn: int = TIR_TOKENS_PER_TURN,
-         out: str | None = None, workloads: str = ",".join(WORKLOADS), examples: bool = True) -> int:
+def main(
+    model: str = DEFAULT_CHAT_MODEL,
+    tasks: int = 32,
+    turns: int = 4,
+    tokens_per_turn: int = TIR_TOKENS_PER_TURN,
+    out: str | None = None,
+    workloads: str = ",".join(WORKLOADS),
+    examples: bool = True,
+) -> int:
     chosen = tuple(w.strip() for w in workloads.split(",") if w.strip())
     bad = [w for w in chosen if w not in WORKLOADS]
     if bad or not chosen:
         from agentkit.errors import AgentkitError
+
         raise AgentkitError(f"unknown workload(s) {bad or workloads!r}; choose from {', '.join(WORKLOADS)}")
     res = run(model, tasks, turns, tokens_per_turn, chosen, examples)
     print(json.dumps(res, indent=2))
     for wl in chosen:
         r = res[wl]
-        print(f"\n{wl}: {tasks} tasks x up to {turns} tool turns, {r['prefix-cache']['tool_calls']} tool calls: "
-              f"{r['prefix-cache']['trajectories_per_min']} trajectories/min with the prefix cache vs "
-              f"{r['re-encode-all']['trajectories_per_min']} for the plain loop that re-encodes every history: "
-              f"{r['speedup_vs_re_encode_all']}x; vs {r['re-encode']['trajectories_per_min']} re-encoding each row's "
-              f"history with the shared prompt prefix encoded once per call: {r['speedup']}x "
-              f"(identical trajectories: {r['identical_trajectories']})")
+        print(
+            f"\n{wl}: {tasks} tasks x up to {turns} tool turns, {r['prefix-cache']['tool_calls']} tool calls: "
+            f"{r['prefix-cache']['trajectories_per_min']} trajectories/min with the prefix cache vs "
+            f"{r['re-encode-all']['trajectories_per_min']} for the plain loop that re-encodes every history: "
+            f"{r['speedup_vs_re_encode_all']}x; vs {r['re-encode']['trajectories_per_min']} re-encoding each row's "
+            f"history with the shared prompt prefix encoded once per call: {r['speedup']}x "
+            f"(identical trajectories: {r['identical_trajectories']})"
+        )
     write_json(out, res)
     return 0

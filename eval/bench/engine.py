@@ -45,16 +45,26 @@ def matmul_peak_gflops(n: int = 2048, reps: int = 8) -> float:
 
 
 def _prompts(tok, n: int) -> list[str]:
-    return [tok.apply_chat_template([{"role": "user", "content": t.question}], add_generation_prompt=True,
-                                    tokenize=False) for t in arithmetic_suite(n, seed=123)]
+    return [
+        tok.apply_chat_template([{"role": "user", "content": t.question}], add_generation_prompt=True, tokenize=False)
+        for t in arithmetic_suite(n, seed=123)
+    ]
 
 
 @torch.inference_mode()
 def _hf_generate(model, tok, prompts: list[str], max_tokens: int, natural: bool = False) -> int:
     enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-    out = model.generate(**enc, max_new_tokens=max_tokens, min_new_tokens=0 if natural else max_tokens,
-                         do_sample=True, temperature=1.0, top_k=0, top_p=1.0, pad_token_id=tok.pad_token_id)
-    new = out[:, enc.input_ids.shape[1]:]
+    out = model.generate(
+        **enc,
+        max_new_tokens=max_tokens,
+        min_new_tokens=0 if natural else max_tokens,
+        do_sample=True,
+        temperature=1.0,
+        top_k=0,
+        top_p=1.0,
+        pad_token_id=tok.pad_token_id,
+    )
+    new = out[:, enc.input_ids.shape[1] :]
     if not natural:
         return new.numel()
     eos = new == tok.eos_token_id  # tokens up to and including the first EOS of each row
@@ -72,8 +82,13 @@ def _engine_tokens(engine, prompts, sp) -> int:
     return sum(c.completion_tokens for cs in engine.generate(prompts, sp) for c in cs)
 
 
-def run(model_name: str = DEFAULT_CHAT_MODEL, batch_sizes=(1, 8, 32, 64), max_tokens: int = 64,
-        modes=("fixed", "natural"), vllm: bool = True) -> dict:
+def run(
+    model_name: str = DEFAULT_CHAT_MODEL,
+    batch_sizes=(1, 8, 32, 64),
+    max_tokens: int = 64,
+    modes=("fixed", "natural"),
+    vllm: bool = True,
+) -> dict:
     from agentkit.engines.hf import HFEngine
 
     engine = HFEngine(model_name, max_batch_size=max(batch_sizes))
@@ -96,17 +111,27 @@ def run(model_name: str = DEFAULT_CHAT_MODEL, batch_sizes=(1, 8, 32, 64), max_to
             nb, tb = _timed(_hf_generate, model, tok, prompts, limit, natural)
             ne, te = _timed(_engine_tokens, engine, prompts, sp)
             tps = {"generate_per_prompt": n1 / t1, "generate_batched": nb / tb, "hfengine_entropy": ne / te}
-            row = {"mode": mode, "batch": b, **{k: round(v, 1) for k, v in tps.items()},
-                   "ratio_vs_batched": round(tps["hfengine_entropy"] / tps["generate_batched"], 2),
-                   "ratio_vs_per_prompt": round(tps["hfengine_entropy"] / tps["generate_per_prompt"], 2),
-                   "peak_fraction_hfengine": round(2 * params_count * tps["hfengine_entropy"] / 1e9 / peak, 3),
-                   "peak_fraction_batched": round(2 * params_count * tps["generate_batched"] / 1e9 / peak, 3)}
+            row = {
+                "mode": mode,
+                "batch": b,
+                **{k: round(v, 1) for k, v in tps.items()},
+                "ratio_vs_batched": round(tps["hfengine_entropy"] / tps["generate_batched"], 2),
+                "ratio_vs_per_prompt": round(tps["hfengine_entropy"] / tps["generate_per_prompt"], 2),
+                "peak_fraction_hfengine": round(2 * params_count * tps["hfengine_entropy"] / 1e9 / peak, 3),
+                "peak_fraction_batched": round(2 * params_count * tps["generate_batched"] / 1e9 / peak, 3),
+            }
             rows.append(row)
             print(json.dumps(row), flush=True)
     if vllm and importlib.util.find_spec("vllm") is not None:
         _vllm_rows(model_name, rows, max_tokens)
-    return {"model": model_name, "parameters": params_count, "matmul_peak_gflops": round(peak, 1),
-            "max_tokens": max_tokens, "threads": torch.get_num_threads(), "rows": rows}
+    return {
+        "model": model_name,
+        "parameters": params_count,
+        "matmul_peak_gflops": round(peak, 1),
+        "max_tokens": max_tokens,
+        "threads": torch.get_num_threads(),
+        "rows": rows,
+    }
 
 
 def _vllm_rows(model_name: str, rows: list[dict], max_tokens: int) -> None:
@@ -126,18 +151,29 @@ def _vllm_rows(model_name: str, rows: list[dict], max_tokens: int) -> None:
         torch.set_num_threads(threads)
 
 
-def main(model: str = DEFAULT_CHAT_MODEL, batch_sizes=(1, 8, 32, 64), max_tokens: int = 64, out: str | None = None,
-         vllm: bool = True) -> int:
+def main(
+    model: str = DEFAULT_CHAT_MODEL,
+    batch_sizes=(1, 8, 32, 64),
+    max_tokens: int = 64,
+    out: str | None = None,
+    vllm: bool = True,
+) -> int:
     res = run(model, tuple(batch_sizes), max_tokens, vllm=vllm)
-    print(f"\nmodel {res['model']} ({res['parameters'] / 1e6:.1f}M params), fp32 matmul peak "
-          f"{res['matmul_peak_gflops']} GFLOP/s, {res['threads']} threads, {res['max_tokens']} new tokens/sequence")
-    print(f"{'mode':>7} {'batch':>5} {'generate/prompt':>16} {'generate/batched':>17} {'HFEngine+entropy':>17} "
-          f"{'×batched':>9} {'×per-prompt':>12} {'peak (HFEngine)':>16} {'peak (batched)':>15} {'vLLM bf16':>10} "
-          f"{'×vLLM':>6}")
+    print(
+        f"\nmodel {res['model']} ({res['parameters'] / 1e6:.1f}M params), fp32 matmul peak "
+        f"{res['matmul_peak_gflops']} GFLOP/s, {res['threads']} threads, {res['max_tokens']} new tokens/sequence"
+    )
+    print(
+        f"{'mode':>7} {'batch':>5} {'generate/prompt':>16} {'generate/batched':>17} {'HFEngine+entropy':>17} "
+        f"{'×batched':>9} {'×per-prompt':>12} {'peak (HFEngine)':>16} {'peak (batched)':>15} {'vLLM bf16':>10} "
+        f"{'×vLLM':>6}"
+    )
     for r in res["rows"]:
-        print(f"{r['mode']:>7} {r['batch']:>5} {r['generate_per_prompt']:>16.1f} {r['generate_batched']:>17.1f} "
-              f"{r['hfengine_entropy']:>17.1f} {r['ratio_vs_batched']:>9.2f} {r['ratio_vs_per_prompt']:>12.2f} "
-              f"{r['peak_fraction_hfengine']:>16.1%} {r['peak_fraction_batched']:>15.1%} "
-              f"{r.get('vllm', float('nan')):>10.1f} {r.get('ratio_vs_vllm', float('nan')):>6.2f}")
+        print(
+            f"{r['mode']:>7} {r['batch']:>5} {r['generate_per_prompt']:>16.1f} {r['generate_batched']:>17.1f} "
+            f"{r['hfengine_entropy']:>17.1f} {r['ratio_vs_batched']:>9.2f} {r['ratio_vs_per_prompt']:>12.2f} "
+            f"{r['peak_fraction_hfengine']:>16.1%} {r['peak_fraction_batched']:>15.1%} "
+            f"{r.get('vllm', float('nan')):>10.1f} {r.get('ratio_vs_vllm', float('nan')):>6.2f}"
+        )
     write_json(out, res)
     return 0

@@ -33,8 +33,11 @@ def _timed(cmd: list[str], n: int) -> list[float]:
 
 def run(n: int = 50, pool_size: int = 4) -> dict:
     fresh = _timed([sys.executable, "-c", "print(1+1)"], n)
-    bare = None if kernel_isolation_error() else \
-        _timed([*bwrap_argv(SandboxConfig(), os.geteuid() == 0), sys.executable, "-c", "print(1+1)"], n)
+    bare = (
+        None
+        if kernel_isolation_error()
+        else _timed([*bwrap_argv(SandboxConfig(), os.geteuid() == 0), sys.executable, "-c", "print(1+1)"], n)
+    )
     pooled, isolation = [], ""
     with Sandbox(SandboxConfig(pool_size=pool_size)) as sb:
         time.sleep(2)  # let the pool warm up, as a long-running server's would be
@@ -45,8 +48,13 @@ def run(n: int = 50, pool_size: int = 4) -> dict:
             assert r.output == "2\n", r
             isolation = r.meta["isolation"]
             time.sleep(0.05)  # calls arrive spaced, as between model turns; the pool refills in between
-    res = {"n": n, "isolation": isolation, "sandbox": _percentiles(pooled), "python_c": _percentiles(fresh),
-           "bwrap_python_c": _percentiles(bare) if bare else None}
+    res = {
+        "n": n,
+        "isolation": isolation,
+        "sandbox": _percentiles(pooled),
+        "python_c": _percentiles(fresh),
+        "bwrap_python_c": _percentiles(bare) if bare else None,
+    }
     res["speedup_p50"] = round(res["python_c"]["p50_ms"] / res["sandbox"]["p50_ms"], 1)
     if bare:
         res["speedup_vs_bwrap_p50"] = round(res["bwrap_python_c"]["p50_ms"] / res["sandbox"]["p50_ms"], 1)
@@ -56,11 +64,15 @@ def run(n: int = 50, pool_size: int = 4) -> dict:
 def main(n: int = 50, out: str | None = None) -> int:
     res = run(n)
     print(json.dumps(res, indent=2))
-    print(f"\nprint(1+1): sandbox p50 {res['sandbox']['p50_ms']} ms (p95 {res['sandbox']['p95_ms']}), "
-          f"fresh `python -c` p50 {res['python_c']['p50_ms']} ms (p95 {res['python_c']['p95_ms']}); "
-          f"{res['speedup_p50']}x faster, isolation: {res['isolation']}")
+    print(
+        f"\nprint(1+1): sandbox p50 {res['sandbox']['p50_ms']} ms (p95 {res['sandbox']['p95_ms']}), "
+        f"fresh `python -c` p50 {res['python_c']['p50_ms']} ms (p95 {res['python_c']['p95_ms']}); "
+        f"{res['speedup_p50']}x faster, isolation: {res['isolation']}"
+    )
     if res["bwrap_python_c"]:
-        print(f"bare `bwrap … python -c` p50 {res['bwrap_python_c']['p50_ms']} ms "
-              f"(p95 {res['bwrap_python_c']['p95_ms']}); the sandbox is {res['speedup_vs_bwrap_p50']}x faster")
+        print(
+            f"bare `bwrap … python -c` p50 {res['bwrap_python_c']['p50_ms']} ms "
+            f"(p95 {res['bwrap_python_c']['p95_ms']}); the sandbox is {res['speedup_vs_bwrap_p50']}x faster"
+        )
     write_json(out, res)
     return 0

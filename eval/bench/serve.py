@@ -33,8 +33,9 @@ def _load(url: str, model: str, questions: list[str], clients: int, max_tokens: 
     def one(q: str):
         t = time.perf_counter()
         try:
-            r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": q}],
-                                               max_tokens=max_tokens, temperature=0)
+            r = client.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": q}], max_tokens=max_tokens, temperature=0
+            )
             return time.perf_counter() - t, r.usage.completion_tokens, None
         except Exception as e:  # counted, not raised: the bench reports failures
             return time.perf_counter() - t, 0, repr(e)
@@ -47,18 +48,29 @@ def _load(url: str, model: str, questions: list[str], clients: int, max_tokens: 
             rows = list(pool.map(one, questions))
         wall = time.perf_counter() - t
         lat = [r[0] for r in rows]
-        res[name] = {"clients": workers, "failures": sum(r[2] is not None for r in rows),
-                     "p50_s": _pct(lat, 0.5), "p95_s": _pct(lat, 0.95), "wall_s": round(wall, 1),
-                     "requests_per_s": round(len(rows) / wall, 2),
-                     "tokens_per_s": round(sum(r[1] for r in rows) / wall, 1)}
+        res[name] = {
+            "clients": workers,
+            "failures": sum(r[2] is not None for r in rows),
+            "p50_s": _pct(lat, 0.5),
+            "p95_s": _pct(lat, 0.95),
+            "wall_s": round(wall, 1),
+            "requests_per_s": round(len(rows) / wall, 2),
+            "tokens_per_s": round(sum(r[1] for r in rows) / wall, 1),
+        }
         print(json.dumps({name: res[name]}), flush=True)
     res["alive_after"] = urllib.request.urlopen(f"{url}/health", timeout=5).status == 200
     res["throughput_ratio"] = round(res["concurrent"]["requests_per_s"] / res["one_by_one"]["requests_per_s"], 2)
     return res
 
 
-def run(model: str = DEFAULT_CHAT_MODEL, requests: int = 200, clients: int = 16, max_tokens: int = 16,
-        log: str | Path = "outputs/bench/serve.server.log", peer: str | None = None) -> dict:
+def run(
+    model: str = DEFAULT_CHAT_MODEL,
+    requests: int = 200,
+    clients: int = 16,
+    max_tokens: int = 16,
+    log: str | Path = "outputs/bench/serve.server.log",
+    peer: str | None = None,
+) -> dict:
     """``peer="vllm"``: the same load on vLLM's own server (bf16 on a CPU), started the same way as here."""
     from agentkit.server.http import ServerProcess
 
@@ -68,30 +80,42 @@ def run(model: str = DEFAULT_CHAT_MODEL, requests: int = 200, clients: int = 16,
     if peer == "vllm":
         from agentkit.engines.vllm import serve_args, serve_env
 
-        servers["vllm"] = lambda: ServerProcess(serve_args(model), log.with_name(log.stem + ".vllm.log"),
-                                                env=serve_env(), startup_timeout_s=600)
+        servers["vllm"] = lambda: ServerProcess(
+            serve_args(model), log.with_name(log.stem + ".vllm.log"), env=serve_env(), startup_timeout_s=600
+        )
     out = {"model": model, "requests": requests, "max_tokens": max_tokens}
     for name, make in servers.items():
         with make() as server:
             out[name] = {**_load(server.url, model, questions, clients, max_tokens), "server_log": str(server.log_path)}
     if peer:
         a, v = out["agentkit"]["concurrent"], out[peer]["concurrent"]
-        out[f"vs_{peer}"] = {"requests_per_s": round(a["requests_per_s"] / v["requests_per_s"], 2),
-                             "p50": round(v["p50_s"] / a["p50_s"], 2), "p95": round(v["p95_s"] / a["p95_s"], 2)}
+        out[f"vs_{peer}"] = {
+            "requests_per_s": round(a["requests_per_s"] / v["requests_per_s"], 2),
+            "p50": round(v["p50_s"] / a["p50_s"], 2),
+            "p95": round(v["p95_s"] / a["p95_s"], 2),
+        }
     return out
 
 
-def main(model: str = DEFAULT_CHAT_MODEL, requests: int = 200, clients: int = 16, max_tokens: int = 16,
-         out: str | None = None, peer: str | None = None) -> int:
+def main(
+    model: str = DEFAULT_CHAT_MODEL,
+    requests: int = 200,
+    clients: int = 16,
+    max_tokens: int = 16,
+    out: str | None = None,
+    peer: str | None = None,
+) -> int:
     log = Path(out).with_suffix(".server.log") if out else Path("outputs/bench/serve.server.log")
     res = run(model, requests, clients, max_tokens, log, peer)
     print(json.dumps(res, indent=2))
     for name in ("agentkit", peer):
         if name:
             c, o = res[name]["concurrent"], res[name]["one_by_one"]
-            print(f"\n{name}: {requests} requests, {clients} clients {c['requests_per_s']} req/s (p50 {c['p50_s']} s, "
-                  f"p95 {c['p95_s']} s, {c['failures']} failures) vs one by one {o['requests_per_s']} req/s "
-                  f"(p50 {o['p50_s']} s): {res[name]['throughput_ratio']}x")
+            print(
+                f"\n{name}: {requests} requests, {clients} clients {c['requests_per_s']} req/s (p50 {c['p50_s']} s, "
+                f"p95 {c['p95_s']} s, {c['failures']} failures) vs one by one {o['requests_per_s']} req/s "
+                f"(p50 {o['p50_s']} s): {res[name]['throughput_ratio']}x"
+            )
     if peer:
         print(f"agentkit / {peer} (16 clients): {res[f'vs_{peer}']}")
     write_json(out, res)

@@ -31,13 +31,49 @@ from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 ARRAY = {"type": "array", "items": {"type": "string", "minLength": 4, "maxLength": 40}, "minItems": 48}
-ITEM = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 40},
-                                         "colour": {"type": "string", "maxLength": 20},
-                                         "size": {"type": "integer", "minimum": 1, "maximum": 100}},
-        "required": ["name", "colour", "size"]}
-THINGS = ["cat", "city", "car", "book", "movie", "planet", "song", "tree", "laptop", "river", "bird", "chair",
-          "pizza", "country", "museum", "phone", "mountain", "game", "shoe", "bridge", "lamp", "ship", "flower",
-          "cake", "robot", "island", "guitar", "castle", "train", "coin", "forest", "violin"]
+ITEM = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 40},
+        "colour": {"type": "string", "maxLength": 20},
+        "size": {"type": "integer", "minimum": 1, "maximum": 100},
+    },
+    "required": ["name", "colour", "size"],
+}
+THINGS = [
+    "cat",
+    "city",
+    "car",
+    "book",
+    "movie",
+    "planet",
+    "song",
+    "tree",
+    "laptop",
+    "river",
+    "bird",
+    "chair",
+    "pizza",
+    "country",
+    "museum",
+    "phone",
+    "mountain",
+    "game",
+    "shoe",
+    "bridge",
+    "lamp",
+    "ship",
+    "flower",
+    "cake",
+    "robot",
+    "island",
+    "guitar",
+    "castle",
+    "train",
+    "coin",
+    "forest",
+    "violin",
+]
 
 
 def _chats(n: int, ask: str) -> list[list[dict[str, str]]]:
@@ -51,8 +87,11 @@ def _xgrammar(tok, vocab: int, schema: str):
 
     info = xgr.TokenizerInfo.from_huggingface(tok, vocab_size=vocab)
     compiled = xgr.GrammarCompiler(info, cache_enabled=False).compile_json_schema(schema, any_whitespace=False)
-    return (lambda: xgr.GrammarMatcher(compiled), lambda m, bm, i: m.fill_next_token_bitmask(bm, i),
-            lambda m, t: m.accept_token(t))
+    return (
+        lambda: xgr.GrammarMatcher(compiled),
+        lambda m, bm, i: m.fill_next_token_bitmask(bm, i),
+        lambda m, t: m.accept_token(t),
+    )
 
 
 def _llguidance(tok, vocab: int, schema: str):
@@ -62,8 +101,11 @@ def _llguidance(tok, vocab: int, schema: str):
 
     lltok = llguidance.hf.from_tokenizer(tok, n_vocab=vocab)
     grammar = llguidance.LLMatcher.grammar_from_json_schema(schema, defaults=JSON_LAYOUT)
-    return (lambda: llguidance.LLMatcher(lltok, grammar),
-            lambda m, bm, i: llguidance.torch.fill_next_token_bitmask(m, bm, i), lambda m, t: m.consume_token(t))
+    return (
+        lambda: llguidance.LLMatcher(lltok, grammar),
+        lambda m, bm, i: llguidance.torch.fill_next_token_bitmask(m, bm, i),
+        lambda m, t: m.consume_token(t),
+    )
 
 
 def _outlines_core(tok, vocab: int, schema: str):
@@ -79,9 +121,11 @@ def _outlines_core(tok, vocab: int, schema: str):
         if token not in special and i != tok.eos_token_id and all(c in to_byte for c in token):
             vocabulary.setdefault(bytes(to_byte[c] for c in token), []).append(i)
     index = outlines_core.Index(build_regex_from_schema(schema), outlines_core.Vocabulary(tok.eos_token_id, vocabulary))
-    return (lambda: outlines_core.Guide(index),
-            lambda m, bm, i: m.write_mask_into(bm[i].data_ptr(), bm[i].numel(), bm.element_size()),
-            lambda m, t: m.advance(t))
+    return (
+        lambda: outlines_core.Guide(index),
+        lambda m, bm, i: m.write_mask_into(bm[i].data_ptr(), bm[i].numel(), bm.element_size()),
+        lambda m, t: m.advance(t),
+    )
 
 
 LIBRARIES = {"xgrammar": _xgrammar, "llguidance": _llguidance, "outlines-core": _outlines_core}
@@ -113,9 +157,17 @@ def _generate(model, tok, chats, max_tokens: int, processor=None) -> tuple[float
     enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
     torch.manual_seed(0)
     t = time.perf_counter()
-    out = model.generate(**enc, max_new_tokens=max_tokens, min_new_tokens=max_tokens, do_sample=True, temperature=1.0,
-                         top_k=0, top_p=1.0, pad_token_id=tok.pad_token_id,
-                         logits_processor=[processor] if processor else None)
+    out = model.generate(
+        **enc,
+        max_new_tokens=max_tokens,
+        min_new_tokens=max_tokens,
+        do_sample=True,
+        temperature=1.0,
+        top_k=0,
+        top_p=1.0,
+        pad_token_id=tok.pad_token_id,
+        logits_processor=[processor] if processor else None,
+    )
     return time.perf_counter() - t, (out.shape[1] - enc.input_ids.shape[1]) * len(chats)
 
 
@@ -137,8 +189,16 @@ def libraries(model, tok, batch_sizes, max_tokens: int) -> list[dict]:
                 continue
             proc = _BitmaskProcessor(*parts, rows=b, vocab=vocab)
             s, k = _generate(model, tok, chats, max_tokens, proc)
-            rows.append({"library": name, "batch": b, "tokens_per_s": round(k / s, 1), "ratio": round(secs / s * k / n, 3),
-                         "setup_s": round(setup, 3), "mask_ms_per_step": round(1000 * proc.seconds / max_tokens, 2)})
+            rows.append(
+                {
+                    "library": name,
+                    "batch": b,
+                    "tokens_per_s": round(k / s, 1),
+                    "ratio": round(secs / s * k / n, 3),
+                    "setup_s": round(setup, 3),
+                    "mask_ms_per_step": round(1000 * proc.seconds / max_tokens, 2),
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -157,6 +217,7 @@ def _timing_grammar():
                 return fn(*args, **kwargs)
             finally:
                 spent[0] += time.perf_counter() - t
+
         return wrapper
 
     for name, fn in originals.items():
@@ -177,8 +238,10 @@ def engine_rows(engine, batch_sizes, max_tokens: int, repeats: int = 2) -> list[
                 free = SamplingParams(max_tokens=max_tokens, temperature=1.0, seed=0, ignore_eos=True)
                 con = Constraint.schema(ARRAY)
             else:
-                chats = _chats(b, "Give the name, colour and size of a {thing} as a JSON object with the keys name, "
-                                  "colour and size.")
+                chats = _chats(
+                    b,
+                    "Give the name, colour and size of a {thing} as a JSON object with the keys name, colour and size.",
+                )
                 free = SamplingParams(max_tokens=2 * max_tokens, temperature=1.0, seed=0)
                 con = Constraint.schema(ITEM)
             cons = replace(free, constraint=con)
@@ -197,12 +260,19 @@ def engine_rows(engine, batch_sizes, max_tokens: int, repeats: int = 2) -> list[
                         if name == "constrained":
                             grammar_s = spent[0] / secs
             valid = sum(_parses(c.text) for cs in best["constrained"][2] for c in cs)
-            rows.append({"workload": workload, "batch": b, "free_tokens_per_s": round(best["free"][0], 1),
-                         "constrained_tokens_per_s": round(best["constrained"][0], 1),
-                         "ratio": round(best["constrained"][0] / best["free"][0], 3),
-                         "grammar_share_of_time": round(grammar_s, 3),
-                         "free_tokens": best["free"][1], "constrained_tokens": best["constrained"][1],
-                         "constrained_complete_json": f"{valid}/{b}" if workload == "natural" else None})
+            rows.append(
+                {
+                    "workload": workload,
+                    "batch": b,
+                    "free_tokens_per_s": round(best["free"][0], 1),
+                    "constrained_tokens_per_s": round(best["constrained"][0], 1),
+                    "ratio": round(best["constrained"][0] / best["free"][0], 3),
+                    "grammar_share_of_time": round(grammar_s, 3),
+                    "free_tokens": best["free"][1],
+                    "constrained_tokens": best["constrained"][1],
+                    "constrained_complete_json": f"{valid}/{b}" if workload == "natural" else None,
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -215,23 +285,36 @@ def _parses(text: str) -> bool:
         return False
 
 
-def main(model: str = DEFAULT_CHAT_MODEL, batch_sizes=(1, 32), max_tokens: int = 64, skip_libraries: bool = False,
-         out: str | None = None) -> int:
+def main(
+    model: str = DEFAULT_CHAT_MODEL,
+    batch_sizes=(1, 32),
+    max_tokens: int = 64,
+    skip_libraries: bool = False,
+    out: str | None = None,
+) -> int:
     from agentkit.engines.hf import HFEngine
 
     engine = HFEngine(model, max_batch_size=max(batch_sizes))
     engine.generate(_chats(2, "Say hi to a {thing}."), SamplingParams(max_tokens=4))  # warm-up
-    res = {"model": model, "max_tokens": max_tokens, "threads": torch.get_num_threads(),
-           "libraries": [] if skip_libraries else libraries(engine.model, engine.tokenizer, batch_sizes, max_tokens),
-           "hfengine": engine_rows(engine, batch_sizes, max_tokens)}
+    res = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "threads": torch.get_num_threads(),
+        "libraries": [] if skip_libraries else libraries(engine.model, engine.tokenizer, batch_sizes, max_tokens),
+        "hfengine": engine_rows(engine, batch_sizes, max_tokens),
+    }
     if res["libraries"]:
         print(f"\n{'library':>14} {'batch':>5} {'tokens/s':>9} {'× none':>7} {'setup s':>8} {'mask ms/step':>13}")
         for r in res["libraries"]:
-            print(f"{r['library']:>14} {r['batch']:>5} {r['tokens_per_s']:>9.1f} {r.get('ratio', 1):>7.3f} "
-                  f"{r.get('setup_s', 0):>8.3f} {r.get('mask_ms_per_step', 0):>13.2f}")
+            print(
+                f"{r['library']:>14} {r['batch']:>5} {r['tokens_per_s']:>9.1f} {r.get('ratio', 1):>7.3f} "
+                f"{r.get('setup_s', 0):>8.3f} {r.get('mask_ms_per_step', 0):>13.2f}"
+            )
     print(f"\n{'workload':>9} {'batch':>5} {'free tok/s':>11} {'constrained':>12} {'ratio':>6} {'grammar share':>14}")
     for r in res["hfengine"]:
-        print(f"{r['workload']:>9} {r['batch']:>5} {r['free_tokens_per_s']:>11.1f} {r['constrained_tokens_per_s']:>12.1f} "
-              f"{r['ratio']:>6.3f} {r['grammar_share_of_time']:>14.1%}")
+        print(
+            f"{r['workload']:>9} {r['batch']:>5} {r['free_tokens_per_s']:>11.1f} {r['constrained_tokens_per_s']:>12.1f} "
+            f"{r['ratio']:>6.3f} {r['grammar_share_of_time']:>14.1%}"
+        )
     write_json(out, res)
     return 0

@@ -25,21 +25,42 @@ from agentkit.toollight.sampling import entropy_guided_rollouts
 from agentkit.tools.sandbox import SandboxConfig
 
 
-def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 16, top_b: int = 3, branches: int = 3, examples: bool = True,
-        tokens_per_turn: int = TIR_TOKENS_PER_TURN, workload: str = "python") -> dict:
+def run(
+    model: str = DEFAULT_CHAT_MODEL,
+    tasks: int = 16,
+    top_b: int = 3,
+    branches: int = 3,
+    examples: bool = True,
+    tokens_per_turn: int = TIR_TOKENS_PER_TURN,
+    workload: str = "python",
+) -> dict:
     from agentkit.engines.hf import HFEngine
 
     cached = HFEngine(model)
     naive = cached.variant(prefix_cache_mb=0)
     suite = agent_suite(SUITE_OF[workload], tasks, seed=7, few_shot=examples, sandbox=SandboxConfig(pool_size=4))
     work, tool = suite.tasks, suite.tool
-    cfg = AgentConfig(max_turns=4, max_tool_calls=4, max_tokens_per_turn=tokens_per_turn,
-                      max_total_tokens=4 * (tokens_per_turn + 256), temperature=1.0, top_p=0.8, top_k=20, seed=0,
-                      examples=suite.examples)
+    cfg = AgentConfig(
+        max_turns=4,
+        max_tool_calls=4,
+        max_tokens_per_turn=tokens_per_turn,
+        max_total_tokens=4 * (tokens_per_turn + 256),
+        temperature=1.0,
+        top_p=0.8,
+        top_k=20,
+        seed=0,
+        examples=suite.examples,
+    )
     with suite:
         main = rollout(cached, work, [tool], cfg)
-        res = {"model": model, "workload": workload, "tasks": tasks, "top_b": top_b, "branches": branches,
-               "main_tool_calls": sum(t.tool_calls for t in main)}
+        res = {
+            "model": model,
+            "workload": workload,
+            "tasks": tasks,
+            "top_b": top_b,
+            "branches": branches,
+            "main_tool_calls": sum(t.tool_calls for t in main),
+        }
         outs = {}
         for name, engine in (("re-encode", naive), ("prefix-cache", cached)):
             before = engine.stats()["prefill_tokens"]
@@ -47,26 +68,43 @@ def run(model: str = DEFAULT_CHAT_MODEL, tasks: int = 16, top_b: int = 3, branch
             _, br = entropy_guided_rollouts(engine, work, [tool], cfg, top_b, branches, main=copy.deepcopy(main))
             secs = time.perf_counter() - t
             outs[name] = [x.completion_ids for x in br]
-            res[name] = {"seconds": round(secs, 2), "prompt_tokens_encoded": engine.stats()["prefill_tokens"] - before,
-                         "branches": len(br), "branch_tool_calls": sum(x.tool_calls for x in br)}
+            res[name] = {
+                "seconds": round(secs, 2),
+                "prompt_tokens_encoded": engine.stats()["prefill_tokens"] - before,
+                "branches": len(br),
+                "branch_tool_calls": sum(x.tool_calls for x in br),
+            }
     r, c = res["re-encode"], res["prefix-cache"]
-    res.update({"identical_branches": outs["re-encode"] == outs["prefix-cache"],
-                "token_ratio": round(c["prompt_tokens_encoded"] / max(1, r["prompt_tokens_encoded"]), 3),
-                "time_ratio": round(c["seconds"] / r["seconds"], 3)})
+    res.update(
+        {
+            "identical_branches": outs["re-encode"] == outs["prefix-cache"],
+            "token_ratio": round(c["prompt_tokens_encoded"] / max(1, r["prompt_tokens_encoded"]), 3),
+            "time_ratio": round(c["seconds"] / r["seconds"], 3),
+        }
+    )
     return res
 
 
-def main(model: str = DEFAULT_CHAT_MODEL, tasks: int = 16, top_b: int = 3, branches: int = 3, examples: bool = True,
-         out: str | None = None, workload: str = "python") -> int:
+def main(
+    model: str = DEFAULT_CHAT_MODEL,
+    tasks: int = 16,
+    top_b: int = 3,
+    branches: int = 3,
+    examples: bool = True,
+    out: str | None = None,
+    workload: str = "python",
+) -> int:
     if workload not in WORKLOADS:
         from agentkit.errors import AgentkitError
 
         raise AgentkitError(f"unknown workload {workload!r}", f"choose from {', '.join(WORKLOADS)}")
     res = run(model, tasks, top_b, branches, examples, workload=workload)
     print(json.dumps(res, indent=2))
-    print(f"\n{res['prefix-cache']['branches']} branches: the prefix cache encodes "
-          f"{res['prefix-cache']['prompt_tokens_encoded']} prompt tokens vs {res['re-encode']['prompt_tokens_encoded']}"
-          f" ({res['token_ratio']}x) in {res['prefix-cache']['seconds']} s vs {res['re-encode']['seconds']} s "
-          f"({res['time_ratio']}x); identical branches: {res['identical_branches']}")
+    print(
+        f"\n{res['prefix-cache']['branches']} branches: the prefix cache encodes "
+        f"{res['prefix-cache']['prompt_tokens_encoded']} prompt tokens vs {res['re-encode']['prompt_tokens_encoded']}"
+        f" ({res['token_ratio']}x) in {res['prefix-cache']['seconds']} s vs {res['re-encode']['seconds']} s "
+        f"({res['time_ratio']}x); identical branches: {res['identical_branches']}"
+    )
     write_json(out, res)
     return 0

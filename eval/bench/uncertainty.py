@@ -38,10 +38,20 @@ def synthetic_rows(questions: int, samples: int, seed: int = 0) -> list[dict]:
         out = {}
         for m, p in (("ref", skill["ref"]), ("member", skill["member"])):
             fixed = r.choice(wrong)  # a confident error repeats the same wrong answer
-            out[m] = [r.choice(_FORMS).format(gold if r.random() < p else (fixed if r.random() < 0.6 else r.choice(wrong)))
-                      for _ in range(samples)]
-        rows.append({"id": f"q{q}", "question": f"Question {q}?", "reference": gold, "task": f"t{q % 4}",
-                     "metric": "numeric", "samples": out})
+            out[m] = [
+                r.choice(_FORMS).format(gold if r.random() < p else (fixed if r.random() < 0.6 else r.choice(wrong)))
+                for _ in range(samples)
+            ]
+        rows.append(
+            {
+                "id": f"q{q}",
+                "question": f"Question {q}?",
+                "reference": gold,
+                "task": f"t{q % 4}",
+                "metric": "numeric",
+                "samples": out,
+            }
+        )
     return rows
 
 
@@ -77,8 +87,11 @@ def loop_scores(texts: list[str], E: np.ndarray, index: np.ndarray, member: np.n
 
         _cross_terms(out, ref, oth, sim)
         toks = [tokens(texts[i]) for i in ref]
-        lex = [2 * _lcs(toks[i], toks[j]) / max(len(toks[i]) + len(toks[j]), 1)
-               for i in range(len(ref)) for j in range(i + 1, len(ref))]
+        lex = [
+            2 * _lcs(toks[i], toks[j]) / max(len(toks[i]) + len(toks[j]), 1)
+            for i in range(len(ref))
+            for j in range(i + 1, len(ref))
+        ]
         out["Lexical(ROUGE-L)"].append(1 - sum(lex) / len(lex))
         k = len(ref)
         W = [[sim(ref[i], ref[j]) for j in range(k)] for i in range(k)]
@@ -95,8 +108,9 @@ def loop_scores(texts: list[str], E: np.ndarray, index: np.ndarray, member: np.n
                     parent[find(i)] = find(j)
         out["NumSemSets"].append(float(len({find(i) for i in range(k)})))
         deg = [sum(row) for row in W]
-        L = np.array([[(1.0 if i == j else 0.0) - W[i][j] / (deg[i] * deg[j]) ** 0.5 for j in range(k)]
-                      for i in range(k)])
+        L = np.array(
+            [[(1.0 if i == j else 0.0) - W[i][j] / (deg[i] * deg[j]) ** 0.5 for j in range(k)] for i in range(k)]
+        )
         out["EigValLaplacian"].append(sum(max(0.0, 1 - lam) for lam in np.linalg.eigvalsh(L)))
         out["Degree"].append(1 - sum(deg) / (k * k))
     return {k: np.array(v) for k, v in out.items()}
@@ -149,32 +163,51 @@ def run(questions: int = 2000, samples: int = 5, naive_questions: int = 100) -> 
     # are alike); our side of that comparison is the measured embedding + scoring of all questions.
     from sentence_transformers import SentenceTransformer
 
-
     model = SentenceTransformer(str(resolve("minilm-l6")), device="cpu")
     nq = min(naive_questions, questions)
     t = time.perf_counter()
-    naive = naive_pair_scores(p.texts, p.index[:nq], p.member[:nq],
-                              lambda pair: model.encode(pair, normalize_embeddings=True, show_progress_bar=False))
+    naive = naive_pair_scores(
+        p.texts,
+        p.index[:nq],
+        p.member[:nq],
+        lambda pair: model.encode(pair, normalize_embeddings=True, show_progress_bar=False),
+    )
     naive_s = (time.perf_counter() - t) * questions / nq
     naive_diff = max(float(np.max(np.abs(naive[k] - fast[k][:nq]))) for k in naive)
     ours_s = embed_s + fast_s
-    return {"questions": questions, "models": 2, "samples": samples, "unique_texts": len(p.texts),
-            "embedding_s": round(embed_s, 2), "vectorised_s": round(fast_s, 3), "per_pair_loop_s": round(loop_s, 3),
-            "speedup": round(loop_s / fast_s, 1), "max_abs_difference": diff,
-            "naive_questions_run": nq, "naive_pipeline_s_scaled": round(naive_s, 1),
-            "ours_embed_plus_score_s": round(ours_s, 2), "pipeline_speedup": round(naive_s / ours_s, 1),
-            "naive_max_abs_difference": naive_diff, "whole_score_run_s": round(total, 2), "timing": res["timing"]}
+    return {
+        "questions": questions,
+        "models": 2,
+        "samples": samples,
+        "unique_texts": len(p.texts),
+        "embedding_s": round(embed_s, 2),
+        "vectorised_s": round(fast_s, 3),
+        "per_pair_loop_s": round(loop_s, 3),
+        "speedup": round(loop_s / fast_s, 1),
+        "max_abs_difference": diff,
+        "naive_questions_run": nq,
+        "naive_pipeline_s_scaled": round(naive_s, 1),
+        "ours_embed_plus_score_s": round(ours_s, 2),
+        "pipeline_speedup": round(naive_s / ours_s, 1),
+        "naive_max_abs_difference": naive_diff,
+        "whole_score_run_s": round(total, 2),
+        "timing": res["timing"],
+    }
 
 
 def main(questions: int = 2000, samples: int = 5, out: str | None = None) -> int:
     res = run(questions, samples)
     print(json.dumps(res, indent=2))
-    print(f"\n{questions} questions x 2 models x {samples} samples: estimators {res['vectorised_s']} s vectorised vs "
-          f"{res['per_pair_loop_s']} s per-pair loop on the same embeddings ({res['speedup']}x; max |diff| "
-          f"{res['max_abs_difference']:.1e})")
-    print(f"similarity included: embed each unique text once + vectorised {res['ours_embed_plus_score_s']} s vs a "
-          f"per-pair sim(a, b) that embeds both texts {res['naive_pipeline_s_scaled']} s (run on "
-          f"{res['naive_questions_run']} questions, scaled): {res['pipeline_speedup']}x")
+    print(
+        f"\n{questions} questions x 2 models x {samples} samples: estimators {res['vectorised_s']} s vectorised vs "
+        f"{res['per_pair_loop_s']} s per-pair loop on the same embeddings ({res['speedup']}x; max |diff| "
+        f"{res['max_abs_difference']:.1e})"
+    )
+    print(
+        f"similarity included: embed each unique text once + vectorised {res['ours_embed_plus_score_s']} s vs a "
+        f"per-pair sim(a, b) that embeds both texts {res['naive_pipeline_s_scaled']} s (run on "
+        f"{res['naive_questions_run']} questions, scaled): {res['pipeline_speedup']}x"
+    )
     print(f"whole score run {res['whole_score_run_s']} s (embedding {res['embedding_s']} s)")
     write_json(out, res)
     return 0

@@ -33,13 +33,17 @@ class QuickstartRecipe(Recipe[QuickstartConfig]):
         done = self.ctx.done("predictions")
         todo = [t for t in self.tasks if t.id not in done]
         params = SamplingParams(max_tokens=c.max_tokens, temperature=c.temperature, seed=c.seed, entropy=True)
-        batches = [todo[i:i + c.batch_size] for i in range(0, len(todo), c.batch_size)]
+        batches = [todo[i : i + c.batch_size] for i in range(0, len(todo), c.batch_size)]
         for batch in self.ctx.progress(batches, desc="quickstart", total=len(batches)):
             rows = self._solve(batch, params)
             self.ctx.record("predictions", rows)
-            self.ctx.log({"batch_accuracy": sum(r["correct"] for r in rows.values()) / len(rows),
-                          "batch_tokens_per_s": sum(r["tokens"] for r in rows.values())
-                          / max(1e-9, sum(r["seconds"] for r in rows.values()))})
+            self.ctx.log(
+                {
+                    "batch_accuracy": sum(r["correct"] for r in rows.values()) / len(rows),
+                    "batch_tokens_per_s": sum(r["tokens"] for r in rows.values())
+                    / max(1e-9, sum(r["seconds"] for r in rows.values())),
+                }
+            )
             done.update(rows)
         return self._summarise([done[t.id] for t in self.tasks])
 
@@ -49,8 +53,9 @@ class QuickstartRecipe(Recipe[QuickstartConfig]):
 
         c, state = self.config, self.ctx.state
         with state.split_between_processes(batch) as shard:
-            prompts = [[{"role": "system", "content": c.system_prompt}, {"role": "user", "content": t.question}]
-                       for t in shard]
+            prompts = [
+                [{"role": "system", "content": c.system_prompt}, {"role": "user", "content": t.question}] for t in shard
+            ]
             start = time.perf_counter()
             outs = self.engine.generate(prompts, params) if prompts else []
             seconds = time.perf_counter() - start
@@ -58,10 +63,17 @@ class QuickstartRecipe(Recipe[QuickstartConfig]):
             rows = {}
             for t, (comp,) in zip(shard, outs):
                 ents = comp.entropies or []
-                rows[t.id] = {"kind": t.kind, "question": t.question, "answer": t.answer, "output": comp.text,
-                              "predicted": _shown_answer(t.metric, comp.text), **score_task(t.metric, comp.text, t.answer),
-                              "tokens": comp.completion_tokens, "mean_entropy": sum(ents) / max(1, len(ents)),
-                              "seconds": seconds * comp.completion_tokens / total}
+                rows[t.id] = {
+                    "kind": t.kind,
+                    "question": t.question,
+                    "answer": t.answer,
+                    "output": comp.text,
+                    "predicted": _shown_answer(t.metric, comp.text),
+                    **score_task(t.metric, comp.text, t.answer),
+                    "tokens": comp.completion_tokens,
+                    "mean_entropy": sum(ents) / max(1, len(ents)),
+                    "seconds": seconds * comp.completion_tokens / total,
+                }
         if state.num_processes == 1:
             return rows
         return {k: v for part in gather_object([rows]) for k, v in part.items()}
@@ -71,10 +83,13 @@ class QuickstartRecipe(Recipe[QuickstartConfig]):
         for r in rows:
             by_kind[r["kind"]].append(r["correct"])
         tokens, seconds = sum(r["tokens"] for r in rows), sum(r["seconds"] for r in rows)
-        metrics: dict[str, Any] = {"accuracy": sum(r["correct"] for r in rows) / len(rows),
-                                   **{f"accuracy/{k}": sum(v) / len(v) for k, v in by_kind.items()},
-                                   "tokens_per_s": tokens / max(seconds, 1e-9), "completion_tokens": tokens,
-                                   "problems": len(rows)}
+        metrics: dict[str, Any] = {
+            "accuracy": sum(r["correct"] for r in rows) / len(rows),
+            **{f"accuracy/{k}": sum(v) / len(v) for k, v in by_kind.items()},
+            "tokens_per_s": tokens / max(seconds, 1e-9),
+            "completion_tokens": tokens,
+            "problems": len(rows),
+        }
         self._report(rows, by_kind)
         return metrics
 
@@ -101,8 +116,10 @@ class QuickstartRecipe(Recipe[QuickstartConfig]):
         lines = []
         for r in shown:
             out = r["output"].strip().replace("\n", " ")
-            lines.append(f"- **{r['question']}** gold `{r['answer']}`, predicted `{r['predicted']}` "
-                         f"({'correct' if r['correct'] else 'wrong'})  \n  > {out[:400]}")
+            lines.append(
+                f"- **{r['question']}** gold `{r['answer']}`, predicted `{r['predicted']}` "
+                f"({'correct' if r['correct'] else 'wrong'})  \n  > {out[:400]}"
+            )
         self.ctx.add_section("Examples", "\n".join(lines) or "(none)")
 
 

@@ -37,9 +37,23 @@ class ServeDemoRecipe(Recipe[ServeDemoConfig]):
         self.tasks = arithmetic_suite(c.num_problems, c.seed)
         self.key = "sk-" + secrets.token_hex(8)
         self.server = ServerProcess(
-            ["-m", "agentkit", "serve", "--model", c.model, "--agent", "tir", "--tools", "python",
-             "--api-key", self.key], self.ctx.run_dir / "server.log",
-            startup_timeout_s=min(c.startup_timeout_s, c.time_limit_s), env={"TOKENIZERS_PARALLELISM": "false"})
+            [
+                "-m",
+                "agentkit",
+                "serve",
+                "--model",
+                c.model,
+                "--agent",
+                "tir",
+                "--tools",
+                "python",
+                "--api-key",
+                self.key,
+            ],
+            self.ctx.run_dir / "server.log",
+            startup_timeout_s=min(c.startup_timeout_s, c.time_limit_s),
+            env={"TOKENIZERS_PARALLELISM": "false"},
+        )
         self.server.start()
 
     def evaluate(self) -> dict[str, Any]:
@@ -47,13 +61,21 @@ class ServeDemoRecipe(Recipe[ServeDemoConfig]):
 
         c = self.config
         # No retries: a failed request is reported with the server's log, not sent again.
-        client = openai.OpenAI(base_url=f"{self.server.url}/v1", api_key=self.key, max_retries=0,
-                               timeout=c.time_limit_s)
+        client = openai.OpenAI(
+            base_url=f"{self.server.url}/v1", api_key=self.key, max_retries=0, timeout=c.time_limit_s
+        )
         try:
             plain_shots = PLAIN_EXAMPLES if c.few_shot else []
             tool_shots = TIR_EXAMPLES if c.few_shot else []
-            plain = self._ask(client, c.model, lambda t: [{"role": "system", "content": c.system_prompt},
-                                                           *plain_shots, {"role": "user", "content": t.question}])
+            plain = self._ask(
+                client,
+                c.model,
+                lambda t: [
+                    {"role": "system", "content": c.system_prompt},
+                    *plain_shots,
+                    {"role": "user", "content": t.question},
+                ],
+            )
             tools = self._ask(client, "agentkit/tir", lambda t: [*tool_shots, {"role": "user", "content": t.question}])
         finally:
             self.server.stop()
@@ -73,17 +95,29 @@ class ServeDemoRecipe(Recipe[ServeDemoConfig]):
                 raise TimeoutError
             try:
                 r = client.with_options(timeout=left).chat.completions.create(
-                    model=model, messages=messages(task), temperature=0, max_tokens=c.max_tokens, seed=c.seed,
-                    extra_body=extra)
+                    model=model,
+                    messages=messages(task),
+                    temperature=0,
+                    max_tokens=c.max_tokens,
+                    seed=c.seed,
+                    extra_body=extra,
+                )
             except openai.APITimeoutError:
                 raise TimeoutError from None
             except openai.APIError as e:
                 raise self.server.error(f"{model}: request {task.id} failed: {e}") from None
             trace = (r.model_extra or {}).get("agentkit", [{}])[0]
             answer = trace.get("answer") or r.choices[0].message.content or ""
-            return {"id": task.id, "question": task.question, "gold": task.answer, "output": answer,
-                    "correct": numeric_match(answer, task.answer), "tool_calls": trace.get("tool_calls", 0),
-                    "seconds": time.perf_counter() - t0, "tokens": r.usage.completion_tokens}
+            return {
+                "id": task.id,
+                "question": task.question,
+                "gold": task.answer,
+                "output": answer,
+                "correct": numeric_match(answer, task.answer),
+                "tool_calls": trace.get("tool_calls", 0),
+                "seconds": time.perf_counter() - t0,
+                "tokens": r.usage.completion_tokens,
+            }
 
         pool = ThreadPoolExecutor(c.concurrency)
         try:
@@ -101,14 +135,20 @@ class ServeDemoRecipe(Recipe[ServeDemoConfig]):
         def acc(rows):
             return sum(r["correct"] for r in rows) / len(rows)
 
-        m = {"accuracy_without_tools": acc(plain), "accuracy_with_python": acc(tools),
-             "mean_tool_calls": sum(r["tool_calls"] for r in tools) / len(tools),
-             "p50_latency_s_without_tools": percentile([r["seconds"] for r in plain], 0.5),
-             "p50_latency_s_with_python": percentile([r["seconds"] for r in tools], 0.5),
-             "problems": len(plain)}
+        m = {
+            "accuracy_without_tools": acc(plain),
+            "accuracy_with_python": acc(tools),
+            "mean_tool_calls": sum(r["tool_calls"] for r in tools) / len(tools),
+            "p50_latency_s_without_tools": percentile([r["seconds"] for r in plain], 0.5),
+            "p50_latency_s_with_python": percentile([r["seconds"] for r in tools], 0.5),
+            "problems": len(plain),
+        }
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.4))
-        bars = a1.bar(["no tools", "python tool"], [m["accuracy_without_tools"], m["accuracy_with_python"]],
-                      color=["#8C8C8C", "#4C72B0"])
+        bars = a1.bar(
+            ["no tools", "python tool"],
+            [m["accuracy_without_tools"], m["accuracy_with_python"]],
+            color=["#8C8C8C", "#4C72B0"],
+        )
         a1.bar_label(bars, labels=[f"{sum(r['correct'] for r in x):.0f}/{len(x)}" for x in (plain, tools)])
         a1.set_ylim(0, 1)
         a1.set_ylabel("accuracy")
@@ -118,9 +158,14 @@ class ServeDemoRecipe(Recipe[ServeDemoConfig]):
         a2.set_xlabel("python calls per problem")
         a2.set_ylabel("problems")
         self.ctx.save_plot(fig, "serve_demo", "Accuracy without tools and with the python tool; tool calls per problem")
-        shown = "\n".join(f"- **{r['question']}** gold `{r['gold']}`; agent ({r['tool_calls']} calls): "
-                          f"`{r['output'][-120:].strip()}`" for r in tools[:4])
+        shown = "\n".join(
+            f"- **{r['question']}** gold `{r['gold']}`; agent ({r['tool_calls']} calls): `{r['output'][-120:].strip()}`"
+            for r in tools[:4]
+        )
         self.ctx.add_section("Agent examples", shown)
-        print(f"\naccuracy without tools: {m['accuracy_without_tools']:.1%}   with the python tool: "
-              f"{m['accuracy_with_python']:.1%}   mean tool calls: {m['mean_tool_calls']:.2f}", flush=True)
+        print(
+            f"\naccuracy without tools: {m['accuracy_without_tools']:.1%}   with the python tool: "
+            f"{m['accuracy_with_python']:.1%}   mean tool calls: {m['mean_tool_calls']:.2f}",
+            flush=True,
+        )
         return m

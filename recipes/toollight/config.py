@@ -59,7 +59,9 @@ class ToolLightConfig:
     test_questions: ExistingPath = None
     test_fraction: Annotated[float, at.Interval(gt=0, lt=1)] = 0.2
     corpus: ExistingPath = None
-    tools: Annotated[list[Literal["python", "search"]], at.MinLen(1)] = field(default_factory=lambda: ["python", "search"])
+    tools: Annotated[list[Literal["python", "search"]], at.MinLen(1)] = field(
+        default_factory=lambda: ["python", "search"]
+    )
     sft_data: ExistingPath = None
     pairs: ExistingPath = None
     sft: SFTSettings = field(default_factory=lambda: SFTSettings(epochs=1.0))

@@ -64,8 +64,10 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
 
             def groups(n_arith: int, n_easy: int, n_mh: int, seed: int) -> list[Group]:
                 arith = suite_tasks("arithmetic", n_arith, seed) + suite_tasks("arithmetic-easy", n_easy, seed)
-                return [Group("arithmetic", arith, [self.tools["python"]]),
-                        Group("multihop", suite_tasks("multihop", n_mh, seed, kb), [self.tools["search"]])]
+                return [
+                    Group("arithmetic", arith, [self.tools["python"]]),
+                    Group("multihop", suite_tasks("multihop", n_mh, seed, kb), [self.tools["search"]]),
+                ]
 
             self.sft_groups = groups(c.train_arithmetic, c.train_easy, c.train_multihop, c.train_seed)
             self.pool = groups(c.pool_arithmetic, c.pool_easy, c.pool_multihop, c.pool_seed)
@@ -95,8 +97,9 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         if c.sft.epochs > 0 and (self.sft_groups or c.sft_data):
             stages.append(("sft", self._sft))
         kinds = (["pre_aligned"] if c.pre_aligned else []) + ["self_evolved"] * c.self_evolved_rounds
-        stages += [(f"dpo-{k}", lambda k=k, kind=kind: self._dpo_round(f"dpo-{k}", kind))
-                   for k, kind in enumerate(kinds, 1)]
+        stages += [
+            (f"dpo-{k}", lambda k=k, kind=kind: self._dpo_round(f"dpo-{k}", kind)) for k, kind in enumerate(kinds, 1)
+        ]
         prev = "base"
         for stage, run in stages:
             if not self.ctx.done("stages").get(stage):
@@ -158,10 +161,12 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         c = self.config
         trajs = self._sft_trajectories()
         ds = to_sft_dataset(trajs, c.sft.max_length)
-        self.ctx.log({"sft_examples": len(ds), "sft_trained_tokens": sum(sum(t != -100 for t in x)
-                                                                         for x in ds["labels"])})
-        history, self.model = train_sft(self.model, self.tokenizer, ds, c.sft, self.ctx.run_dir / "state" / "trainer",
-                                        progress=not self.ctx.quiet)
+        self.ctx.log(
+            {"sft_examples": len(ds), "sft_trained_tokens": sum(sum(t != -100 for t in x) for x in ds["labels"])}
+        )
+        history, self.model = train_sft(
+            self.model, self.tokenizer, ds, c.sft, self.ctx.run_dir / "state" / "trainer", progress=not self.ctx.quiet
+        )
         self._engine_changed()
         return history
 
@@ -174,15 +179,17 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
 
                 return from_dataset(datasets.load_from_disk(str(p)))
             return load_jsonl(p)
-        trajs = [t for g in self.sft_groups
-                 for t in make_trajectories(g.tasks, self.tokenizer, {x.name: x for x in g.tools}, self.titles)]
+        trajs = [
+            t
+            for g in self.sft_groups
+            for t in make_trajectories(g.tasks, self.tokenizer, {x.name: x for x in g.tools}, self.titles)
+        ]
         if self.ctx.is_main:
             _save(to_dataset(trajs), self.ctx.run_dir / "sft-trajectories")
         return trajs
 
     def _dpo_round(self, stage: str, kind: str) -> list[dict[str, Any]]:
         import datasets
-
 
         c = self.config
         where = self.ctx.run_dir / "rounds" / stage
@@ -198,8 +205,14 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
             self.ctx.add_section(f"{stage}: no pairs", "No question gave a pair under the rules; the model is kept.")
             return []
         pairs = datasets.load_from_disk(str(where / "pairs"))
-        history, self.model = train_dpo(self.model, self.tokenizer, pairs, c.dpo, self.ctx.run_dir / "state" / "trainer",
-                                        progress=not self.ctx.quiet)
+        history, self.model = train_dpo(
+            self.model,
+            self.tokenizer,
+            pairs,
+            c.dpo,
+            self.ctx.run_dir / "state" / "trainer",
+            progress=not self.ctx.quiet,
+        )
         self._engine_changed()
         return history
 
@@ -225,8 +238,11 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         if kind == "pre_aligned" and self.titles:  # the ideal trajectory stands in when no sample is correct
             from agentkit.toollight.sft_data import make_trajectories
 
-            sft = {t.task_id: t for g in sources for t in
-                   make_trajectories(g.tasks, self.tokenizer, {x.name: x for x in g.tools}, self.titles)}
+            sft = {
+                t.task_id: t
+                for g in sources
+                for t in make_trajectories(g.tasks, self.tokenizer, {x.name: x for x in g.tools}, self.titles)
+            }
         available: dict[str, int] = {}
         pairs = build_pairs(kind, vanilla, guided, tasks, c.rules, sft, seed=seed, stats=available)
         if pairs:  # (datasets cannot load back a dataset of no rows)
@@ -239,8 +255,9 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         """The first round trains on the user's pairs (ours, or TRL-style text pairs) instead of sampling."""
         pairs = load_pairs(self.config.pairs, self.tokenizer)
         _save(pairs, where / "pairs")
-        atomic_write(where / "summary.json", json.dumps({"kind": "given", "pairs": len(pairs),
-                                                         "from": str(self.config.pairs)}))
+        atomic_write(
+            where / "summary.json", json.dumps({"kind": "given", "pairs": len(pairs), "from": str(self.config.pairs)})
+        )
 
     def _sources(self, engine) -> list[Group]:
         """The pool questions the SFT model answers wrongly without tools, mined once and kept for every round."""
@@ -253,8 +270,9 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
             keep = {t.id for g in groups for t in g.tasks}
             atomic_write(path, json.dumps({"sources": sorted(keep), "no_tool_correct_rate": rates}))
             n = sum(len(g.tasks) for g in self.pool)
-            self.ctx.log({"sources": len(keep), "pool": n,
-                          "pool_no_tool_accuracy": sum(rates.values()) / max(len(rates), 1)})
+            self.ctx.log(
+                {"sources": len(keep), "pool": n, "pool_no_tool_accuracy": sum(rates.values()) / max(len(rates), 1)}
+            )
         return [Group(g.name, [t for t in g.tasks if t.id in keep], g.tools) for g in self.pool]
 
     # ---- evaluation and report ----------------------------------------------------------------------------
@@ -264,10 +282,13 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         if not rows:
             if self.ctx.is_main:
                 self._load_stage(stage)
-                cfg = AgentConfig(max_turns=c.eval_max_turns, max_tool_calls=c.eval_max_turns,
-                                  max_tokens_per_turn=c.eval_max_tokens_per_turn,
-                                  max_total_tokens=c.eval_max_turns * (c.eval_max_tokens_per_turn + 256),
-                                  temperature=0)
+                cfg = AgentConfig(
+                    max_turns=c.eval_max_turns,
+                    max_tool_calls=c.eval_max_turns,
+                    max_tokens_per_turn=c.eval_max_tokens_per_turn,
+                    max_total_tokens=c.eval_max_turns * (c.eval_max_tokens_per_turn + 256),
+                    temperature=0,
+                )
                 rows = evaluate(self._sampler(), self.test, cfg)
                 self.ctx.record(f"eval_{stage}", rows)
             self.ctx.state.wait_for_everyone()
@@ -281,16 +302,27 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         is this run's stages, and the plots."""
         evals = {s: self.ctx.done(f"eval_{s}") for s in stages}
         suites = sorted({r["suite"] for rows in evals.values() for r in rows.values()})
-        nec = {suite: necessity({s: {q: (r["correct"], r["tool_calls"]) for q, r in rows.items()
-                                      if r["suite"] == suite} for s, rows in evals.items()}) for suite in suites}
-        lines = ["| stage | suite | accuracy | tool calls | Efficiency | Necessity (pool: these stages) | "
-                 "tokens/answer |", "|---|---|---|---|---|---|---|"]
+        nec = {
+            suite: necessity(
+                {
+                    s: {q: (r["correct"], r["tool_calls"]) for q, r in rows.items() if r["suite"] == suite}
+                    for s, rows in evals.items()
+                }
+            )
+            for suite in suites
+        }
+        lines = [
+            "| stage | suite | accuracy | tool calls | Efficiency | Necessity (pool: these stages) | tokens/answer |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for s in stages:
             for suite in suites:
                 k = f"{s}/{suite}"
-                lines.append(f"| {s} | {suite} | {metrics[k + '/accuracy']:.3f} | {metrics[k + '/tool_calls']:.2f} | "
-                             f"{metrics[k + '/efficiency']:.3f} | {nec[suite][s]['normalised']:.2f} | "
-                             f"{metrics[k + '/tokens_per_answer']:.0f} |")
+                lines.append(
+                    f"| {s} | {suite} | {metrics[k + '/accuracy']:.3f} | {metrics[k + '/tool_calls']:.2f} | "
+                    f"{metrics[k + '/efficiency']:.3f} | {nec[suite][s]['normalised']:.2f} | "
+                    f"{metrics[k + '/tokens_per_answer']:.0f} |"
+                )
                 self.ctx.log({f"{k}/necessity": nec[suite][s]["normalised"]})
         self.ctx.add_section("Agent after each stage (held-out questions, greedy)", "\n".join(lines))
         self._plot(stages, suites, metrics)

@@ -26,7 +26,8 @@ class ToolLightAnalyzeConfig:
 
     model: ModelName = DEFAULT_CHAT_MODEL
     suites: Annotated[list[Literal["arithmetic", "arithmetic-easy", "steps", "multihop"]], at.MinLen(1)] = field(
-        default_factory=lambda: ["arithmetic", "multihop"])
+        default_factory=lambda: ["arithmetic", "multihop"]
+    )
     num_tasks: PosInt = 32
     seed: int = 3
     samples: PosInt = 2

@@ -35,11 +35,18 @@ class ToolLightAnalyzeRecipe(Recipe[ToolLightAnalyzeConfig]):
                 trajs[suite] = [Trajectory.from_dict(d) for d in done]
                 continue
             with agent_suite(suite, c.num_tasks, c.seed, few_shot=c.few_shot, top_k=c.search_top_k) as work:
-                cfg = AgentConfig(max_turns=c.max_turns, max_tool_calls=c.max_turns,
-                                  max_tokens_per_turn=c.max_tokens_per_turn,
-                                  max_total_tokens=c.max_turns * (c.max_tokens_per_turn + 256), n=c.samples,
-                                  temperature=c.temperature, top_p=c.top_p, seed=c.seed, entropy=True,
-                                  examples=work.examples)
+                cfg = AgentConfig(
+                    max_turns=c.max_turns,
+                    max_tool_calls=c.max_turns,
+                    max_tokens_per_turn=c.max_tokens_per_turn,
+                    max_total_tokens=c.max_turns * (c.max_tokens_per_turn + 256),
+                    n=c.samples,
+                    temperature=c.temperature,
+                    top_p=c.top_p,
+                    seed=c.seed,
+                    entropy=True,
+                    examples=work.examples,
+                )
                 trajs[suite] = rollout(self.engine, work.tasks, [work.tool], cfg)
             self.ctx.record("trajectories", {suite: [t.to_dict() for t in trajs[suite]]})
         to_dataset([t for ts in trajs.values() for t in ts]).save_to_disk(str(self.ctx.run_dir / "trajectories"))
@@ -47,7 +54,6 @@ class ToolLightAnalyzeRecipe(Recipe[ToolLightAnalyzeConfig]):
 
     def _analyse(self, trajs) -> dict[str, Any]:
         plt = pyplot()
-
 
         c = self.config
         metrics: dict[str, Any] = {}
@@ -57,18 +63,32 @@ class ToolLightAnalyzeRecipe(Recipe[ToolLightAnalyzeConfig]):
             prof = boundary_profile(ts, c.boundary_k)
             k = c.boundary_k
             a1.plot(range(-k, 0), prof["before"], marker=".", color=f"C{n}", label=f"{suite}: end of the calling turn")
-            a1.plot(range(1, k + 1), prof["after"], marker=".", color=f"C{n}", ls="--", label=f"{suite}: after the result")
+            a1.plot(
+                range(1, k + 1), prof["after"], marker=".", color=f"C{n}", ls="--", label=f"{suite}: after the result"
+            )
             w = window_means(prof, (5, 10, k))
             groups = entropy_by_tool_calls(ts)
             xs = sorted(groups)
-            a2.errorbar(xs, [groups[x]["mean"] for x in xs], yerr=[groups[x]["std"] for x in xs], marker="o",
-                        capsize=3, color=f"C{n}", label=suite)
+            a2.errorbar(
+                xs,
+                [groups[x]["mean"] for x in xs],
+                yerr=[groups[x]["std"] for x in xs],
+                marker="o",
+                capsize=3,
+                color=f"C{n}",
+                label=suite,
+            )
             calls = [t.tool_calls for t in ts]
             chains = [chain_entropy(t) for t in ts]
-            metrics.update({f"{suite}/trajectories": len(ts), f"{suite}/mean_tool_calls": float(np.mean(calls)),
-                            f"{suite}/boundaries": int(max(prof["after_count"] + prof["before_count"] + [0])),
-                            f"{suite}/chain_entropy": float(np.nanmean(chains)),
-                            **{f"{suite}/entropy_{key}": v for key, v in w.items()}})
+            metrics.update(
+                {
+                    f"{suite}/trajectories": len(ts),
+                    f"{suite}/mean_tool_calls": float(np.mean(calls)),
+                    f"{suite}/boundaries": int(max(prof["after_count"] + prof["before_count"] + [0])),
+                    f"{suite}/chain_entropy": float(np.nanmean(chains)),
+                    **{f"{suite}/entropy_{key}": v for key, v in w.items()},
+                }
+            )
             rows += [f"| {suite} | {n} | {g['n']} | {g['mean']:.3f} ± {g['std']:.3f} |" for n, g in groups.items()]
         a1.axvline(0, color="grey", ls=":")
         a1.set_xlabel("token position relative to the tool result")
@@ -81,8 +101,14 @@ class ToolLightAnalyzeRecipe(Recipe[ToolLightAnalyzeConfig]):
         a2.set_title("Chain entropy vs tool calls")
         a2.legend(fontsize=7)
         fig.tight_layout()
-        self.ctx.save_plot(fig, "entropy", "Left: token entropy aligned at tool-result boundaries. Right: chain "
-                                           "entropy by number of tool calls (mean ± std)")
-        self.ctx.add_section("Chain entropy by tool calls", "| suite | tool calls | trajectories | chain entropy |\n"
-                             "|---|---|---|---|\n" + "\n".join(rows))
+        self.ctx.save_plot(
+            fig,
+            "entropy",
+            "Left: token entropy aligned at tool-result boundaries. Right: chain "
+            "entropy by number of tool calls (mean ± std)",
+        )
+        self.ctx.add_section(
+            "Chain entropy by tool calls",
+            "| suite | tool calls | trajectories | chain entropy |\n|---|---|---|---|\n" + "\n".join(rows),
+        )
         return metrics

@@ -45,20 +45,38 @@ def test_gemma3_base_with_plain_template():
 
     eng = HFEngine("gemma3-270m", max_batch_size=4)
     assert eng.tokenizer.chat_template == PLAIN_CHAT_TEMPLATE and "\nUser:" in eng.default_stop
-    prompt = eng.tokenizer.apply_chat_template([{"role": "user", "content": "Name a colour."}],
-                                               add_generation_prompt=True, tokenize=False)
+    prompt = eng.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Name a colour."}], add_generation_prompt=True, tokenize=False
+    )
     assert prompt.endswith("User: Name a colour.\n\nAssistant:")
     (c,) = eng.generate(["1, 2, 3, 4, 5, 6,"], SamplingParams(max_tokens=4, temperature=0))[0]
     assert c.text.strip().startswith("7")
-    (chat,) = eng.generate([[{"role": "user", "content": "Name a colour."}]],
-                           SamplingParams(max_tokens=48, temperature=0))[0]
+    (chat,) = eng.generate(
+        [[{"role": "user", "content": "Name a colour."}]], SamplingParams(max_tokens=48, temperature=0)
+    )[0]
     assert "User:" not in chat.text  # the plain template's next turn is a stop string
 
 
 def test_quickstart_cli_end_to_end(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "agentkit", "run", "quickstart", "--preset", "tiny", "--quiet",
-                        "--set", "num_problems=4", "--output-dir", str(tmp_path / "run")],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentkit",
+            "run",
+            "quickstart",
+            "--preset",
+            "tiny",
+            "--quiet",
+            "--set",
+            "num_problems=4",
+            "--output-dir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     run = tmp_path / "run"
     report = (run / "report.md").read_text()
@@ -75,10 +93,33 @@ def test_quickstart_under_accelerate_launch(tmp_path):
     import agentkit
 
     cfg = __import__("pathlib").Path(agentkit.__file__).parent.parent / "configs" / "accelerate" / "cpu.yaml"
-    r = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(cfg),
-                        "-m", "agentkit", "run", "quickstart", "--quiet", "--output-dir", str(tmp_path / "run"),
-                        "--set", "engine.model=tiny-random", "--set", "num_problems=6", "--set", "batch_size=4",
-                        "--set", "max_tokens=4"], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            "--config_file",
+            str(cfg),
+            "-m",
+            "agentkit",
+            "run",
+            "quickstart",
+            "--quiet",
+            "--output-dir",
+            str(tmp_path / "run"),
+            "--set",
+            "engine.model=tiny-random",
+            "--set",
+            "num_problems=6",
+            "--set",
+            "batch_size=4",
+            "--set",
+            "max_tokens=4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     rows = (tmp_path / "run" / "state" / "predictions.jsonl").read_text().splitlines()
     assert len(rows) == 6  # every problem once, whichever process answered it
@@ -91,9 +132,27 @@ def test_extras_recipe_under_accelerate_launch(tmp_path):
     import agentkit
 
     cfg = __import__("pathlib").Path(agentkit.__file__).parent.parent / "configs" / "accelerate" / "cpu.yaml"
-    r = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(cfg),
-                        "-m", "agentkit", "run", "extras.robust.nat", "--preset", "tiny", "--quiet",
-                        "--output-dir", str(tmp_path / "run")], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            "--config_file",
+            str(cfg),
+            "-m",
+            "agentkit",
+            "run",
+            "extras.robust.nat",
+            "--preset",
+            "tiny",
+            "--quiet",
+            "--output-dir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     rows = (tmp_path / "run" / "state" / "runs.jsonl").read_text().splitlines()
     assert len(rows) == 6  # 3 methods × 2 seeds, each recorded once
@@ -109,8 +168,12 @@ def test_agent_rollout_with_real_model_and_sandbox(smol_engine):
 
     tool = PythonTool(SandboxConfig(pool_size=2))
     try:
-        trajs = rollout(smol_engine, arithmetic_suite(4, seed=5), [tool],
-                        AgentConfig(max_turns=3, max_tokens_per_turn=64, max_total_tokens=256, temperature=0))
+        trajs = rollout(
+            smol_engine,
+            arithmetic_suite(4, seed=5),
+            [tool],
+            AgentConfig(max_turns=3, max_tokens_per_turn=64, max_total_tokens=256, temperature=0),
+        )
     finally:
         tool.close()
     assert len(trajs) == 4
@@ -129,8 +192,11 @@ def smol_server(tmp_path_factory):
     from agentkit.server.http import ServerProcess
 
     log = tmp_path_factory.mktemp("serve") / "server.log"
-    with ServerProcess(["-m", "agentkit", "serve", "--model", "smollm2-135m", "--agent", "tir", "--api-key",
-                        "sk-e2e"], log, startup_timeout_s=180) as server:
+    with ServerProcess(
+        ["-m", "agentkit", "serve", "--model", "smollm2-135m", "--agent", "tir", "--api-key", "sk-e2e"],
+        log,
+        startup_timeout_s=180,
+    ) as server:
         yield server
 
 
@@ -138,15 +204,28 @@ def test_serve_cli_with_official_client(smol_server):
     import openai
 
     client = openai.OpenAI(base_url=f"{smol_server.url}/v1", api_key="sk-e2e", max_retries=0)
-    r = client.chat.completions.create(model="smollm2-135m", temperature=0, max_tokens=12,
-                                       messages=[{"role": "user", "content": "What is the capital of France?"}])
+    r = client.chat.completions.create(
+        model="smollm2-135m",
+        temperature=0,
+        max_tokens=12,
+        messages=[{"role": "user", "content": "What is the capital of France?"}],
+    )
     assert "paris" in r.choices[0].message.content.lower() and r.choices[0].finish_reason in ("stop", "length")
-    text = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
-        model="smollm2-135m", temperature=0, max_tokens=12, stream=True,
-        messages=[{"role": "user", "content": "What is the capital of France?"}]) if c.choices)
+    text = "".join(
+        c.choices[0].delta.content or ""
+        for c in client.chat.completions.create(
+            model="smollm2-135m",
+            temperature=0,
+            max_tokens=12,
+            stream=True,
+            messages=[{"role": "user", "content": "What is the capital of France?"}],
+        )
+        if c.choices
+    )
     assert text == r.choices[0].message.content
-    a = client.chat.completions.create(model="agentkit/tir", max_tokens=48, temperature=0,
-                                       messages=[{"role": "user", "content": "What is 17 * 23?"}])
+    a = client.chat.completions.create(
+        model="agentkit/tir", max_tokens=48, temperature=0, messages=[{"role": "user", "content": "What is 17 * 23?"}]
+    )
     assert a.model_extra["agentkit"][0]["finish"] and a.usage.total_tokens > 0
 
 
@@ -166,8 +245,14 @@ def test_concurrent_agent_requests_with_seeds(smol_server):
 
     def ask(i: int):
         r = client.chat.completions.create(
-            model="agentkit/tir", n=2, seed=100 + i if i < 12 else 0, temperature=0.8, max_tokens=40, extra_body={"max_turns": 2},
-            messages=[*TIR_EXAMPLES, {"role": "user", "content": tasks[i].question}])
+            model="agentkit/tir",
+            n=2,
+            seed=100 + i if i < 12 else 0,
+            temperature=0.8,
+            max_tokens=40,
+            extra_body={"max_turns": 2},
+            messages=[*TIR_EXAMPLES, {"role": "user", "content": tasks[i].question}],
+        )
         return [(c.message.content, t["trace"]) for c, t in zip(r.choices, r.model_extra["agentkit"])]
 
     with ThreadPoolExecutor(16) as pool:
@@ -179,21 +264,67 @@ def test_concurrent_agent_requests_with_seeds(smol_server):
     assert "Traceback" not in smol_server.tail(20000)
 
 
-THINGS = ["a cat", "a city", "a car", "a book", "a movie", "a planet", "a song", "a tree", "a laptop", "a river",
-          "a bird", "a chair", "a pizza", "a country", "a museum", "a phone", "a mountain", "a game", "a shoe", "a bridge"]
+THINGS = [
+    "a cat",
+    "a city",
+    "a car",
+    "a book",
+    "a movie",
+    "a planet",
+    "a song",
+    "a tree",
+    "a laptop",
+    "a river",
+    "a bird",
+    "a chair",
+    "a pizza",
+    "a country",
+    "a museum",
+    "a phone",
+    "a mountain",
+    "a game",
+    "a shoe",
+    "a bridge",
+]
 JSON_SYSTEM = {"role": "system", "content": "You reply with one JSON object and nothing else."}
-ITEM = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 40},
-                                         "colour": {"enum": ["red", "green", "blue", "black", "white", "other"]},
-                                         "size": {"type": "integer", "minimum": 1, "maximum": 100}},
-        "required": ["name", "colour", "size"]}
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
-                                           "parameters": {"type": "object", "properties": {
-                                               "city": {"type": "string", "maxLength": 40},
-                                               "unit": {"enum": ["celsius", "fahrenheit"]}},
-                                               "required": ["city", "unit"]}}},
-         {"type": "function", "function": {"name": "search", "description": "Search the web",
-                                           "parameters": {"type": "object", "properties": {
-                                               "query": {"type": "string", "maxLength": 60}}, "required": ["query"]}}}]
+ITEM = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 40},
+        "colour": {"enum": ["red", "green", "blue", "black", "white", "other"]},
+        "size": {"type": "integer", "minimum": 1, "maximum": 100},
+    },
+    "required": ["name", "colour", "size"],
+}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "maxLength": 40},
+                    "unit": {"enum": ["celsius", "fahrenheit"]},
+                },
+                "required": ["city", "unit"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "description": "Search the web",
+            "parameters": {
+                "type": "object",
+                "properties": {"query": {"type": "string", "maxLength": 60}},
+                "required": ["query"],
+            },
+        },
+    },
+]
 
 
 @pytest.mark.parametrize("kind", ["json_object", "json_schema", "required", "named"])
@@ -212,19 +343,36 @@ def test_structured_outputs_with_the_official_client(smol_server, kind):
         thing = THINGS[i]
         kw = dict(model="smollm2-135m", max_tokens=128, temperature=0.7, seed=i)
         if kind in ("json_object", "json_schema"):
-            fmt = {"type": "json_object"} if kind == "json_object" else \
-                {"type": "json_schema", "json_schema": {"name": "item", "schema": ITEM, "strict": True}}
-            r = client.chat.completions.create(messages=[JSON_SYSTEM, {"role": "user", "content": (
-                f"Give the name, colour and size of {thing} as a JSON object with the keys name, colour and size.")}],
-                response_format=fmt, **kw)
+            fmt = (
+                {"type": "json_object"}
+                if kind == "json_object"
+                else {"type": "json_schema", "json_schema": {"name": "item", "schema": ITEM, "strict": True}}
+            )
+            r = client.chat.completions.create(
+                messages=[
+                    JSON_SYSTEM,
+                    {
+                        "role": "user",
+                        "content": (
+                            f"Give the name, colour and size of {thing} as a JSON object with the keys name, colour and size."
+                        ),
+                    },
+                ],
+                response_format=fmt,
+                **kw,
+            )
             data = json.loads(r.choices[0].message.content)
             assert isinstance(data, dict) and r.choices[0].finish_reason == "stop"
             if kind == "json_schema":
                 jsonschema.validate(data, ITEM)
             return data
         choice = "required" if kind == "required" else {"type": "function", "function": {"name": "get_weather"}}
-        r = client.chat.completions.create(messages=[{"role": "user", "content": f"What is the weather near {thing}?"}],
-                                           tools=TOOLS, tool_choice=choice, **kw)
+        r = client.chat.completions.create(
+            messages=[{"role": "user", "content": f"What is the weather near {thing}?"}],
+            tools=TOOLS,
+            tool_choice=choice,
+            **kw,
+        )
         (call,) = r.choices[0].message.tool_calls
         assert r.choices[0].finish_reason == "tool_calls"
         assert kind == "required" or call.function.name == "get_weather"
@@ -241,10 +389,31 @@ def test_structured_outputs_with_the_official_client(smol_server, kind):
 def test_serve_demo_recipe(tmp_path):
     """The main job, small: the server starts, both models answer through the official client (four requests in
     flight at once, all with the same seed), it stops; the server's log is in the run directory."""
-    r = subprocess.run([sys.executable, "-m", "agentkit", "run", "serve_demo", "--preset", "tiny", "--quiet",
-                        "--set", "num_problems=4", "--set", "concurrency=4", "--set", "max_tokens=16",
-                        "--set", "time_limit_s=400", "--output-dir", str(tmp_path / "run")],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentkit",
+            "run",
+            "serve_demo",
+            "--preset",
+            "tiny",
+            "--quiet",
+            "--set",
+            "num_problems=4",
+            "--set",
+            "concurrency=4",
+            "--set",
+            "max_tokens=16",
+            "--set",
+            "time_limit_s=400",
+            "--output-dir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "accuracy without tools" in r.stdout
     final = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[-1])
@@ -256,9 +425,25 @@ def test_serve_demo_recipe(tmp_path):
 
 
 def test_serve_demo_time_limit_names_the_server_log(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "agentkit", "run", "serve_demo", "--preset", "tiny", "--quiet",
-                        "--set", "time_limit_s=0.5", "--output-dir", str(tmp_path / "run")],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentkit",
+            "run",
+            "serve_demo",
+            "--preset",
+            "tiny",
+            "--quiet",
+            "--set",
+            "time_limit_s=0.5",
+            "--output-dir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "did not come up in 0.5 s" in r.stderr and f"server log: {tmp_path / 'run' / 'server.log'}" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
@@ -267,14 +452,34 @@ def test_serve_demo_time_limit_names_the_server_log(tmp_path):
 def test_uncertainty_cli_with_both_embedded_models(tmp_path):
     """generate with SmolLM2 and Gemma through the CLI (a new process each), then score with MiniLM."""
     gens = tmp_path / "gens.jsonl"
-    cmd = [sys.executable, "-m", "agentkit", "uncertainty", "generate", "--models", "smollm2-135m,gemma3-270m",
-           "--tasks", "arithmetic-easy:3,multihop-open:3", "--samples", "3", "--max-tokens", "12", "--out", str(gens)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agentkit",
+        "uncertainty",
+        "generate",
+        "--models",
+        "smollm2-135m,gemma3-270m",
+        "--tasks",
+        "arithmetic-easy:3,multihop-open:3",
+        "--samples",
+        "3",
+        "--max-tokens",
+        "12",
+        "--out",
+        str(gens),
+    ]
     subprocess.run(cmd, check=True, capture_output=True, timeout=600)
     rows = [json.loads(x) for x in gens.read_text().splitlines()]
     assert len(rows) == 6 and all(len(r["samples"][m]) == 3 for r in rows for m in ("smollm2-135m", "gemma3-270m"))
     assert all(r["greedy"]["smollm2-135m"] for r in rows)
-    out = subprocess.run([sys.executable, "-m", "agentkit", "uncertainty", "score", str(gens), "--out",
-                          str(tmp_path / "rep")], check=True, capture_output=True, text=True, timeout=300).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "agentkit", "uncertainty", "score", str(gens), "--out", str(tmp_path / "rep")],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
     assert "reference smollm2-135m" in out and "TU" in out
     metrics = json.loads((tmp_path / "rep" / "metrics.json").read_text())
     au, eu = (metrics["curves"][k]["rejection"] for k in ("AU", "EU"))
@@ -289,10 +494,29 @@ def test_toollight_tiny_under_accelerate_launch(tmp_path):
     from agentkit.testing.pairs import write_text_pairs
 
     write_text_pairs(tmp_path / "pairs.jsonl")
-    r = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-                        str(root / "configs" / "accelerate" / "cpu.yaml"), "-m", "agentkit", "run", "toollight",
-                        "--preset", "tiny", "--quiet", "--output-dir", str(tmp_path / "run"),
-                        "--set", f"pairs={tmp_path / 'pairs.jsonl'}"], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            "--config_file",
+            str(root / "configs" / "accelerate" / "cpu.yaml"),
+            "-m",
+            "agentkit",
+            "run",
+            "toollight",
+            "--preset",
+            "tiny",
+            "--quiet",
+            "--output-dir",
+            str(tmp_path / "run"),
+            "--set",
+            f"pairs={tmp_path / 'pairs.jsonl'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     run = tmp_path / "run"
     for stage in ("sft", "dpo-1", "dpo-2"):

@@ -5,8 +5,9 @@ import sys
 
 
 def agentkit(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "agentkit", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "agentkit", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 def _one_error_line(r):

@@ -104,8 +104,10 @@ BAD = [
     ("uncertainty generate --models smollm2-135m --tasks arithmetic:0 --out o.jsonl", "N must be a positive"),
     ("uncertainty generate --models smollm2-135m --tasks nosuch --out o.jsonl", "'nosuch' is neither a file"),
     ("uncertainty generate --models a,a --tasks arithmetic:2 --out o.jsonl", "names a model twice"),
-    ("uncertainty generate --models smollm2-135m --tasks arithmetic:2 --out o.jsonl --samples 1",
-     "argument --samples: must be >= 2"),
+    (
+        "uncertainty generate --models smollm2-135m --tasks arithmetic:2 --out o.jsonl --samples 1",
+        "argument --samples: must be >= 2",
+    ),
     ("uncertainty generate --models smollm2-135m --tasks row.jsonl --out o.jsonl", "row.jsonl"),
     ("uncertainty score corrupt.parquet", "corrupt.parquet: not a readable Parquet file"),
     ("uncertainty score missing.jsonl", "missing.jsonl does not exist"),

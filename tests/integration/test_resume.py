@@ -49,8 +49,9 @@ class TrainRecipe(Recipe[TrainCfg]):
             ran += 1
             self.ctx.log({"loss": loss.item()}, step=step + 1)
             if (step + 1) % self.config.checkpoint_every == 0:
-                self.ctx.save_checkpoint(step + 1, {"model": self.model.state_dict(),
-                                                    "optimizer": self.opt.state_dict()})
+                self.ctx.save_checkpoint(
+                    step + 1, {"model": self.model.state_dict(), "optimizer": self.opt.state_dict()}
+                )
         return {"steps_run": ran, "weight0": self.model.weight[0, 0].item()}
 
 
@@ -62,8 +63,9 @@ def test_training_resumes_from_checkpoint(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run_recipe("test-train", ["crash_at=3"], output_dir=str(tmp_path / "cut"), quiet=True)
     assert (tmp_path / "cut" / "state" / "checkpoint-00000002" / "state.pt").exists()
-    resumed, run_dir = run_recipe("test-train", ["crash_at=-1"], output_dir=str(tmp_path / "cut"), resume=True,
-                                  quiet=True, force=True)  # the one change: the test's crash switch
+    resumed, run_dir = run_recipe(
+        "test-train", ["crash_at=-1"], output_dir=str(tmp_path / "cut"), resume=True, quiet=True, force=True
+    )  # the one change: the test's crash switch
     assert resumed["steps_run"] == 4  # steps 3-6 only; 1-2 came from the checkpoint
     assert resumed["weight0"] == pytest.approx(full["weight0"], abs=1e-6)
     assert (run_dir / "report.md").exists() and "steps_run" in (run_dir / "report.md").read_text()

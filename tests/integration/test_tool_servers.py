@@ -35,8 +35,9 @@ def _post(url, body, key=None, raw=None):
 
 @pytest.fixture(scope="module")
 def python_server():
-    with serve_in_thread(python_app(SandboxConfig(pool_size=2, cpu_s=2, wall_s=5), api_key="k1",
-                                    max_concurrency=2)) as url:
+    with serve_in_thread(
+        python_app(SandboxConfig(pool_size=2, cpu_s=2, wall_s=5), api_key="k1", max_concurrency=2)
+    ) as url:
         yield url
 
 
@@ -72,13 +73,16 @@ def test_remote_tools_in_the_agent_loop(python_server):
 
 def test_concurrency_limit_answers_503_when_full():
     with serve_in_thread(python_app(SandboxConfig(pool_size=1, wall_s=5), max_concurrency=1)) as url:
-
-        slow = threading.Thread(target=_post, args=(url + "/v1/call", {"arguments": {"code": "import time\ntime.sleep(1.5)"}}))
+        slow = threading.Thread(
+            target=_post, args=(url + "/v1/call", {"arguments": {"code": "import time\ntime.sleep(1.5)"}})
+        )
         slow.start()
         time.sleep(0.3)
         codes = []
-        ts = [threading.Thread(target=lambda: codes.append(_post(url + "/v1/call", {"arguments": {"code": "1"}})[0]))
-              for _ in range(3)]
+        ts = [
+            threading.Thread(target=lambda: codes.append(_post(url + "/v1/call", {"arguments": {"code": "1"}})[0]))
+            for _ in range(3)
+        ]
         for t in ts:
             t.start()
         for t in ts + [slow]:
@@ -90,7 +94,9 @@ def test_concurrency_limit_answers_503_when_full():
     tool = PythonTool(SandboxConfig(pool_size=1, wall_s=5))
     try:
         with serve_in_thread(build_app(tool, max_concurrency=1, max_queue=0)) as url:
-            slow = threading.Thread(target=_post, args=(url + "/v1/call", {"arguments": {"code": "import time\ntime.sleep(2)"}}))
+            slow = threading.Thread(
+                target=_post, args=(url + "/v1/call", {"arguments": {"code": "import time\ntime.sleep(2)"}})
+            )
             slow.start()
             time.sleep(0.8)  # the slow call holds the only slot by now
             code, body = _post(url + "/v1/call", {"arguments": {"code": "1"}})
@@ -119,14 +125,17 @@ def test_a_busy_server_answers_health_and_503_with_retry_after():
     tool = PythonTool(SandboxConfig(pool_size=1, wall_s=5))
     try:
         with serve_in_thread(build_app(tool, max_concurrency=1, queue_timeout_s=0.5)) as url:
-            slow = threading.Thread(target=_post, args=(url + "/v1/call", {"arguments": {"code": "import time\ntime.sleep(3)"}}))
+            slow = threading.Thread(
+                target=_post, args=(url + "/v1/call", {"arguments": {"code": "import time\ntime.sleep(3)"}})
+            )
             slow.start()
             time.sleep(0.5)
             t = time.perf_counter()
             with urllib.request.urlopen(url + "/health", timeout=5) as r:
                 assert r.status == 200 and time.perf_counter() - t < 1
-            req = urllib.request.Request(url + "/v1/call", data=b'{"arguments": {"code": "1"}}',
-                                         headers={"Content-Type": "application/json"})
+            req = urllib.request.Request(
+                url + "/v1/call", data=b'{"arguments": {"code": "1"}}', headers={"Content-Type": "application/json"}
+            )
             with pytest.raises(urllib.error.HTTPError) as e:
                 urllib.request.urlopen(req, timeout=10)
             assert e.value.code == 503 and e.value.headers["Retry-After"] == "1"
@@ -137,8 +146,10 @@ def test_a_busy_server_answers_health_and_503_with_retry_after():
 
 
 # Hostile code through `agentkit tool-server python` started as a user would, an API key on its command line.
-PARTIAL = "import os, time\nfor fd in range(1, 64):\n    try: os.write(fd, b'{\"ok\": tr')\n    except OSError: pass\n" \
-          "time.sleep(60)"
+PARTIAL = (
+    "import os, time\nfor fd in range(1, 64):\n    try: os.write(fd, b'{\"ok\": tr')\n    except OSError: pass\n"
+    "time.sleep(60)"
+)
 
 
 UNHOOK = "import gc\nfor o in gc.get_objects():\n    if isinstance(o, set) and 'subprocess.Popen' in o: o.clear()\n"
@@ -146,8 +157,22 @@ UNHOOK = "import gc\nfor o in gc.get_objects():\n    if isinstance(o, set) and '
 
 def test_attacks_through_the_cli_tool_server(tmp_path):
     key = f"key-{time.time_ns()}"
-    args = ["-m", "agentkit", "tool-server", "python", "--api-key", key, "--max-concurrency", "4", "--wall-s", "3",
-            "--cpu-s", "1", "--memory-mb", "515"]
+    args = [
+        "-m",
+        "agentkit",
+        "tool-server",
+        "python",
+        "--api-key",
+        key,
+        "--max-concurrency",
+        "4",
+        "--wall-s",
+        "3",
+        "--cpu-s",
+        "1",
+        "--memory-mb",
+        "515",
+    ]
     with ServerProcess(args, tmp_path / "server.log", startup_timeout_s=60) as server:
         tool = RemoteTool(server.url, api_key=key)
         # 8 calls that write half a result line and sleep: each ends at its wall limit, the server keeps answering
@@ -163,15 +188,19 @@ def test_attacks_through_the_cli_tool_server(tmp_path):
         assert len(results) == 8 and all(r.meta.get("limit") == "wall" for r in results), results
         assert time.perf_counter() - t < 15
         # the server's command line (its API key) is out of sight; killing everything reaches only the caller
-        scan = UNHOOK + ("import os\nhits = 0\nfor p in filter(str.isdigit, os.listdir('/proc')):\n"
-                         "    try: hits += b'" + key + "' in open(f'/proc/{p}/cmdline', 'rb').read()\n"
-                         "    except OSError: pass\nprint(hits)")
+        scan = UNHOOK + (
+            "import os\nhits = 0\nfor p in filter(str.isdigit, os.listdir('/proc')):\n"
+            "    try: hits += b'" + key + "' in open(f'/proc/{p}/cmdline', 'rb').read()\n"
+            "    except OSError: pass\nprint(hits)"
+        )
         assert tool(code=scan).output == "0\n"
         assert tool(code="x = 1", session_id="other").ok
         assert not tool(code=UNHOOK + "import os, signal\nos.kill(-1, signal.SIGKILL)").ok
         assert tool(code="x + 1", session_id="other").output == "2\n"
-        forged = UNHOOK + "import os\nfor fd in range(1, 64):\n    try: os.write(fd, b'{\"ok\": true, \"error\": \"\"}\\n')\n" \
-                          "    except OSError: pass\n1/0"
+        forged = (
+            UNHOOK + 'import os\nfor fd in range(1, 64):\n    try: os.write(fd, b\'{"ok": true, "error": ""}\\n\')\n'
+            "    except OSError: pass\n1/0"
+        )
         r = tool(code=forged)
         assert not r.ok and "ZeroDivisionError" in r.output
         assert tool(code="print('up')").output == "up\n"
@@ -181,8 +210,11 @@ def test_attacks_through_the_cli_tool_server(tmp_path):
 def test_cli_tool_server_subprocess(tmp_path):
     kb = MultiHopKB.build(seed=4)
     path = kb.write_corpus(tmp_path / "corpus.jsonl")
-    with ServerProcess(["-m", "agentkit", "tool-server", "search", "--corpus", str(path), "--api-key", "secret"],
-                       tmp_path / "server.log", startup_timeout_s=60) as server:
+    with ServerProcess(
+        ["-m", "agentkit", "tool-server", "search", "--corpus", str(path), "--api-key", "secret"],
+        tmp_path / "server.log",
+        startup_timeout_s=60,
+    ) as server:
         tool = RemoteTool(server.url, api_key="secret")
         assert tool(query=kb.questions(1, seed=4)[0].question).output.startswith("[1] ")
     r = subprocess.run([sys.executable, "-m", "agentkit", "tool-server", "search"], capture_output=True, text=True)

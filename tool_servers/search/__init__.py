@@ -8,6 +8,7 @@ from agentkit.tool_servers.app import build_app
 from agentkit.tools.search import SearchTool
 
 
-def create_app(corpus, mode: str = "bm25", top_k: int = 3, api_key: str | None = None,
-               max_concurrency: int = 8) -> FastAPI:
+def create_app(
+    corpus, mode: str = "bm25", top_k: int = 3, api_key: str | None = None, max_concurrency: int = 8
+) -> FastAPI:
     return build_app(SearchTool(corpus, mode=mode, top_k=top_k), api_key=api_key, max_concurrency=max_concurrency)

@@ -36,7 +36,9 @@ class DequantConfig:
     than its first 10 %. seeds: repetitions of every GPT run.
     """
 
-    settings: Annotated[list[Setting], at.MinLen(1)] = field(default_factory=lambda: ["fp", "A4W4", "A1W1", "A4W4:2of4"])
+    settings: Annotated[list[Setting], at.MinLen(1)] = field(
+        default_factory=lambda: ["fp", "A4W4", "A1W1", "A4W4:2of4"]
+    )
     dequants: Annotated[list[Literal["ste", "ridge"]], at.MinLen(1)] = field(default_factory=lambda: ["ste", "ridge"])
     block: PosInt = 128
     lam: NonNegFloat = 0.01

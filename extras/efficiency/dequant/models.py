@@ -12,8 +12,14 @@ from agentkit.extras.efficiency.dequant.quant import QuantLinear, QuantSpec
 
 def mlp(d_in: int, hidden: int, classes: int, act: QuantSpec | None, weight: QuantSpec | None) -> nn.Sequential:
     """d_in → hidden → hidden → classes; every layer quantises its input and its weight."""
-    return nn.Sequential(nn.Flatten(), QuantLinear(d_in, hidden, act, weight), nn.ReLU(),
-                         QuantLinear(hidden, hidden, act, weight), nn.ReLU(), QuantLinear(hidden, classes, act, weight))
+    return nn.Sequential(
+        nn.Flatten(),
+        QuantLinear(d_in, hidden, act, weight),
+        nn.ReLU(),
+        QuantLinear(hidden, hidden, act, weight),
+        nn.ReLU(),
+        QuantLinear(hidden, classes, act, weight),
+    )
 
 
 class Block(nn.Module):
@@ -35,8 +41,16 @@ class Block(nn.Module):
 class CharGPT(nn.Module):
     """tokens ``[B, T]`` → next-character logits ``[B, T, vocab]``."""
 
-    def __init__(self, vocab: int, d: int = 128, layers: int = 2, heads: int = 4, ctx: int = 64,
-                 act: QuantSpec | None = None, weight: QuantSpec | None = None):
+    def __init__(
+        self,
+        vocab: int,
+        d: int = 128,
+        layers: int = 2,
+        heads: int = 4,
+        ctx: int = 64,
+        act: QuantSpec | None = None,
+        weight: QuantSpec | None = None,
+    ):
         super().__init__()
         self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
         self.blocks = nn.ModuleList(Block(d, heads, act, weight) for _ in range(layers))

@@ -64,7 +64,7 @@ def quantize(x: torch.Tensor, spec: QuantSpec) -> torch.Tensor:
     xb, xsb = _blocks(x, spec.block), _blocks(xs, spec.block)
     if spec.bits is not None:
         lo, hi = sg(xsb).amin(-1, keepdim=True), sg(xsb).amax(-1, keepdim=True)
-        s = ((hi - lo) / (2 ** spec.bits - 1)).clamp(min=1e-8)
+        s = ((hi - lo) / (2**spec.bits - 1)).clamp(min=1e-8)
         f = (xsb - lo) / s
         q = f + sg(f.round() - f)
     else:
@@ -83,8 +83,9 @@ def quantize(x: torch.Tensor, spec: QuantSpec) -> torch.Tensor:
 class QuantLinear(nn.Linear):
     """nn.Linear whose input (activations) and weight pass through ``quantize`` on every forward."""
 
-    def __init__(self, d_in: int, d_out: int, act: QuantSpec | None = None, weight: QuantSpec | None = None,
-                 bias: bool = True):
+    def __init__(
+        self, d_in: int, d_out: int, act: QuantSpec | None = None, weight: QuantSpec | None = None, bias: bool = True
+    ):
         super().__init__(d_in, d_out, bias=bias)
         self.act, self.wspec = act, weight
 

@@ -22,7 +22,7 @@ from agentkit.recipe import Recipe, job_key
 
 
 def parse_setting(s: str, dequant: str, block: int, lam: float) -> tuple[QuantSpec | None, QuantSpec | None]:
-    """"A1W1" → (activation spec, weight spec); "fp" → (None, None); ":2of4" adds n:m weight sparsity."""
+    """ "A1W1" → (activation spec, weight spec); "fp" → (None, None); ":2of4" adds n:m weight sparsity."""
     m = SETTING.match(s)
     if not m:
         raise AgentkitError(f"settings: {s!r} is not fp or A<bits>W<bits>[:<n>of<m>]", "e.g. A1W1 or A4W4:2of4")
@@ -54,7 +54,7 @@ class DequantRecipe(Recipe[DequantConfig]):
         x, y = fashion_mnist("train", c.train_size, seed=0)
         xt, yt = fashion_mnist("test", c.test_size, seed=0)
         t = torch.from_numpy
-        self.train_set = (t(x)[c.val_size:], t(y)[c.val_size:])  # the balanced subset is sorted, not grouped
+        self.train_set = (t(x)[c.val_size :], t(y)[c.val_size :])  # the balanced subset is sorted, not grouped
         self.val = (t(x)[: c.val_size], t(y)[: c.val_size])
         self.test = (t(xt), t(yt))
         if c.gpt:
@@ -71,8 +71,15 @@ class DequantRecipe(Recipe[DequantConfig]):
     def train(self) -> dict[str, Any]:
         c = self.config
         out: dict[str, Any] = {}
-        parts = [("mlp", self._runs(c.settings), self._mlp, ["test_accuracy", "final_accuracy", "diverged",
-                                                               "seconds"], c.mlp_seeds)]
+        parts = [
+            (
+                "mlp",
+                self._runs(c.settings),
+                self._mlp,
+                ["test_accuracy", "final_accuracy", "diverged", "seconds"],
+                c.mlp_seeds,
+            )
+        ]
         if c.gpt:
             parts.append(("gpt", self._runs(c.gpt_settings), self._gpt, ["val_bpc", "diverged", "seconds"], c.seeds))
         for part, runs, fn, cols, seeds in parts:
@@ -82,12 +89,15 @@ class DequantRecipe(Recipe[DequantConfig]):
                 for k in range(seeds):
                     row = done[job_key((s, d, k))]
                     report.add(res, s if s == "fp" else f"{s} {d}", {key: row[key] for key in cols})
-            title = {"mlp": f"MLP on Fashion-MNIST ({c.mlp_epochs} epochs; test accuracy at the best "
-                            f"validation epoch, and after the last)",
-                     "gpt": f"Character GPT ({c.gpt_layers}×{c.gpt_d}, {c.gpt_steps} steps; validation bits "
-                            f"per character)"}[part]
-            self.ctx.add_section(f"{title}, {seeds} seeds",
-                                 report.table(res, cols) + "\n\n`diverged` is the share of seeds that diverged.")
+            title = {
+                "mlp": f"MLP on Fashion-MNIST ({c.mlp_epochs} epochs; test accuracy at the best "
+                f"validation epoch, and after the last)",
+                "gpt": f"Character GPT ({c.gpt_layers}×{c.gpt_d}, {c.gpt_steps} steps; validation bits per character)",
+            }[part]
+            self.ctx.add_section(
+                f"{title}, {seeds} seeds",
+                report.table(res, cols) + "\n\n`diverged` is the share of seeds that diverged.",
+            )
             self._plot(part, runs, done, seeds)
             out.update({f"{part}/{m}/{cols[0]}": report.mean_std(v[cols[0]])[0] for m, v in res.items()})
             out.update({f"{part}/{m}/diverged": report.mean_std(v["diverged"])[0] for m, v in res.items()})
@@ -102,9 +112,14 @@ class DequantRecipe(Recipe[DequantConfig]):
         t0 = time.perf_counter()
         out = fit(model, opt, self.train_set, self.val, self.test, c.mlp_epochs, c.batch_size)
         final = (predict(model, self.test[0]) == self.test[1]).float().mean().item()
-        return {"test_accuracy": out["test_accuracy"], "final_accuracy": final, "val_accuracy": out["val_accuracy"],
-                "diverged": float(diverged(out["losses"])), "seconds": time.perf_counter() - t0,
-                "curve": report.thin(out["losses"])}
+        return {
+            "test_accuracy": out["test_accuracy"],
+            "final_accuracy": final,
+            "val_accuracy": out["val_accuracy"],
+            "diverged": float(diverged(out["losses"])),
+            "seconds": time.perf_counter() - t0,
+            "curve": report.thin(out["losses"]),
+        }
 
     def _gpt(self, setting: str, dequant: str, seed: int) -> dict[str, Any]:
         c = self.config
@@ -127,8 +142,12 @@ class DequantRecipe(Recipe[DequantConfig]):
         xv, yv = _windows(self.text_val, c.gpt_eval_windows, c.gpt_ctx, g)
         with torch.no_grad():
             val = F.cross_entropy(model(xv).flatten(0, 1), yv.flatten()).item() / math.log(2)
-        return {"val_bpc": val if math.isfinite(val) else float("nan"), "diverged": float(diverged(losses)),
-                "seconds": time.perf_counter() - t0, "curve": report.thin(losses)}
+        return {
+            "val_bpc": val if math.isfinite(val) else float("nan"),
+            "diverged": float(diverged(losses)),
+            "seconds": time.perf_counter() - t0,
+            "curve": report.thin(losses),
+        }
 
     def _plot(self, part: str, runs: list[tuple[str, str]], done: dict[str, Any], seeds: int) -> None:
         plt = pyplot()
@@ -139,8 +158,12 @@ class DequantRecipe(Recipe[DequantConfig]):
             for d in dict.fromkeys(dd for ss, dd in runs if ss == s):
                 for k in range(seeds):
                     curve = done[job_key((s, d, k))]["curve"]
-                    ax.plot(curve, color={"ste": "C3", "ridge": "C0"}.get(d, "k"), alpha=0.6,
-                            label=(d if s != "fp" else "fp") if k == 0 else None)
+                    ax.plot(
+                        curve,
+                        color={"ste": "C3", "ridge": "C0"}.get(d, "k"),
+                        alpha=0.6,
+                        label=(d if s != "fp" else "fp") if k == 0 else None,
+                    )
             ax.set_title(s)
             ax.set_xlabel("training step (thinned)")
             ax.legend()
@@ -154,5 +177,5 @@ class DequantRecipe(Recipe[DequantConfig]):
 
 def _windows(ids: torch.Tensor, n: int, ctx: int, gen: torch.Generator | None = None):
     start = torch.randint(0, len(ids) - ctx - 1, (n,), generator=gen)
-    w = torch.stack([ids[s: s + ctx + 1] for s in start.tolist()])
+    w = torch.stack([ids[s : s + ctx + 1] for s in start.tolist()])
     return w[:, :-1], w[:, 1:]

@@ -22,9 +22,13 @@ class OrderDPConfig:
     samples trained on.
     """
 
-    keep: Annotated[list[Annotated[float, at.Interval(gt=0, le=1)]], at.MinLen(1)] = field(default_factory=lambda: [0.3, 0.5, 0.7])
+    keep: Annotated[list[Annotated[float, at.Interval(gt=0, le=1)]], at.MinLen(1)] = field(
+        default_factory=lambda: [0.3, 0.5, 0.7]
+    )
     order_q: Annotated[float, at.Interval(gt=0, le=1)] = 0.8
-    methods: Annotated[list[Literal["full", "random", "top-q", "OrderDP"]], at.MinLen(1)] = field(default_factory=lambda: ["full", "random", "top-q", "OrderDP"])
+    methods: Annotated[list[Literal["full", "random", "top-q", "OrderDP"]], at.MinLen(1)] = field(
+        default_factory=lambda: ["full", "random", "top-q", "OrderDP"]
+    )
     dataset: Literal["fashion_mnist", "digits"] = "fashion_mnist"
     train_size: PosInt = 30000
     val_size: PosInt = 5000

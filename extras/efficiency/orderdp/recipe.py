@@ -31,23 +31,28 @@ class OrderDPRecipe(Recipe[OrderDPConfig]):
         if bad:
             from agentkit.errors import AgentkitError
 
-            raise AgentkitError(f"bad methods or keep fractions: {bad}",
-                                f"methods from {METHODS}; each keep in (0, order_q = {c.order_q}]")
+            raise AgentkitError(
+                f"bad methods or keep fractions: {bad}",
+                f"methods from {METHODS}; each keep in (0, order_q = {c.order_q}]",
+            )
         self.data = _load(c)
 
     def train(self) -> dict[str, Any]:
         c = self.config
         runs = [("full", 1.0)] if "full" in c.methods else []
         runs += [(m, k) for k in c.keep for m in c.methods if m != "full"]
-        done = self.ctx.each("runs", [(m, k, s) for m, k in runs for s in range(c.seeds)], self._train_one,
-                             "training runs")
+        done = self.ctx.each(
+            "runs", [(m, k, s) for m, k in runs for s in range(c.seeds)], self._train_one, "training runs"
+        )
         res: report.Results = {}
         for m, k in runs:
             label = m if m == "full" else f"{m} @ keep {k:g}"
             for s in range(c.seeds):
                 report.add(res, label, done[job_key((m, k, s))])
-        self.ctx.add_section(f"Test accuracy and cost ({c.dataset}, MLP, {c.epochs} epochs, {c.seeds} seeds)",
-                             report.table(res, ["test_accuracy", "seconds", "samples"], label="method"))
+        self.ctx.add_section(
+            f"Test accuracy and cost ({c.dataset}, MLP, {c.epochs} epochs, {c.seeds} seeds)",
+            report.table(res, ["test_accuracy", "seconds", "samples"], label="method"),
+        )
         self._plot(runs, done)
         return {f"{label}/test_accuracy": report.mean_std(v["test_accuracy"])[0] for label, v in res.items()}
 
@@ -57,8 +62,12 @@ class OrderDPRecipe(Recipe[OrderDPConfig]):
         torch.manual_seed(seed)
         model = nn.Sequential(nn.Linear(x.shape[1], c.hidden), nn.ReLU(), nn.Linear(c.hidden, 10))
         opt = torch.optim.Adam(model.parameters(), lr=c.lr)
-        rho_s, rho_q = {"full": (1.0, 1.0), "random": (keep, 1.0), "top-q": (1.0, keep),
-                        "OrderDP": (keep / c.order_q, c.order_q)}[method]
+        rho_s, rho_q = {
+            "full": (1.0, 1.0),
+            "random": (keep, 1.0),
+            "top-q": (1.0, keep),
+            "OrderDP": (keep / c.order_q, c.order_q),
+        }[method]
         sel = OrderDPSelector(len(y), rho_s, rho_q, seed=seed)
         best, samples, t0 = (-1.0, 0.0), 0, time.perf_counter()
         for _ in range(c.epochs):
@@ -74,8 +83,12 @@ class OrderDPRecipe(Recipe[OrderDPConfig]):
                 val = (model(xv).argmax(1) == yv).float().mean().item()
                 if val > best[0]:
                     best = (val, (model(xt).argmax(1) == yt).float().mean().item())
-        return {"test_accuracy": best[1], "val_accuracy": best[0], "seconds": time.perf_counter() - t0,
-                "samples": samples}
+        return {
+            "test_accuracy": best[1],
+            "val_accuracy": best[0],
+            "seconds": time.perf_counter() - t0,
+            "samples": samples,
+        }
 
     def _plot(self, runs, done) -> None:
         plt = pyplot()
@@ -83,11 +96,24 @@ class OrderDPRecipe(Recipe[OrderDPConfig]):
         c = self.config
         fig, ax = plt.subplots(figsize=(5.5, 3.6))
         for m in c.methods:
-            pts = [(k, report.mean_std([done[job_key((m, k, s))]["test_accuracy"] for s in range(c.seeds)]),
-                    report.mean_std([done[job_key((m, k, s))]["samples"] for s in range(c.seeds)])[0])
-                   for mm, k in runs if mm == m]
-            ax.errorbar([p[2] for p in pts], [p[1][0] for p in pts], yerr=[p[1][1] for p in pts], marker="o",
-                        capsize=3, label=m, ls="-" if len(pts) > 1 else "none")
+            pts = [
+                (
+                    k,
+                    report.mean_std([done[job_key((m, k, s))]["test_accuracy"] for s in range(c.seeds)]),
+                    report.mean_std([done[job_key((m, k, s))]["samples"] for s in range(c.seeds)])[0],
+                )
+                for mm, k in runs
+                if mm == m
+            ]
+            ax.errorbar(
+                [p[2] for p in pts],
+                [p[1][0] for p in pts],
+                yerr=[p[1][1] for p in pts],
+                marker="o",
+                capsize=3,
+                label=m,
+                ls="-" if len(pts) > 1 else "none",
+            )
         ax.set_xlabel("samples trained on (all epochs)")
         ax.set_ylabel("test accuracy")
         ax.legend()

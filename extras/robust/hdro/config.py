@@ -24,7 +24,9 @@ class HDROConfig:
     of magnitude ~0.1–1 here, and ε ≥ 0.1 collapsed training to a constant prediction (seed 0).
     """
 
-    methods: Annotated[list[Literal["erm", "group_dro", "hdro"]], at.MinLen(1)] = field(default_factory=lambda: ["erm", "group_dro", "hdro"])
+    methods: Annotated[list[Literal["erm", "group_dro", "hdro"]], at.MinLen(1)] = field(
+        default_factory=lambda: ["erm", "group_dro", "hdro"]
+    )
     train_size: PosInt = 20000
     val_size: PosInt = 4000
     test_size: PosInt = 10000

@@ -37,8 +37,9 @@ class GroupLoss:
     weight update; adjust: C of the C/√n_g adjustment.
     """
 
-    def __init__(self, counts: torch.Tensor, mode: str = "hdro", eps: float = 0.0, eta: float = 0.01,
-                 adjust: float = 0.0):
+    def __init__(
+        self, counts: torch.Tensor, mode: str = "hdro", eps: float = 0.0, eta: float = 0.01, adjust: float = 0.0
+    ):
         if mode not in ("erm", "group_dro", "hdro"):
             raise ValueError(f"mode must be erm, group_dro or hdro, got {mode!r}")
         self.mode, self.eta = mode, eta
@@ -51,7 +52,7 @@ class GroupLoss:
         """z′ = z + ε_g · sign(∇_z ℓ(head(z), y)): one FGSM step per sample; the step itself carries no gradient,
         so the loss at z′ still trains both the features and the head."""
         zd = z.detach().requires_grad_(True)
-        grad, = torch.autograd.grad(F.cross_entropy(head(zd), y, reduction="sum"), zd)
+        (grad,) = torch.autograd.grad(F.cross_entropy(head(zd), y, reduction="sum"), zd)
         return z + self.radii[g].unsqueeze(1) * grad.sign()
 
     def __call__(self, z: torch.Tensor, y: torch.Tensor, g: torch.Tensor, head: nn.Module) -> torch.Tensor:

@@ -29,20 +29,22 @@ class HDRORecipe(Recipe[HDROConfig]):
         c = self.config  # methods and shift_group are checked when the config is built
         x, y, g = cfm("train", c.train_size, c.train_agree, seed=0)
         perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
-        va, tr = perm[: c.val_size], perm[c.val_size:]
+        va, tr = perm[: c.val_size], perm[c.val_size :]
         t = torch.from_numpy
         self.train_set = (t(x)[tr], t(y)[tr], t(g)[tr])
         self.val_set = (t(x)[va], t(y)[va], t(g)[va])
         self.tests = {"standard": tuple(map(t, cfm("test", c.test_size, c.test_agree, seed=1)))}
         for deg in c.shift_degs:
-            self.tests[f"rot{deg:g}"] = tuple(map(t, cfm("test", c.test_size, c.test_agree, seed=1,
-                                                         rotate_group=c.shift_group, rotate_deg=deg)))
+            self.tests[f"rot{deg:g}"] = tuple(
+                map(t, cfm("test", c.test_size, c.test_agree, seed=1, rotate_group=c.shift_group, rotate_deg=deg))
+            )
         self.runs = [(m, e) for m in c.methods for e in (c.eps if m == "hdro" else [0.0])]
 
     def train(self) -> dict[str, Any]:
         c = self.config
-        done = self.ctx.each("runs", [(m, e, s) for m, e in self.runs for s in range(c.seeds)], self._train_one,
-                             "training runs")
+        done = self.ctx.each(
+            "runs", [(m, e, s) for m, e in self.runs for s in range(c.seeds)], self._train_one, "training runs"
+        )
         res: report.Results = {}
         for m, e in self.runs:
             for s in range(c.seeds):
@@ -50,13 +52,12 @@ class HDRORecipe(Recipe[HDROConfig]):
         splits = list(self.tests)
         counts = torch.bincount(self.train_set[2], minlength=4).tolist()
         self.ctx.add_section(
-            f"Worst-group and average test accuracy ({c.seeds} seeds, epoch picked by worst-group validation "
-            f"accuracy)",
+            f"Worst-group and average test accuracy ({c.seeds} seeds, epoch picked by worst-group validation accuracy)",
             f"Training groups {dict(zip(GROUPS, counts))}; test colour agreement {c.test_agree}; rotN: the test set "
             f"with group {GROUPS[c.shift_group]!r} rotated by N°.\n\n"
-            + report.table(res, [f"{s}/{k}" for s in splits for k in ("worst", "average")] + ["seconds"]))
-        self.ctx.add_section("Per-group test accuracy",
-                             report.table(res, [f"{s}/{k}" for s in splits for k in GROUPS]))
+            + report.table(res, [f"{s}/{k}" for s in splits for k in ("worst", "average")] + ["seconds"]),
+        )
+        self.ctx.add_section("Per-group test accuracy", report.table(res, [f"{s}/{k}" for s in splits for k in GROUPS]))
         self._plot(res, splits)
         return {f"{m}/{s}/worst": report.mean_std(v[f"{s}/worst"])[0] for m, v in res.items() for s in splits}
 
@@ -75,8 +76,10 @@ class HDRORecipe(Recipe[HDROConfig]):
                 opt.step()
             val = group_accuracy(model, *self.val_set)
             if val["worst"] > best[0]:
-                best = (val["worst"], {f"{s}/{k}": v for s, d in self.tests.items()
-                                       for k, v in group_accuracy(model, *d).items()})
+                best = (
+                    val["worst"],
+                    {f"{s}/{k}": v for s, d in self.tests.items() for k, v in group_accuracy(model, *d).items()},
+                )
         return {**best[1], "val/worst": best[0], "seconds": time.perf_counter() - t0}
 
     def _plot(self, res: report.Results, splits: list[str]) -> None:

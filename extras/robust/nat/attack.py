@@ -18,12 +18,13 @@ import torch.nn.functional as F
 from torch import nn
 
 
-def nat_loss(logits: torch.Tensor, natural_logits: torch.Tensor, y: torch.Tensor, lam: float = 0.06,
-             tau: float = 4.0) -> torch.Tensor:
+def nat_loss(
+    logits: torch.Tensor, natural_logits: torch.Tensor, y: torch.Tensor, lam: float = 0.06, tau: float = 4.0
+) -> torch.Tensor:
     """CE(logits, y) − λτ² · mean_{b,k} p_a^τ (log p_a^τ − log p_t^τ); logits, natural_logits ``[B, K]``."""
     pa = F.softmax(natural_logits.detach() / tau, 1)
     kl = (torch.special.xlogy(pa, pa) - pa * F.log_softmax(logits / tau, 1)).mean()  # over B and K
-    return F.cross_entropy(logits, y) - lam * tau ** 2 * kl
+    return F.cross_entropy(logits, y) - lam * tau**2 * kl
 
 
 def margin_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -33,8 +34,16 @@ def margin_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (other - true).sum()
 
 
-def pgd(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, alpha: float, steps: int,
-        loss: str = "ce", random_start: bool = True) -> torch.Tensor:
+def pgd(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    eps: float,
+    alpha: float,
+    steps: int,
+    loss: str = "ce",
+    random_start: bool = True,
+) -> torch.Tensor:
     """An ℓ∞ PGD adversarial example ``[B, …]`` (pixels in [0, 1]); loss "ce" or "margin". Model parameters get
     no gradient; the caller's train/eval mode is kept."""
     delta = torch.empty_like(x).uniform_(-eps, eps) if random_start else torch.zeros_like(x)
@@ -42,7 +51,7 @@ def pgd(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, alpha: f
     for _ in range(steps):
         out = model(x + delta)
         obj = F.cross_entropy(out, y, reduction="sum") if loss == "ce" else margin_loss(out, y)
-        grad, = torch.autograd.grad(obj, delta)
+        (grad,) = torch.autograd.grad(obj, delta)
         delta = (delta.detach() + alpha * grad.sign()).clamp(-eps, eps)
         delta = ((x + delta).clamp(0, 1) - x).requires_grad_(True)
     return (x + delta).detach()

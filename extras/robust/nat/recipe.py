@@ -32,25 +32,35 @@ class NATRecipe(Recipe[NATConfig]):
         x, xt = torch.from_numpy(x)[:, None], torch.from_numpy(xt)[:, None]
         y, yt = torch.from_numpy(y), torch.from_numpy(yt)
         perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
-        self.val, self.train_set = (x[perm[: c.val_size]], y[perm[: c.val_size]]), \
-            (x[perm[c.val_size:]], y[perm[c.val_size:]])
+        self.val, self.train_set = (
+            (x[perm[: c.val_size]], y[perm[: c.val_size]]),
+            (x[perm[c.val_size :]], y[perm[c.val_size :]]),
+        )
         self.test = (xt, yt)
         self.natural: dict[int, SmallCNN] = {}
 
     def train(self) -> dict[str, Any]:
         c = self.config
-        done = self.ctx.each("runs", [(m, s) for s in range(c.seeds) for m in METHODS], self._train_one,
-                             "training runs")
+        done = self.ctx.each(
+            "runs", [(m, s) for s in range(c.seeds) for m in METHODS], self._train_one, "training runs"
+        )
         res: report.Results = {}
         for m in METHODS:
             for s in range(c.seeds):
                 report.add(res, m, done[job_key((m, s))])
-        cols = ["clean", f"PGD-{c.test_steps} CE", f"PGD-{c.test_steps} margin", "robust (worst of both)",
-                "non-true entropy", "seconds"]
+        cols = [
+            "clean",
+            f"PGD-{c.test_steps} CE",
+            f"PGD-{c.test_steps} margin",
+            "robust (worst of both)",
+            "non-true entropy",
+            "seconds",
+        ]
         self.ctx.add_section(
             f"Test accuracy under ε = {c.eps:g} ({c.seeds} seeds, epoch picked by validation PGD accuracy)",
             report.table(res, cols) + f"\n\nNon-true entropy: nats over the 9 wrong classes (uniform = "
-            f"{torch.log(torch.tensor(9.0)).item():.3f}); lower is sparser.")
+            f"{torch.log(torch.tensor(9.0)).item():.3f}); lower is sparser.",
+        )
         self._plot(res)
         return {f"{m}/{k}": report.mean_std(v[k])[0] for m, v in res.items() for k in ("clean", cols[3])}
 
@@ -87,8 +97,11 @@ class NATRecipe(Recipe[NATConfig]):
                 opt.step()
                 sched.step()
             xv, yv = self.val
-            score = (predict(model, xv) == yv).float().mean().item() if method == "natural" else \
-                (predict(model, pgd(model, xv, yv, c.eps, c.alpha, c.steps)) == yv).float().mean().item()
+            score = (
+                (predict(model, xv) == yv).float().mean().item()
+                if method == "natural"
+                else (predict(model, pgd(model, xv, yv, c.eps, c.alpha, c.steps)) == yv).float().mean().item()
+            )
             if score > best[0]:
                 best = (score, {k: v.clone() for k, v in model.state_dict().items()})
         model.load_state_dict(best[1])
@@ -103,17 +116,23 @@ class NATRecipe(Recipe[NATConfig]):
         torch.manual_seed(1234)
 
         def robust(loss: str) -> torch.Tensor:  # per test image: still right under PGD on this loss
-            return torch.cat([predict(model, pgd(model, xb, yb, c.eps, c.test_alpha, c.test_steps, loss)) == yb
-                              for xb, yb in zip(xt.split(500), yt.split(500))])
+            return torch.cat(
+                [
+                    predict(model, pgd(model, xb, yb, c.eps, c.test_alpha, c.test_steps, loss)) == yb
+                    for xb, yb in zip(xt.split(500), yt.split(500))
+                ]
+            )
 
         right_ce, right_m = robust("ce"), robust("margin")
         with torch.no_grad():
             logits = model(xt)
-        return {"clean": (logits.argmax(1) == yt).float().mean().item(),
-                f"PGD-{c.test_steps} CE": right_ce.float().mean().item(),
-                f"PGD-{c.test_steps} margin": right_m.float().mean().item(),
-                "robust (worst of both)": (right_ce & right_m).float().mean().item(),
-                "non-true entropy": non_true_entropy(logits, yt).mean().item()}
+        return {
+            "clean": (logits.argmax(1) == yt).float().mean().item(),
+            f"PGD-{c.test_steps} CE": right_ce.float().mean().item(),
+            f"PGD-{c.test_steps} margin": right_m.float().mean().item(),
+            "robust (worst of both)": (right_ce & right_m).float().mean().item(),
+            "non-true entropy": non_true_entropy(logits, yt).mean().item(),
+        }
 
     def _plot(self, res: report.Results) -> None:
         plt = pyplot()

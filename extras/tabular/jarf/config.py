@@ -23,9 +23,13 @@ class JARFConfig:
     thetas: list[float] = field(default_factory=lambda: [0.0, 15.0, 30.0, 45.0])
     n_samples: PosInt = 1000
     n_features: PosInt = 10
-    datasets: list[Literal["digits", "iris", "wine", "breast_cancer"]] = field(default_factory=lambda: ["breast_cancer", "wine", "digits"])
+    datasets: list[Literal["digits", "iris", "wine", "breast_cancer"]] = field(
+        default_factory=lambda: ["breast_cancer", "wine", "digits"]
+    )
     seeds: PosInt = 3
     test_size: Annotated[float, at.Interval(gt=0, lt=1)] = 0.3
     n_estimators: PosInt = 200
     surrogate_estimators: PosInt = 100
-    methods: Annotated[list[Literal["RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF"]], at.MinLen(1)] = field(default_factory=lambda: ["RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF"])
+    methods: Annotated[list[Literal["RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF"]], at.MinLen(1)] = field(
+        default_factory=lambda: ["RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF"]
+    )

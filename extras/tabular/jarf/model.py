@@ -65,10 +65,19 @@ class JARFClassifier(ClassifierMixin, BaseEstimator):
     that bound the probes. After fitting: ``H_`` [d, d], ``surrogate_``, ``forest_``.
     """
 
-    def __init__(self, n_estimators: int = 200, surrogate_estimators: int = 100, eps_scale: float = 0.1,
-                 sample_frac: float = 0.5, gamma: float = 1e-3, clip: tuple[float, float] = (0.01, 0.99),
-                 max_features: str | float | None = "sqrt", min_samples_leaf: int = 1, n_jobs: int | None = None,
-                 random_state: int | None = None):
+    def __init__(
+        self,
+        n_estimators: int = 200,
+        surrogate_estimators: int = 100,
+        eps_scale: float = 0.1,
+        sample_frac: float = 0.5,
+        gamma: float = 1e-3,
+        clip: tuple[float, float] = (0.01, 0.99),
+        max_features: str | float | None = "sqrt",
+        min_samples_leaf: int = 1,
+        n_jobs: int | None = None,
+        random_state: int | None = None,
+    ):
         self.n_estimators = n_estimators
         self.surrogate_estimators = surrogate_estimators
         self.eps_scale = eps_scale
@@ -83,9 +92,13 @@ class JARFClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         X, y = validate_data(self, X, y)
         rng = np.random.default_rng(self.random_state)
-        self.surrogate_ = RandomForestClassifier(self.surrogate_estimators, max_features=self.max_features,
-                                                 min_samples_leaf=self.min_samples_leaf, n_jobs=self.n_jobs,
-                                                 random_state=self.random_state).fit(X, y)
+        self.surrogate_ = RandomForestClassifier(
+            self.surrogate_estimators,
+            max_features=self.max_features,
+            min_samples_leaf=self.min_samples_leaf,
+            n_jobs=self.n_jobs,
+            random_state=self.random_state,
+        ).fit(X, y)
         self.classes_ = self.surrogate_.classes_
         m = max(1, int(round(self.sample_frac * len(X))))
         rows = X[rng.choice(len(X), m, replace=False)]
@@ -94,9 +107,13 @@ class JARFClassifier(ClassifierMixin, BaseEstimator):
         d = X.shape[1]
         h = g + self.gamma * max(np.trace(g) / d, 1e-12) * np.eye(d)
         self.H_ = h * d / np.trace(h)
-        self.forest_ = RandomForestClassifier(self.n_estimators, max_features=self.max_features,
-                                              min_samples_leaf=self.min_samples_leaf, n_jobs=self.n_jobs,
-                                              random_state=self.random_state).fit(X @ self.H_, y)
+        self.forest_ = RandomForestClassifier(
+            self.n_estimators,
+            max_features=self.max_features,
+            min_samples_leaf=self.min_samples_leaf,
+            n_jobs=self.n_jobs,
+            random_state=self.random_state,
+        ).fit(X @ self.H_, y)
         return self
 
     def transform(self, X) -> np.ndarray:
@@ -115,8 +132,9 @@ class RandomRotationForest(ClassifierMixin, BaseEstimator):
     Fryzlewicz, "Random rotation ensembles", JMLR 2016). treeple's oblique forests would be the natural
     baseline, but its 0.10 wheels are binary-incompatible with scikit-learn ≥ 1.7."""
 
-    def __init__(self, n_estimators: int = 200, max_features: str | float | None = "sqrt",
-                 random_state: int | None = None):
+    def __init__(
+        self, n_estimators: int = 200, max_features: str | float | None = "sqrt", random_state: int | None = None
+    ):
         self.n_estimators = n_estimators
         self.max_features = max_features
         self.random_state = random_state
@@ -135,8 +153,7 @@ class RandomRotationForest(ClassifierMixin, BaseEstimator):
             q, r = np.linalg.qr(rng.standard_normal((d, d)))
             q *= np.sign(np.diag(r))  # Haar-uniform rotation
             boot = rng.integers(0, len(z), len(z))
-            tree = DecisionTreeClassifier(max_features=self.max_features,
-                                          random_state=int(rng.integers(2**31 - 1)))
+            tree = DecisionTreeClassifier(max_features=self.max_features, random_state=int(rng.integers(2**31 - 1)))
             self.trees_.append(tree.fit(z[boot] @ q, yi[boot]))
             self.rotations_.append(q)
         return self

@@ -29,8 +29,9 @@ class JARFRecipe(Recipe[JARFConfig]):
     def train(self) -> dict[str, Any]:
         c = self.config
         sets = [f"rotated θ={t:g}°" for t in c.thetas] + list(c.datasets)
-        done = self.ctx.each("fits", [(s, m, seed) for s in sets for seed in range(c.seeds) for m in c.methods],
-                             self._fit, "fits")
+        done = self.ctx.each(
+            "fits", [(s, m, seed) for s in sets for seed in range(c.seeds) for m in c.methods], self._fit, "fits"
+        )
         metrics: dict[str, Any] = {}
         for s in sets:
             res: report.Results = {}
@@ -69,8 +70,9 @@ class JARFRecipe(Recipe[JARFConfig]):
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 1.3]})
         rot = [s for s in sets if s.startswith("rotated")]
         for m in c.methods:
-            means, sds = zip(*(report.mean_std([done[job_key((s, m, k))]["kappa"] for k in range(c.seeds)])
-                               for s in rot))
+            means, sds = zip(
+                *(report.mean_std([done[job_key((s, m, k))]["kappa"] for k in range(c.seeds)]) for s in rot)
+            )
             axes[0].errorbar(c.thetas, means, yerr=sds, marker="o", capsize=3, label=m)
         axes[0].set_xlabel("rotation θ (degrees)")
         axes[0].set_ylabel("Cohen's κ (test)")
@@ -80,8 +82,14 @@ class JARFRecipe(Recipe[JARFConfig]):
         width = 0.8 / len(c.methods)
         for i, m in enumerate(c.methods):
             stats = [report.mean_std([done[job_key((s, m, k))]["kappa"] for k in range(c.seeds)]) for s in real]
-            axes[1].bar([j + i * width for j in range(len(real))], [a for a, _ in stats],
-                        yerr=[b for _, b in stats], width=width, capsize=2, label=m)
+            axes[1].bar(
+                [j + i * width for j in range(len(real))],
+                [a for a, _ in stats],
+                yerr=[b for _, b in stats],
+                width=width,
+                capsize=2,
+                label=m,
+            )
         axes[1].set_xticks([j + 0.4 - width / 2 for j in range(len(real))])
         axes[1].set_xticklabels(real)
         axes[1].set_ylim(0.5, 1.0)

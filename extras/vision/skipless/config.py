@@ -22,8 +22,12 @@ class SkiplessConfig:
     seeds: repetitions of every (variant, optimizer).
     """
 
-    variants: Annotated[list[Literal["skip", "skipless", "skipless-init"]], at.MinLen(1)] = field(default_factory=lambda: ["skip", "skipless", "skipless-init"])
-    optimizers: Annotated[list[Literal["adamw", "soap"]], at.MinLen(1)] = field(default_factory=lambda: ["adamw", "soap"])
+    variants: Annotated[list[Literal["skip", "skipless", "skipless-init"]], at.MinLen(1)] = field(
+        default_factory=lambda: ["skip", "skipless", "skipless-init"]
+    )
+    optimizers: Annotated[list[Literal["adamw", "soap"]], at.MinLen(1)] = field(
+        default_factory=lambda: ["adamw", "soap"]
+    )
     depth: PosInt = 8
     d: PosInt = 64
     heads: PosInt = 4
@@ -44,5 +48,6 @@ class SkiplessConfig:
 
     def problems(self) -> list[str]:
         """The ViT's shape: patches tile the 28×28 image, heads split the width."""
-        return ([f"patch: {self.patch} does not divide 28"] if 28 % self.patch else []) + \
-            ([f"heads: {self.heads} does not divide d = {self.d}"] if self.d % self.heads else [])
+        return ([f"patch: {self.patch} does not divide 28"] if 28 % self.patch else []) + (
+            [f"heads: {self.heads} does not divide d = {self.d}"] if self.d % self.heads else []
+        )

@@ -69,11 +69,11 @@ def skipless_init(block: Block, alpha: float = 2.0, beta: float = 0.6, c: float 
     at.o.weight.copy_((c * vh).T)
     wq, wk = torch.empty(d, d), torch.empty(d, d)
     for h in range(heads):
-        m = alpha * torch.randn(d, d) / d ** 0.5 + beta * torch.eye(d)
+        m = alpha * torch.randn(d, d) / d**0.5 + beta * torch.eye(d)
         uu, s, vvh = torch.linalg.svd(m)
         root = s[:dh].sqrt()
-        wq[:, h * dh:(h + 1) * dh] = uu[:, :dh] * root
-        wk[:, h * dh:(h + 1) * dh] = vvh[:dh].T * root
+        wq[:, h * dh : (h + 1) * dh] = uu[:, :dh] * root
+        wk[:, h * dh : (h + 1) * dh] = vvh[:dh].T * root
     at.q.weight.copy_(wq.T)
     at.k.weight.copy_(wk.T)
     for lin in (block.mlp[0], block.mlp[2]):
@@ -84,8 +84,19 @@ def skipless_init(block: Block, alpha: float = 2.0, beta: float = 0.6, c: float 
 class ViT(nn.Module):
     """variant: "skip", "skipless" (default init) or "skipless-init" (the paper's init)."""
 
-    def __init__(self, variant: str = "skip", depth: int = 8, d: int = 64, heads: int = 4, patch: int = 7,
-                 classes: int = 10, size: int = 28, alpha: float = 2.0, beta: float = 0.6, c: float = 3.0):
+    def __init__(
+        self,
+        variant: str = "skip",
+        depth: int = 8,
+        d: int = 64,
+        heads: int = 4,
+        patch: int = 7,
+        classes: int = 10,
+        size: int = 28,
+        alpha: float = 2.0,
+        beta: float = 0.6,
+        c: float = 3.0,
+    ):
         super().__init__()
         if variant not in ("skip", "skipless", "skipless-init"):
             raise ValueError(f"variant must be skip, skipless or skipless-init, got {variant!r}")

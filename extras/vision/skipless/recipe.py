@@ -32,29 +32,39 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
         xt, yt = fashion_mnist("test", c.test_size, seed=0)
         x, xt = torch.from_numpy(x)[:, None], torch.from_numpy(xt)[:, None]
         y, yt = torch.from_numpy(y), torch.from_numpy(yt)
-        self.val, self.train_set, self.test = (x[: c.val_size], y[: c.val_size]), \
-            (x[c.val_size:], y[c.val_size:]), (xt, yt)
+        self.val, self.train_set, self.test = (
+            (x[: c.val_size], y[: c.val_size]),
+            (x[c.val_size :], y[c.val_size :]),
+            (xt, yt),
+        )
 
     def train(self) -> dict[str, Any]:
         c = self.config
         runs = [(v, o) for v in c.variants for o in c.optimizers]
-        done = self.ctx.each("runs", [(v, o, s) for v, o in runs for s in range(c.seeds)], self._train_one,
-                             "training runs")
+        done = self.ctx.each(
+            "runs", [(v, o, s) for v, o in runs for s in range(c.seeds)], self._train_one, "training runs"
+        )
         res: report.Results = {}
         for v, o in runs:
             for s in range(c.seeds):
                 r = done[job_key((v, o, s))]
-                report.add(res, f"{v} / {o}", {k: r[k] for k in ("test_accuracy", "final_train_loss",
-                                                                  "log10 κ block 1", "log10 κ median", "seconds")})
+                report.add(
+                    res,
+                    f"{v} / {o}",
+                    {
+                        k: r[k]
+                        for k in ("test_accuracy", "final_train_loss", "log10 κ block 1", "log10 κ median", "seconds")
+                    },
+                )
         self.ctx.add_section(
             f"ViT ({c.depth}×{c.d}, {c.heads} heads, {c.patch}×{c.patch} patches) on Fashion-MNIST, "
             f"{c.epochs} epochs, {c.seeds} seeds",
-            report.table(res, ["test_accuracy", "final_train_loss", "log10 κ block 1", "log10 κ median",
-                               "seconds"])
+            report.table(res, ["test_accuracy", "final_train_loss", "log10 κ block 1", "log10 κ median", "seconds"])
             + "\n\nκ: condition number of the attention sub-layer's Jacobian at initialisation (x ↦ x + MHSA(x) "
-              "with skips, MHSA(x) without), median over the samples; `log10 κ median` is the median over all "
-              "blocks. Test accuracy at the best validation epoch; final_train_loss: mean of the last 10 % of "
-              "steps.")
+            "with skips, MHSA(x) without), median over the samples; `log10 κ median` is the median over all "
+            "blocks. Test accuracy at the best validation epoch; final_train_loss: mean of the last 10 % of "
+            "steps.",
+        )
         self._plot(runs, done)
         return {f"{m}/test_accuracy": report.mean_std(v["test_accuracy"])[0] for m, v in res.items()}
 
@@ -74,10 +84,16 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
         out = fit(model, opt, self.train_set, self.val, self.test, c.epochs, c.batch_size, sched)
         losses, best = out["losses"], (out["val_accuracy"], out["test_accuracy"])
         k = max(1, len(losses) // 10)
-        return {"test_accuracy": best[1], "val_accuracy": best[0], "final_train_loss": sum(losses[-k:]) / k,
-                "log10 κ block 1": kappas[0], "log10 κ median": statistics.median(kappas),
-                "log10 κ per block": kappas, "seconds": time.perf_counter() - t0,
-                "curve": report.thin(losses, 150)}
+        return {
+            "test_accuracy": best[1],
+            "val_accuracy": best[0],
+            "final_train_loss": sum(losses[-k:]) / k,
+            "log10 κ block 1": kappas[0],
+            "log10 κ median": statistics.median(kappas),
+            "log10 κ per block": kappas,
+            "seconds": time.perf_counter() - t0,
+            "curve": report.thin(losses, 150),
+        }
 
     def _conditioning(self, model: ViT) -> list[float]:
         """log10 κ of every block's attention Jacobian at initialisation (median over jacobian_samples)."""
@@ -98,8 +114,13 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
         for v, o in runs:
             for s in range(c.seeds):
                 r = done[job_key((v, o, s))]
-                axes[0].plot(r["curve"], color=f"C{c.variants.index(v)}", ls="-" if o == "adamw" else "--",
-                             alpha=0.7, label=f"{v} / {o}" if s == 0 else None)
+                axes[0].plot(
+                    r["curve"],
+                    color=f"C{c.variants.index(v)}",
+                    ls="-" if o == "adamw" else "--",
+                    alpha=0.7,
+                    label=f"{v} / {o}" if s == 0 else None,
+                )
         axes[0].set_xlabel("training step (thinned)")
         axes[0].set_ylabel("training loss")
         axes[0].legend(fontsize=7)
@@ -110,8 +131,12 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
         axes[1].set_ylabel("log10 κ (attention Jacobian, init)")
         axes[1].legend(fontsize=7)
         fig.tight_layout()
-        self.ctx.save_plot(fig, "skipless", "Training loss (solid AdamW, dashed SOAP; one line per seed) and the "
-                                            "attention Jacobian's condition number per block at initialisation")
+        self.ctx.save_plot(
+            fig,
+            "skipless",
+            "Training loss (solid AdamW, dashed SOAP; one line per seed) and the "
+            "attention Jacobian's condition number per block at initialisation",
+        )
 
     def evaluate(self) -> dict[str, Any]:
         return {}

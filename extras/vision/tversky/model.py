@@ -62,9 +62,18 @@ def difference(fa, ha, fb, hb, reduction: str = "ignorematch") -> torch.Tensor:
     raise ValueError(f"unknown difference reduction {reduction!r}; choose from {DIFFERENCES}")
 
 
-def tversky_similarity(x: torch.Tensor, y: torch.Tensor, bank: torch.Tensor, alpha, beta, theta,
-                       model: str = "contrast", intersection_reduction: str = "product",
-                       difference_reduction: str = "ignorematch", normalize: bool = False) -> torch.Tensor:
+def tversky_similarity(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    bank: torch.Tensor,
+    alpha,
+    beta,
+    theta,
+    model: str = "contrast",
+    intersection_reduction: str = "product",
+    difference_reduction: str = "ignorematch",
+    normalize: bool = False,
+) -> torch.Tensor:
     """S [n, m] between x [n, d] and y [m, d] over the feature bank [K, d] (equations in the module docstring)."""
     if normalize:
         x, y = F.normalize(x, dim=-1), F.normalize(y, dim=-1)
@@ -89,9 +98,17 @@ class TverskyProjection(nn.Module):
     one.
     """
 
-    def __init__(self, in_features: int, out_features: int, bank_size: int, model: str = "contrast",
-                 intersection_reduction: str = "product", difference_reduction: str = "ignorematch",
-                 normalize: bool = False, init_scale: float = 1.0):
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bank_size: int,
+        model: str = "contrast",
+        intersection_reduction: str = "product",
+        difference_reduction: str = "ignorematch",
+        normalize: bool = False,
+        init_scale: float = 1.0,
+    ):
         super().__init__()
         if intersection_reduction not in INTERSECTIONS or difference_reduction not in DIFFERENCES:
             raise ValueError(f"reductions: intersection in {INTERSECTIONS}, difference in {DIFFERENCES}")
@@ -105,8 +122,17 @@ class TverskyProjection(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
-        s = tversky_similarity(x.reshape(-1, shape[-1]), self.prototypes, self.bank, self.alpha, self.beta,
-                               self.theta, self.model, *self.reductions, normalize=self.normalize)
+        s = tversky_similarity(
+            x.reshape(-1, shape[-1]),
+            self.prototypes,
+            self.bank,
+            self.alpha,
+            self.beta,
+            self.theta,
+            self.model,
+            *self.reductions,
+            normalize=self.normalize,
+        )
         return s.reshape(*shape[:-1], -1)
 
     def extra_repr(self) -> str:

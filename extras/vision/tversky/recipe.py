@@ -55,7 +55,8 @@ class TverskyRecipe(Recipe[TverskyConfig]):
             rows.append(f"| {name} | {rate:.2f} | {report.fmt(accs, 2)} | {max(accs):.2f} |")
         self.ctx.add_section(
             f"XOR with one layer ({c.xor_seeds} seeds each, {c.xor_steps} Adam steps)",
-            "| layer | converged (4/4 strictly right) | accuracy | best |\n|---|---|---|---|\n" + "\n".join(rows))
+            "| layer | converged (4/4 strictly right) | accuracy | best |\n|---|---|---|---|\n" + "\n".join(rows),
+        )
         self._plot_xor(out)
         return out
 
@@ -80,8 +81,15 @@ class TverskyRecipe(Recipe[TverskyConfig]):
             torch.manual_seed(s)
             d = self.data
             cnn = SmallCNN(hidden=c.feature_dim, size=d["train"][0].shape[-1])
-            fit(cnn, torch.optim.Adam(cnn.parameters(), lr=1e-3), d["train"], d["val"], d["test"], c.cnn_epochs,
-                c.batch_size)
+            fit(
+                cnn,
+                torch.optim.Adam(cnn.parameters(), lr=1e-3),
+                d["train"],
+                d["val"],
+                d["test"],
+                c.cnn_epochs,
+                c.batch_size,
+            )
             cnn.eval()  # frozen from here: the heads train on its last features
             with torch.no_grad():
                 feats = {k: torch.cat([cnn.features(b) for b in v[0].split(1024)]) for k, v in d.items()}
@@ -89,21 +97,37 @@ class TverskyRecipe(Recipe[TverskyConfig]):
             mu, sd = feats["train"].mean(0), feats["train"].std(0) + 1e-6  # both heads get standardised features
             feats = {k: (v - mu) / sd for k, v in feats.items()}
             labels = {k: v[1] for k, v in self.data.items()}
-            scales = (1.0, c.feature_dim ** -0.5)  # the paper's init, and one that keeps |S| of order one
-            heads = {"linear": [lambda: nn.Linear(c.feature_dim, 10)],
-                     "tversky": [lambda n=n, z=z: TverskyProjection(c.feature_dim, 10, c.head_bank, normalize=n,
-                                                                    init_scale=z)
-                                 for n in (False, True) for z in scales]}
+            scales = (1.0, c.feature_dim**-0.5)  # the paper's init, and one that keeps |S| of order one
+            heads = {
+                "linear": [lambda: nn.Linear(c.feature_dim, 10)],
+                "tversky": [
+                    lambda n=n, z=z: TverskyProjection(c.feature_dim, 10, c.head_bank, normalize=n, init_scale=z)
+                    for n in (False, True)
+                    for z in scales
+                ],
+            }
             for name, makers in heads.items():  # learning rate (and the Tversky variant) chosen on validation
                 fits = []
                 for i, make in enumerate(makers):
                     for lr in c.head_lrs:
                         torch.manual_seed(s)
                         head = make()
-                        r = fit(head, torch.optim.Adam(head.parameters(), lr=lr), *((feats[k], labels[k]) for k in
-                                ("train", "val", "test")), c.head_epochs, c.batch_size)
-                        fits.append({"val": r["val_accuracy"], "test": r["test_accuracy"], "lr": lr, "variant": i,
-                                     "params": sum(p.numel() for p in head.parameters())})
+                        r = fit(
+                            head,
+                            torch.optim.Adam(head.parameters(), lr=lr),
+                            *((feats[k], labels[k]) for k in ("train", "val", "test")),
+                            c.head_epochs,
+                            c.batch_size,
+                        )
+                        fits.append(
+                            {
+                                "val": r["val_accuracy"],
+                                "test": r["test_accuracy"],
+                                "lr": lr,
+                                "variant": i,
+                                "params": sum(p.numel() for p in head.parameters()),
+                            }
+                        )
                 row[name] = max(fits, key=lambda f: f["val"])
             self.ctx.record("heads", {str(s): row})
             done[str(s)] = row
@@ -112,10 +136,13 @@ class TverskyRecipe(Recipe[TverskyConfig]):
             row = done[str(s)]
             report.add(res, "CNN's own head", {"test accuracy": row["cnn"], "params": 10 * c.feature_dim + 10})
             report.add(res, "linear head", {"test accuracy": row["linear"]["test"], "params": row["linear"]["params"]})
-            report.add(res, "Tversky head", {"test accuracy": row["tversky"]["test"],
-                                             "params": row["tversky"]["params"]})
-        self.ctx.add_section(f"Heads on frozen CNN features ({c.dataset}, {c.seeds} seeds, epoch chosen on "
-                             "validation)", report.table(res, ["test accuracy", "params"], label="head"))
+            report.add(
+                res, "Tversky head", {"test accuracy": row["tversky"]["test"], "params": row["tversky"]["params"]}
+            )
+        self.ctx.add_section(
+            f"Heads on frozen CNN features ({c.dataset}, {c.seeds} seeds, epoch chosen on validation)",
+            report.table(res, ["test accuracy", "params"], label="head"),
+        )
         self._plot_bars(res)
         return {f"heads/{m}/test_accuracy": report.mean_std(v["test accuracy"])[0] for m, v in res.items()}
 
@@ -139,21 +166,30 @@ class TverskyRecipe(Recipe[TverskyConfig]):
         for lr in c.head_lrs:  # chosen on validation
             torch.manual_seed(0)
             layer = TverskyProjection(side * side, 10, c.proto_bank, normalize=True, init_scale=(side * side) ** -0.5)
-            r = fit(layer, torch.optim.Adam(layer.parameters(), lr=lr), (flat["train"], ytr), (flat["val"], yva),
-                    (flat["test"], yte), c.proto_epochs, c.batch_size)
+            r = fit(
+                layer,
+                torch.optim.Adam(layer.parameters(), lr=lr),
+                (flat["train"], ytr),
+                (flat["val"], yva),
+                (flat["test"], yte),
+                c.proto_epochs,
+                c.batch_size,
+            )
             val, acc = r["val_accuracy"], r["test_accuracy"]
             if best is None or val > best[0]:
                 best = (val, acc, lr, layer)
         val, acc, lr, layer = best
         self._plot_prototypes(layer, side)
-        self.ctx.add_section("Tversky layer on raw pixels", f"One Tversky projection layer (K = {c.proto_bank}, "
-                             f"normalised inputs, init scale d^-1/2, lr {lr:g} chosen on validation) on raw pixels "
-                             f"reaches test accuracy {acc:.3f}; its prototypes and features are plotted as images.")
+        self.ctx.add_section(
+            "Tversky layer on raw pixels",
+            f"One Tversky projection layer (K = {c.proto_bank}, "
+            f"normalised inputs, init scale d^-1/2, lr {lr:g} chosen on validation) on raw pixels "
+            f"reaches test accuracy {acc:.3f}; its prototypes and features are plotted as images.",
+        )
         return {"pixels/tversky/test_accuracy": acc}
 
     def _plot_prototypes(self, layer: TverskyProjection, side: int) -> None:
         plt = pyplot()
-
 
         protos = layer.prototypes.detach().reshape(-1, side, side)
         feats = layer.bank.detach()[:10].reshape(-1, side, side)
@@ -188,8 +224,9 @@ def _load(c: TverskyConfig) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         from agentkit.errors import AgentkitError
 
         raise AgentkitError(f"dataset: {c.dataset!r} is not fashion_mnist or digits")
-    return {k: (torch.tensor(np.asarray(a), dtype=torch.float32)[:, None], torch.tensor(b)) for k, (a, b) in
-            parts.items()}
+    return {
+        k: (torch.tensor(np.asarray(a), dtype=torch.float32)[:, None], torch.tensor(b)) for k, (a, b) in parts.items()
+    }
 
 
 def _accuracy(predicted: torch.Tensor, y: torch.Tensor) -> float:

@@ -18,6 +18,7 @@ def _app(engine, fail_first: int = 0, delay_s: float = 0.0):
     app = create_app(engine, "tiny")
     hits = {"n": 0}
     if fail_first or delay_s:
+
         @app.middleware("http")
         async def faults(request, call_next):
             hits["n"] += 1
@@ -27,6 +28,7 @@ def _app(engine, fail_first: int = 0, delay_s: float = 0.0):
             if hits["n"] <= fail_first:
                 return JSONResponse(status_code=503, content={"error": {"message": "busy", "type": "server_error"}})
             return await call_next(request)
+
     return app, hits
 
 

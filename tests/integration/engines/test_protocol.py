@@ -22,8 +22,12 @@ def upstream(tiny_engine):
 
 @pytest.fixture(scope="module", params=["upstream tokens", "local tokenizer"])
 def remote(upstream, request):
-    eng = OpenAIEngine("tiny-random", base_url=upstream + "/v1", api_key="up",
-                       tokenizer="tiny-random" if request.param == "local tokenizer" else None)
+    eng = OpenAIEngine(
+        "tiny-random",
+        base_url=upstream + "/v1",
+        api_key="up",
+        tokenizer="tiny-random" if request.param == "local tokenizer" else None,
+    )
     yield eng
     eng.close()
 
@@ -74,11 +78,18 @@ def test_agent_served_over_a_remote_engine(upstream):
     try:
         with serve_in_thread(create_app(eng, "tiny-random", tools={"python": tool})) as url:
             client = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
-            r = client.chat.completions.create(model="agentkit/tir", max_tokens=16, seed=0, n=2,
-                                               messages=[{"role": "user", "content": "What is 2+2?"}])
+            r = client.chat.completions.create(
+                model="agentkit/tir", max_tokens=16, seed=0, n=2, messages=[{"role": "user", "content": "What is 2+2?"}]
+            )
             assert len(r.choices) == 2 and r.usage.completion_tokens > 0
-            plain = client.chat.completions.create(model="tiny-random", max_tokens=6, temperature=0, logprobs=True,
-                                                   top_logprobs=2, messages=[{"role": "user", "content": "hi"}])
+            plain = client.chat.completions.create(
+                model="tiny-random",
+                max_tokens=6,
+                temperature=0,
+                logprobs=True,
+                top_logprobs=2,
+                messages=[{"role": "user", "content": "hi"}],
+            )
             local = eng.generate([[{"role": "user", "content": "hi"}]], SamplingParams(max_tokens=6, temperature=0))
             assert plain.choices[0].message.content == local[0][0].text
             assert len(plain.choices[0].logprobs.content[0].top_logprobs) == 2

@@ -70,16 +70,30 @@ def test_serve_cli_with_vllm_engine(tmp_path):
 
     from agentkit.server.http import ServerProcess
 
-    with ServerProcess(["-m", "agentkit", "serve", "--engine", "vllm", "--model", "smollm2-135m", "--agent", "tir"],
-                       tmp_path / "server.log", startup_timeout_s=300) as server:
+    with ServerProcess(
+        ["-m", "agentkit", "serve", "--engine", "vllm", "--model", "smollm2-135m", "--agent", "tir"],
+        tmp_path / "server.log",
+        startup_timeout_s=300,
+    ) as server:
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0)
-        r = client.chat.completions.create(model="smollm2-135m", temperature=0, max_tokens=12, logprobs=True,
-                                           top_logprobs=3,
-                                           messages=[{"role": "user", "content": "What is the capital of France?"}])
+        r = client.chat.completions.create(
+            model="smollm2-135m",
+            temperature=0,
+            max_tokens=12,
+            logprobs=True,
+            top_logprobs=3,
+            messages=[{"role": "user", "content": "What is the capital of France?"}],
+        )
         # bf16: the first token is a near tie ("The" vs "L'", 0.08 nats apart in fp32), so the text may differ
         assert r.choices[0].message.content and len(r.choices[0].logprobs.content[0].top_logprobs) == 3
-        a = client.chat.completions.create(model="agentkit/tir", max_tokens=48, temperature=0, n=2, seed=1,
-                                           messages=[{"role": "user", "content": "What is 17 * 23?"}])
+        a = client.chat.completions.create(
+            model="agentkit/tir",
+            max_tokens=48,
+            temperature=0,
+            n=2,
+            seed=1,
+            messages=[{"role": "user", "content": "What is 17 * 23?"}],
+        )
         assert len(a.choices) == 2 and a.usage.total_tokens > 0
 
 
@@ -88,9 +102,27 @@ def test_toollight_tiny_preset_on_vllm(tmp_path):
     from agentkit.testing.pairs import write_text_pairs
 
     write_text_pairs(tmp_path / "pairs.jsonl")
-    r = subprocess.run([sys.executable, "-m", "agentkit", "run", "toollight", "--preset", "tiny", "--quiet",
-                        "--set", "engine=vllm", "--set", f"pairs={tmp_path / 'pairs.jsonl'}",
-                        "--output-dir", str(tmp_path / "run")], capture_output=True, text=True, timeout=1200)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentkit",
+            "run",
+            "toollight",
+            "--preset",
+            "tiny",
+            "--quiet",
+            "--set",
+            "engine=vllm",
+            "--set",
+            f"pairs={tmp_path / 'pairs.jsonl'}",
+            "--output-dir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "| dpo-2 | arithmetic |" in (tmp_path / "run" / "report.md").read_text()
 
@@ -98,9 +130,28 @@ def test_toollight_tiny_preset_on_vllm(tmp_path):
 @pytest.mark.slow
 def test_uncertainty_generate_with_a_vllm_member(tmp_path):
     gens = tmp_path / "gens.jsonl"
-    subprocess.run([sys.executable, "-m", "agentkit", "uncertainty", "generate", "--models",
-                    "vllm:smollm2-135m,tiny-random", "--tasks", "arithmetic-easy:3", "--samples", "3",
-                    "--max-tokens", "12", "--out", str(gens)], check=True, capture_output=True, timeout=900)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentkit",
+            "uncertainty",
+            "generate",
+            "--models",
+            "vllm:smollm2-135m,tiny-random",
+            "--tasks",
+            "arithmetic-easy:3",
+            "--samples",
+            "3",
+            "--max-tokens",
+            "12",
+            "--out",
+            str(gens),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=900,
+    )
     rows = [json.loads(x) for x in gens.read_text().splitlines()]
     assert len(rows) == 3 and all(len(r["samples"][m]) == 3 for r in rows for m in ("smollm2-135m", "tiny-random"))
     assert all(r["greedy"]["smollm2-135m"] for r in rows)
@@ -113,8 +164,9 @@ def vllm_serve(tmp_path_factory):
     from agentkit.server.http import ServerProcess
 
     log = tmp_path_factory.mktemp("vllm-serve") / "server.log"
-    with ServerProcess(serve_args("tiny-random", dtype="float32", api_key="vk"), log, env=serve_env(),
-                       startup_timeout_s=300) as server:
+    with ServerProcess(
+        serve_args("tiny-random", dtype="float32", api_key="vk"), log, env=serve_env(), startup_timeout_s=300
+    ) as server:
         yield server
 
 
@@ -151,12 +203,17 @@ def test_agent_served_over_vllm_serve(vllm_serve, tiny_engine):
         here = rollout(tiny_engine, ["What is 2 + 2?", "Compute 3 * 7."], [tool], cfg)
         there = rollout(eng, ["What is 2 + 2?", "Compute 3 * 7."], [tool], cfg)
         assert [t.prompt_ids for t in there] == [t.prompt_ids for t in here]
-        assert all(t.completion_ids and len(t.mask) == len(t.completion_ids) and -1 not in t.completion_ids
-                   for t in there)
+        assert all(
+            t.completion_ids and len(t.mask) == len(t.completion_ids) and -1 not in t.completion_ids for t in there
+        )
         with serve_in_thread(create_app(eng, "tiny-random", tools={"python": tool})) as url:
             client = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
-            r = client.chat.completions.create(model="agentkit/tir", max_tokens=16, temperature=0,
-                                               messages=[{"role": "user", "content": "What is 2+2?"}])
+            r = client.chat.completions.create(
+                model="agentkit/tir",
+                max_tokens=16,
+                temperature=0,
+                messages=[{"role": "user", "content": "What is 2+2?"}],
+            )
             assert r.model_extra["agentkit"][0]["trace"] and r.usage.total_tokens > 0
     finally:
         tool.close()

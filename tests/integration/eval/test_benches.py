@@ -11,8 +11,9 @@ def test_agent_bench_runs_every_workload_on_the_tiny_model():
         rows = {k: r[k] for k in ("re-encode-all", "re-encode", "prefix-cache")}
         assert r["identical_trajectories"]
         assert r["speedup"] == round(rows["re-encode"]["seconds"] / rows["prefix-cache"]["seconds"], 2)
-        assert r["speedup_vs_re_encode_all"] == round(rows["re-encode-all"]["seconds"]
-                                                      / rows["prefix-cache"]["seconds"], 2)
+        assert r["speedup_vs_re_encode_all"] == round(
+            rows["re-encode-all"]["seconds"] / rows["prefix-cache"]["seconds"], 2
+        )
         # the same trajectories: the same turns, calls and tokens on every side
         assert len({(x["turns"], x["tool_calls"], x["completion_tokens"]) for x in rows.values()}) == 1
         assert rows["prefix-cache"]["turns"] >= 2 and rows["prefix-cache"]["completion_tokens"] > 0

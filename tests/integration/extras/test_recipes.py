@@ -7,9 +7,18 @@ import pytest
 from agentkit.errors import AgentkitError
 
 
-@pytest.mark.parametrize("recipe", ["extras.vision.tversky", "extras.tabular.jarf", "extras.efficiency.orderdp",
-                                    "extras.robust.hdro", "extras.robust.nat", "extras.efficiency.dequant",
-                                    "extras.vision.skipless"])
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        "extras.vision.tversky",
+        "extras.tabular.jarf",
+        "extras.efficiency.orderdp",
+        "extras.robust.hdro",
+        "extras.robust.nat",
+        "extras.efficiency.dequant",
+        "extras.vision.skipless",
+    ],
+)
 def test_extras_recipes_tiny(recipe, tmp_path):
     from agentkit.runner import run_recipe
 
@@ -21,12 +30,15 @@ def test_extras_recipes_tiny(recipe, tmp_path):
     assert last["final"] is True
 
 
-@pytest.mark.parametrize("recipe,override,message", [
-    ("extras.robust.hdro", "methods=[erm,dro]", "'dro' is not allowed, did you mean 'hdro'"),
-    ("extras.robust.hdro", "shift_group=4", "shift_group: must be <= 3"),
-    ("extras.vision.skipless", "patch=5", "patch: 5 does not divide 28"),
-    ("extras.efficiency.dequant", "settings=[W4A4]", "'W4A4' is not fp, A<a>W<w>"),
-])
+@pytest.mark.parametrize(
+    "recipe,override,message",
+    [
+        ("extras.robust.hdro", "methods=[erm,dro]", "'dro' is not allowed, did you mean 'hdro'"),
+        ("extras.robust.hdro", "shift_group=4", "shift_group: must be <= 3"),
+        ("extras.vision.skipless", "patch=5", "patch: 5 does not divide 28"),
+        ("extras.efficiency.dequant", "settings=[W4A4]", "'W4A4' is not fp, A<a>W<w>"),
+    ],
+)
 def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):
     from agentkit.runner import run_recipe
 

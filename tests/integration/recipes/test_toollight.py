@@ -51,9 +51,13 @@ def test_toollight_recipe_trains_on_given_pairs(tmp_path):
     from agentkit.testing.pairs import write_text_pairs
 
     write_text_pairs(tmp_path / "pairs.jsonl")
-    _, run_dir = run_recipe("toollight", [f"pairs={tmp_path / 'pairs.jsonl'}", "self_evolved_rounds=0",
-                                          "dpo.learning_rate=1e-3"],
-                            output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
+    _, run_dir = run_recipe(
+        "toollight",
+        [f"pairs={tmp_path / 'pairs.jsonl'}", "self_evolved_rounds=0", "dpo.learning_rate=1e-3"],
+        output_dir=str(tmp_path / "run"),
+        preset="tiny",
+        quiet=True,
+    )
     pairs = datasets.load_from_disk(str(run_dir / "rounds" / "dpo-1" / "pairs"))
     assert pairs.num_rows == 4 and 0 in pairs[0]["chosen_mask"]  # the <result> span is masked
     history = [json.loads(x) for x in (run_dir / "state" / "stages.jsonl").read_text().splitlines()]
@@ -72,9 +76,13 @@ def test_toollight_recipe_on_user_questions(tmp_path):
     kb = MultiHopKB.build(0)
     write_jsonl(tmp_path / "q.jsonl", [t.to_dict() for t in kb.questions(10, seed=3)])
     kb.write_corpus(tmp_path / "corpus.jsonl")
-    metrics, run_dir = run_recipe("toollight", [f"questions={tmp_path / 'q.jsonl'}",
-                                                f"corpus={tmp_path / 'corpus.jsonl'}", "self_evolved_rounds=0"],
-                                  output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
+    metrics, run_dir = run_recipe(
+        "toollight",
+        [f"questions={tmp_path / 'q.jsonl'}", f"corpus={tmp_path / 'corpus.jsonl'}", "self_evolved_rounds=0"],
+        output_dir=str(tmp_path / "run"),
+        preset="tiny",
+        quiet=True,
+    )
     assert {k.split("/")[0] for k in metrics} == {"base", "dpo-1"}  # no SFT stage
     assert {k.split("/")[1] for k in metrics} == {"questions"}
     assert len(json.loads((run_dir / "rounds" / "sources.json").read_text())["no_tool_correct_rate"]) == 8

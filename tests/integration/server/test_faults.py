@@ -22,9 +22,14 @@ def test_concurrent_load_and_a_dropped_stream(tiny_engine):
         client = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
         # a client opens a stream and disconnects after the first bytes
         conn = http.client.HTTPConnection(host, int(port), timeout=30)
-        conn.request("POST", "/v1/chat/completions", json.dumps({
-            "model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 64, "stream": True}),
-            {"Content-Type": "application/json"})
+        conn.request(
+            "POST",
+            "/v1/chat/completions",
+            json.dumps(
+                {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 64, "stream": True}
+            ),
+            {"Content-Type": "application/json"},
+        )
         resp = conn.getresponse()
         resp.read(20)
         conn.sock.shutdown(socket.SHUT_RDWR)
@@ -34,8 +39,9 @@ def test_concurrent_load_and_a_dropped_stream(tiny_engine):
         def worker(i):
             for j in range(5):
                 try:
-                    r = client.chat.completions.create(model="tiny", max_tokens=8, seed=i * 10 + j,
-                                                       messages=[{"role": "user", "content": f"q{i}-{j}"}])
+                    r = client.chat.completions.create(
+                        model="tiny", max_tokens=8, seed=i * 10 + j, messages=[{"role": "user", "content": f"q{i}-{j}"}]
+                    )
                     done.append(r.usage.completion_tokens)
                 except Exception as e:  # noqa: BLE001 - the test counts every failure
                     errors.append(e)
@@ -51,8 +57,9 @@ def test_concurrent_load_and_a_dropped_stream(tiny_engine):
 
 
 def test_hostile_code_through_the_tool_server(tmp_path):
-    with serve_in_thread(python_app(SandboxConfig(cpu_s=1, wall_s=3, memory_mb=512, max_output=500, pool_size=2),
-                                    max_concurrency=4)) as url:
+    with serve_in_thread(
+        python_app(SandboxConfig(cpu_s=1, wall_s=3, memory_mb=512, max_output=500, pool_size=2), max_concurrency=4)
+    ) as url:
         tool = RemoteTool(url)
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
@@ -68,8 +75,13 @@ def test_hostile_code_through_the_tool_server(tmp_path):
         }
         results = {name: tool(code=code) for name, code in attacks.items()}
         listener.close()
-        reasons = {"infinite loop": "limit", "memory bomb": "memory limit", "fork bomb": "not allowed",
-                   "network": "network access is not allowed", "write outside": "No such file"}  # its own /tmp
+        reasons = {
+            "infinite loop": "limit",
+            "memory bomb": "memory limit",
+            "fork bomb": "not allowed",
+            "network": "network access is not allowed",
+            "write outside": "No such file",
+        }  # its own /tmp
         for name, r in results.items():
             if name == "huge output":
                 assert r.meta["truncated"] and len(r.output) < 1000, name

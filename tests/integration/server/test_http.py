@@ -54,8 +54,9 @@ def test_models_and_auth(server, client):
 
 def test_chat_matches_engine(client, engine):
     msgs = [{"role": "user", "content": "hi"}]
-    r = client.chat.completions.create(model="tiny", messages=msgs, max_tokens=8, seed=3, temperature=1.0, n=2,
-                                       logprobs=True, top_logprobs=3)
+    r = client.chat.completions.create(
+        model="tiny", messages=msgs, max_tokens=8, seed=3, temperature=1.0, n=2, logprobs=True, top_logprobs=3
+    )
     local = engine.generate([msgs], SamplingParams(n=2, max_tokens=8, seed=3))[0]
     assert [c.message.content for c in r.choices] == [c.text for c in local]
     assert [t.logprob for t in r.choices[0].logprobs.content] == pytest.approx(local[0].logprobs, abs=1e-5)
@@ -75,15 +76,34 @@ def test_streaming_chunks(client):
     assert chunks[-1].choices == [] and chunks[-1].usage == whole.usage
 
 
-WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "weather", "parameters": {
-    "type": "object", "properties": {"unit": {"enum": ["C", "F"]}, "days": {"type": "integer", "minimum": 1,
-                                                                          "maximum": 7}},
-    "required": ["unit", "days"]}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"unit": {"enum": ["C", "F"]}, "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+            "required": ["unit", "days"],
+        },
+    },
+}
 
 
-ADD = {"type": "function", "function": {"name": "add", "parameters": {
-    "type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},
-                                     "b": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["a", "b"]}}}
+ADD = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer", "minimum": 0, "maximum": 9},
+                "b": {"type": "integer", "minimum": 0, "maximum": 9},
+            },
+            "required": ["a", "b"],
+        },
+    },
+}
 
 
 @pytest.mark.parametrize("choice", [{"type": "function", "function": {"name": "get_weather"}}, "required"])
@@ -93,15 +113,28 @@ def test_forced_tool_calls_follow_the_function_schema(client, choice):
     import jsonschema
 
     schemas = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER, ADD)}
-    r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "weather?"}], n=4,
-                                       tools=[WEATHER, ADD], tool_choice=choice, max_tokens=64, seed=0)
+    r = client.chat.completions.create(
+        model="tiny",
+        messages=[{"role": "user", "content": "weather?"}],
+        n=4,
+        tools=[WEATHER, ADD],
+        tool_choice=choice,
+        max_tokens=64,
+        seed=0,
+    )
     for ch in r.choices:
         assert ch.finish_reason == "tool_calls" and ch.message.content is None
         (call,) = ch.message.tool_calls
         assert call.function.name in (["get_weather"] if isinstance(choice, dict) else schemas)
         jsonschema.validate(json.loads(call.function.arguments), schemas[call.function.name])
-    none = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "weather?"}],
-                                          tools=[WEATHER], tool_choice="none", max_tokens=8, seed=0)
+    none = client.chat.completions.create(
+        model="tiny",
+        messages=[{"role": "user", "content": "weather?"}],
+        tools=[WEATHER],
+        tool_choice="none",
+        max_tokens=8,
+        seed=0,
+    )
     assert none.choices[0].message.tool_calls is None
 
 
@@ -115,14 +148,26 @@ def test_response_format_and_structured_outputs(client):
     r = client.chat.completions.create(model="tiny", messages=msgs, response_format=fmt, n=3, seed=1, max_tokens=64)
     for ch in r.choices:
         jsonschema.validate(json.loads(ch.message.content), SCHEMA)
-    streamed = client.chat.completions.create(model="tiny", messages=msgs, response_format=fmt, seed=1,
-                                              max_tokens=64, stream=True)
+    streamed = client.chat.completions.create(
+        model="tiny", messages=msgs, response_format=fmt, seed=1, max_tokens=64, stream=True
+    )
     assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == r.choices[0].message.content
-    c = client.completions.create(model="tiny", prompt="code:", max_tokens=16, seed=2, n=3,
-                                  extra_body={"structured_outputs": {"regex": "[A-Z]{2}[0-9]{3}"}})
+    c = client.completions.create(
+        model="tiny",
+        prompt="code:",
+        max_tokens=16,
+        seed=2,
+        n=3,
+        extra_body={"structured_outputs": {"regex": "[A-Z]{2}[0-9]{3}"}},
+    )
     assert all(len(ch.text) == 5 and ch.text[:2].isupper() and ch.text[2:].isdigit() for ch in c.choices)
-    pick = client.chat.completions.create(model="tiny", messages=msgs, max_tokens=8, seed=3,
-                                          extra_body={"structured_outputs": {"choice": ["red", "green"]}})
+    pick = client.chat.completions.create(
+        model="tiny",
+        messages=msgs,
+        max_tokens=8,
+        seed=3,
+        extra_body={"structured_outputs": {"choice": ["red", "green"]}},
+    )
     assert pick.choices[0].message.content in ("red", "green")
 
 
@@ -135,20 +180,32 @@ def test_completions_and_echo_scoring(client, engine):
     assert e.choices[0].logprobs.token_logprobs[1:] == pytest.approx(want, abs=1e-4)
     assert e.choices[0].logprobs.token_logprobs[0] is None and e.usage.completion_tokens == 0
     # echo with generation: the prompt's text and logprobs, then the completion's (as vLLM)
-    g = client.completions.create(model="tiny", prompt="the context and more", max_tokens=4, echo=True, logprobs=1,
-                                  seed=2, extra_body={"ignore_eos": True})
-    plain = client.completions.create(model="tiny", prompt="the context and more", max_tokens=4, logprobs=1, seed=2,
-                                      extra_body={"ignore_eos": True})
+    g = client.completions.create(
+        model="tiny",
+        prompt="the context and more",
+        max_tokens=4,
+        echo=True,
+        logprobs=1,
+        seed=2,
+        extra_body={"ignore_eos": True},
+    )
+    plain = client.completions.create(
+        model="tiny", prompt="the context and more", max_tokens=4, logprobs=1, seed=2, extra_body={"ignore_eos": True}
+    )
     lp = g.choices[0].logprobs
     assert g.choices[0].text == engine.decode(ids, skip_special_tokens=False) + plain.choices[0].text
     assert lp.token_logprobs[0] is None and len(lp.token_logprobs) == len(ids) + 4
-    assert lp.token_logprobs[1:len(ids)] == pytest.approx(want, abs=1e-4)
-    assert lp.token_logprobs[len(ids):] == pytest.approx(plain.choices[0].logprobs.token_logprobs, abs=1e-4)
+    assert lp.token_logprobs[1 : len(ids)] == pytest.approx(want, abs=1e-4)
+    assert lp.token_logprobs[len(ids) :] == pytest.approx(plain.choices[0].logprobs.token_logprobs, abs=1e-4)
 
 
 def _call(url, method: str, path: str, body: bytes | None = None, key="sk-test"):
-    req = urllib.request.Request(url + path, data=body, method=method,
-                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+    req = urllib.request.Request(
+        url + path,
+        data=body,
+        method=method,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
+    )
     try:
         with urllib.request.urlopen(req) as r:
             return r.status, json.loads(r.read())
@@ -167,36 +224,135 @@ BAD_REQUESTS = [  # (method, path, body, status, param, code, words in the messa
     ("POST", CHAT_PATH, b"[1, 2]", 400, None, None, "must be a JSON object"),
     ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "temperature": "hot"}, 400, "temperature", None, "number"),
     ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "stop": 3}, 400, "stop", None, "stop:"),
-    ("POST", CHAT_PATH, {"model": "tiny", "messages": [{"role": "wizard", "content": "x"}]}, 400,
-     "messages[0].role", None, "messages[0].role:"),
-    ("POST", CHAT_PATH, {"model": "tiny", "messages": [{"role": "user", "content": [1]}]}, 400,
-     "messages[0].content", None, "messages[0].content"),
+    (
+        "POST",
+        CHAT_PATH,
+        {"model": "tiny", "messages": [{"role": "wizard", "content": "x"}]},
+        400,
+        "messages[0].role",
+        None,
+        "messages[0].role:",
+    ),
+    (
+        "POST",
+        CHAT_PATH,
+        {"model": "tiny", "messages": [{"role": "user", "content": [1]}]},
+        400,
+        "messages[0].content",
+        None,
+        "messages[0].content",
+    ),
     ("POST", CHAT_PATH, {"model": "tiny"}, 400, "messages", None, "messages: Field required"),
-    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "tools": [{"type": "function", "function": {}}]}, 400,
-     "tools[0].function.name", None, "tools[0].function.name"),
+    (
+        "POST",
+        CHAT_PATH,
+        {"model": "tiny", "messages": MSG, "tools": [{"type": "function", "function": {}}]},
+        400,
+        "tools[0].function.name",
+        None,
+        "tools[0].function.name",
+    ),
     ("POST", CHAT_PATH, {"model": "gpt-9", "messages": MSG}, 404, "model", "model_not_found", "does not exist"),
-    ("POST", CHAT_PATH, {"model": "tiny", "messages": [{"role": "user", "content": "x" * 3000}]}, 400, "messages",
-     "context_length_exceeded", "context length"),
+    (
+        "POST",
+        CHAT_PATH,
+        {"model": "tiny", "messages": [{"role": "user", "content": "x" * 3000}]},
+        400,
+        "messages",
+        "context_length_exceeded",
+        "context length",
+    ),
     ("POST", "/v1/completions", {"model": "tiny", "prompt": "x", "logprobs": 99}, 400, "logprobs", None, "logprobs"),
-    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "response_format": {"type": "yaml"}}, 400,
-     "response_format.type", None, "json_schema"),
-    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "response_format": {"type": "json_schema"}}, 400,
-     "response_format.json_schema.schema", None, "JSON schema object"),
-    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "response_format": {"type": "json_schema", "json_schema": {
-        "name": "x", "schema": {"type": "objec"}}}}, 400, "response_format.json_schema.schema", None, "objec"),
-    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "structured_outputs": {"regex": "[a-"}}, 400,
-     "structured_outputs", None, "cannot be enforced"),
-    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "structured_outputs": {"regex": "a", "choice": ["b"]}},
-     400, "structured_outputs", None, "exactly one of"),
-    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "tool_choice": "required"}, 400, "tool_choice", None,
-     "needs tools"),
-    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "tools": [WEATHER], "tool_choice": "always"}, 400,
-     "tool_choice", None, "must be"),
-    ("POST", CHAT_PATH, {"model": "tiny", "messages": MSG, "tools": [WEATHER],
-                         "tool_choice": {"type": "function", "function": {"name": "nope"}}}, 400, "tool_choice", None,
-     "unknown function"),
-    ("POST", CHAT_PATH, {"model": "agentkit/tir", "messages": MSG, "response_format": {"type": "json_object"}}, 400,
-     "response_format", None, "does not take"),
+    (
+        "POST",
+        CHAT_PATH,
+        {"model": "tiny", "messages": MSG, "response_format": {"type": "yaml"}},
+        400,
+        "response_format.type",
+        None,
+        "json_schema",
+    ),
+    (
+        "POST",
+        CHAT_PATH,
+        {"model": "tiny", "messages": MSG, "response_format": {"type": "json_schema"}},
+        400,
+        "response_format.json_schema.schema",
+        None,
+        "JSON schema object",
+    ),
+    (
+        "POST",
+        CHAT_PATH,
+        {
+            "model": "tiny",
+            "messages": MSG,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "objec"}}},
+        },
+        400,
+        "response_format.json_schema.schema",
+        None,
+        "objec",
+    ),
+    (
+        "POST",
+        CHAT_PATH,
+        {"model": "tiny", "messages": MSG, "structured_outputs": {"regex": "[a-"}},
+        400,
+        "structured_outputs",
+        None,
+        "cannot be enforced",
+    ),
+    (
+        "POST",
+        CHAT_PATH,
+        {"model": "tiny", "messages": MSG, "structured_outputs": {"regex": "a", "choice": ["b"]}},
+        400,
+        "structured_outputs",
+        None,
+        "exactly one of",
+    ),
+    (
+        "POST",
+        CHAT_PATH,
+        {"model": "tiny", "messages": MSG, "tool_choice": "required"},
+        400,
+        "tool_choice",
+        None,
+        "needs tools",
+    ),
+    (
+        "POST",
+        CHAT_PATH,
+        {"model": "tiny", "messages": MSG, "tools": [WEATHER], "tool_choice": "always"},
+        400,
+        "tool_choice",
+        None,
+        "must be",
+    ),
+    (
+        "POST",
+        CHAT_PATH,
+        {
+            "model": "tiny",
+            "messages": MSG,
+            "tools": [WEATHER],
+            "tool_choice": {"type": "function", "function": {"name": "nope"}},
+        },
+        400,
+        "tool_choice",
+        None,
+        "unknown function",
+    ),
+    (
+        "POST",
+        CHAT_PATH,
+        {"model": "agentkit/tir", "messages": MSG, "response_format": {"type": "json_object"}},
+        400,
+        "response_format",
+        None,
+        "does not take",
+    ),
     ("POST", "/v1/nowhere", {}, 404, None, "unknown_url", "unknown URL"),
     ("GET", CHAT_PATH, None, 405, None, "method_not_allowed", "not allowed"),
 ]
@@ -213,13 +369,17 @@ def test_errors_in_openai_shape(server, method, path, body, status, param, code,
 
 
 def test_auth_error_and_unknown_fields(server, client):
-    for path, body in ((CHAT_PATH, {"model": "tiny", "messages": MSG}), ("/tokenize", {"model": "tiny", "prompt": "x"}),
-                       ("/detokenize", {"model": "tiny", "tokens": [1]})):
+    for path, body in (
+        (CHAT_PATH, {"model": "tiny", "messages": MSG}),
+        ("/tokenize", {"model": "tiny", "prompt": "x"}),
+        ("/detokenize", {"model": "tiny", "tokens": [1]}),
+    ):
         got, answer = _call(server[0], "POST", path, json.dumps(body).encode(), "no")
         assert got == 401 and answer["error"]["code"] == "invalid_api_key"
     # unknown fields (client extra_body) are accepted
-    r = client.chat.completions.create(model="tiny", messages=MSG, max_tokens=2,
-                                       extra_body={"top_k": 5, "something_new": 1})
+    r = client.chat.completions.create(
+        model="tiny", messages=MSG, max_tokens=2, extra_body={"top_k": 5, "something_new": 1}
+    )
     assert r.choices[0].message.content is not None
 
 
@@ -237,10 +397,24 @@ class _Broken:
 
 def test_engine_failure_is_a_500_logged_once(tiny_engine, caplog):
     with serve_in_thread(create_app(_Broken(tiny_engine), "broken")) as url:
-        answers = [_call(url, "POST", CHAT_PATH, json.dumps({"model": "broken", "messages": MSG}).encode())
-                   for _ in range(3)]  # a client retrying
-    assert all(a == (500, {"error": {"message": "RuntimeError: the engine fell over", "type": "server_error",
-                                     "param": None, "code": None}}) for a in answers)
+        answers = [
+            _call(url, "POST", CHAT_PATH, json.dumps({"model": "broken", "messages": MSG}).encode()) for _ in range(3)
+        ]  # a client retrying
+    assert all(
+        a
+        == (
+            500,
+            {
+                "error": {
+                    "message": "RuntimeError: the engine fell over",
+                    "type": "server_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        )
+        for a in answers
+    )
     tracebacks = [r for r in caplog.records if r.exc_info]
     assert len(tracebacks) == 1 and "engine call failed" in tracebacks[0].getMessage()
 
@@ -251,8 +425,9 @@ def test_concurrent_requests_share_engine_calls(server, client):
     results = []
 
     def ask(i):
-        r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": f"q{i}"}],
-                                           max_tokens=4, seed=7)
+        r = client.chat.completions.create(
+            model="tiny", messages=[{"role": "user", "content": f"q{i}"}], max_tokens=4, seed=7
+        )
         results.append(r.choices[0].message.content)
 
     ts = [threading.Thread(target=ask, args=(i,)) for i in range(8)]
@@ -264,13 +439,21 @@ def test_concurrent_requests_share_engine_calls(server, client):
 
 
 def test_agent_model_runs_tools_server_side(client):
-    r = client.chat.completions.create(model="agentkit/tir", messages=[{"role": "user", "content": "What is 2+2?"}],
-                                       max_tokens=16, seed=0)
+    r = client.chat.completions.create(
+        model="agentkit/tir", messages=[{"role": "user", "content": "What is 2+2?"}], max_tokens=16, seed=0
+    )
     extra = r.model_extra["agentkit"][0]
     assert extra["finish"] in {"answer", "no_call", "max_turns", "max_tool_calls", "max_tokens"}
     assert r.usage.completion_tokens > 0 and r.usage.prompt_tokens > 0
-    chunks = list(client.chat.completions.create(model="agentkit/tir", stream=True, max_tokens=8, seed=0,
-                                                 messages=[{"role": "user", "content": "What is 2+2?"}]))
+    chunks = list(
+        client.chat.completions.create(
+            model="agentkit/tir",
+            stream=True,
+            max_tokens=8,
+            seed=0,
+            messages=[{"role": "user", "content": "What is 2+2?"}],
+        )
+    )
     assert chunks[-1].choices[0].finish_reason == "stop"
     progress = [i for i, c in enumerate(chunks) if (c.model_extra or {}).get("agentkit")]
     first_content = next(i for i, c in enumerate(chunks) if c.choices)

@@ -16,8 +16,9 @@ from agentkit.tools.sandbox import Sandbox, SandboxConfig
 
 @pytest.fixture(scope="module")
 def sandbox():
-    with Sandbox(SandboxConfig(cpu_s=1, wall_s=3, memory_mb=512, max_output=200, pool_size=2,
-                               idle_timeout_s=1.0)) as sb:
+    with Sandbox(
+        SandboxConfig(cpu_s=1, wall_s=3, memory_mb=512, max_output=200, pool_size=2, idle_timeout_s=1.0)
+    ) as sb:
         yield sb
 
 
@@ -112,8 +113,9 @@ def test_sessions_persist_and_idle_out(sandbox):
 
 def test_concurrent_calls(sandbox):
     results = [None] * 8
-    threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, sandbox.run(f"print({i} * {i})")))
-               for i in range(8)]
+    threads = [
+        threading.Thread(target=lambda i=i: results.__setitem__(i, sandbox.run(f"print({i} * {i})"))) for i in range(8)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -149,8 +151,10 @@ for _o in gc.get_objects():
 
 def test_hook_bypass_then_subprocess_in_a_new_session_dies_with_the_call(sandbox):
     marker = f"sbx-orphan-{os.getpid()}"
-    code = BYPASS + f"import subprocess\nsubprocess.Popen(['/bin/sh', '-c', 'sleep 30; echo {marker}'], " \
-                    "start_new_session=True)\nprint('started')"
+    code = (
+        BYPASS + f"import subprocess\nsubprocess.Popen(['/bin/sh', '-c', 'sleep 30; echo {marker}'], "
+        "start_new_session=True)\nprint('started')"
+    )
     r = sandbox.run(code)
     assert r.output == "started\n"  # the hook is gone: the kernel allowed the process inside the sandbox
     assert gone(marker), processes(marker)
@@ -175,9 +179,11 @@ def test_a_child_that_ignores_sigxcpu_dies_at_the_hard_limit_and_with_the_call(s
 def test_writes_outside_fail_in_the_kernel(sandbox, tmp_path):
     """mkdir and dir_fd writes (the audit hook never saw them) into writable host places: read-only root."""
     target = f"/run/lock/sbx-{os.getpid()}"
-    code = BYPASS + f"""import os
+    code = (
+        BYPASS
+        + f"""import os
 errors = []
-for attempt in (lambda: os.mkdir({target!r}), lambda: os.mkdir({str(tmp_path / 'd')!r}),
+for attempt in (lambda: os.mkdir({target!r}), lambda: os.mkdir({str(tmp_path / "d")!r}),
                 lambda: os.open({os.path.basename(target) + "-fd"!r}, os.O_WRONLY | os.O_CREAT,
                                 dir_fd=os.open('/run/lock', os.O_RDONLY)),
                 lambda: os.open('/usr/sbx-x', os.O_WRONLY | os.O_CREAT)):
@@ -187,6 +193,7 @@ for attempt in (lambda: os.mkdir({target!r}), lambda: os.mkdir({str(tmp_path / '
     except OSError as e:
         errors.append(type(e).__name__)
 print(errors)"""
+    )
     r = sandbox.run(code)
     assert r.ok and "wrote" not in r.output, r.output
     assert not os.path.exists(target) and not (tmp_path / "d").exists() and not os.path.exists(target + "-fd")
@@ -204,7 +211,9 @@ def test_no_secret_of_the_host_is_readable(sandbox):
     assert r.ok and r.output == "False\nrefused\nrefused\nrefused\n", r.output
 
 
-_SECRETS = BYPASS + """import os
+_SECRETS = (
+    BYPASS
+    + """import os
 seen = []
 for pid in filter(str.isdigit, os.listdir('/proc')):
     try:
@@ -217,6 +226,7 @@ for path in PATHS:
         print(bool(open(path).read(1)))
     except OSError:
         print('refused')"""
+)
 
 
 def test_one_call_cannot_kill_other_sandboxes(sandbox):
@@ -231,7 +241,9 @@ def test_one_call_cannot_kill_other_sandboxes(sandbox):
 def test_kernel_interfaces_for_escapes_are_refused_by_seccomp(sandbox):
     """New namespaces (an unprivileged user namespace gives root inside it), ptrace, keyrings, BPF and
     userfaultfd: EPERM from the syscall filter; threads and the calls computing needs still work."""
-    code = BYPASS + """import ctypes, os, threading
+    code = (
+        BYPASS
+        + """import ctypes, os, threading
 libc = ctypes.CDLL(None, use_errno=True)
 calls = {"unshare": lambda: libc.unshare(0x10000000), "ptrace": lambda: libc.ptrace(16, 1, 0, 0),
          "keyctl": lambda: libc.syscall(250, 0, 0), "bpf": lambda: libc.syscall(321, 0, 0, 0),
@@ -241,6 +253,7 @@ for name, call in calls.items():
 t = threading.Thread(target=print, args=("thread ok",))
 t.start()
 t.join()"""
+    )
     r = sandbox.run(code)
     for name in ("unshare", "ptrace", "keyctl", "bpf", "userfaultfd"):
         assert f"{name} -1 Operation not permitted" in r.output, r.output
@@ -250,7 +263,9 @@ t.join()"""
 def test_the_result_channel_is_not_inherited(sandbox):
     """The code holds neither end of its worker's channels to the parent, and cannot reach them through
     ``/proc/<supervisor>/fd`` (``dir_fd`` gets past the audit hook's path check; the kernel refuses)."""
-    code = BYPASS + """import os
+    code = (
+        BYPASS
+        + """import os
 inodes = set()
 for fd in range(64):
     try:
@@ -270,6 +285,7 @@ for pid in filter(str.isdigit, os.listdir('/proc')):
         except OSError:
             pass
 print(sorted(inodes), [r for r in reached if r[0] != os.getpid()])"""
+    )
     assert sandbox.run("x = 1", session_id="chan").ok
     worker = sandbox._sessions["chan"]
     channels = {os.fstat(worker.proc.stdout.fileno()).st_ino, os.fstat(worker.proc.stdin.fileno()).st_ino}
@@ -319,8 +335,11 @@ def test_a_partial_line_cannot_outlive_the_wall_limit(sandbox):
 
 
 def test_garbage_is_an_error_result_never_an_exception(sandbox):
-    for payload, after in ((b"garbage\n", "os._exit(0)"), (b"\xff" * 70_000, "time.sleep(0.5); os._exit(0)"),
-                           (b"[1, 2]\n", "os._exit(0)")):
+    for payload, after in (
+        (b"garbage\n", "os._exit(0)"),
+        (b"\xff" * 70_000, "time.sleep(0.5); os._exit(0)"),
+        (b"[1, 2]\n", "os._exit(0)"),
+    ):
         r = _bounded(lambda p=payload, a=after: sandbox.run(FORGE.format(payload=p, after=a)), 3 + 5)
         assert not r.ok and r.meta["limit"] == "protocol" and "unreadable status" in r.output, r
     # in a session the first status line ends the call: garbage there resets the session, nothing else
@@ -379,11 +398,13 @@ def test_no_worker_or_directory_outlives_the_process(tmp_path):
     import subprocess
     import sys
 
-    script = ("from agentkit.tools.sandbox import Sandbox, SandboxConfig\n"
-              "sb = Sandbox(SandboxConfig(pool_size=2, wall_s=1, cpu_s=1, memory_mb=513))\n"
-              "for code in ['print(1)', 'import time; time.sleep(5)', 'while True: pass', 'print(2)']:\n"
-              "    sb.run(code)\n"
-              "sb.run('x = 1', session_id='s')\n")
+    script = (
+        "from agentkit.tools.sandbox import Sandbox, SandboxConfig\n"
+        "sb = Sandbox(SandboxConfig(pool_size=2, wall_s=1, cpu_s=1, memory_mb=513))\n"
+        "for code in ['print(1)', 'import time; time.sleep(5)', 'while True: pass', 'print(2)']:\n"
+        "    sb.run(code)\n"
+        "sb.run('x = 1', session_id='s')\n"
+    )
     from agentkit.tools.sandbox import _private_interpreter
 
     for isolation in ("kernel",) if os.geteuid() == 0 and _private_interpreter() else ("kernel", "rlimits-only"):
@@ -403,12 +424,15 @@ def test_an_interpreter_under_tmp_is_not_hidden_by_the_private_tmp(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     site = [p for p in sys.path if p.endswith("site-packages")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), *site])}
-    script = ("from agentkit.tools.sandbox import Sandbox, SandboxConfig\n"
-              "with Sandbox(SandboxConfig(pool_size=0)) as sb:\n"
-              "    r = sb.run('import sys; print(sys.prefix)')\n"
-              "print(r.ok, r.output.strip())\n")
-    r = subprocess.run([str(venv / "bin" / "python"), "-c", script], env=env, capture_output=True, text=True,
-                       timeout=120)
+    script = (
+        "from agentkit.tools.sandbox import Sandbox, SandboxConfig\n"
+        "with Sandbox(SandboxConfig(pool_size=0)) as sb:\n"
+        "    r = sb.run('import sys; print(sys.prefix)')\n"
+        "print(r.ok, r.output.strip())\n"
+    )
+    r = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
     assert r.stdout.strip() == f"True {venv}", (r.stdout, r.stderr[-2000:])
 
 
@@ -419,7 +443,9 @@ def test_the_process_tree_shares_one_memory_limit():
 
     if _memory_cgroup_root() is None:
         pytest.skip("no writable memory cgroup here")
-    code = BYPASS + """import os, time
+    code = (
+        BYPASS
+        + """import os, time
 kids = []
 for i in range(4):
     pid = os.fork()
@@ -433,6 +459,7 @@ for pid in kids:
     _, status = os.waitpid(pid, 0)
     alive += os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 print(alive)"""
+    )
     with Sandbox(SandboxConfig(pool_size=0, memory_mb=512, wall_s=20)) as sb:
         r = sb.run(code)
         assert r.meta["memory_cgroup"] is True and r.output.strip().isdigit(), r

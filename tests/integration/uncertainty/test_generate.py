@@ -12,8 +12,14 @@ def test_generate_mixes_local_and_remote_engines(tmp_path, tiny_engine, monkeypa
     monkeypatch.setenv("OPENAI_API_KEY", "sk-gen")
     tasks = load_tasks("arithmetic-easy:2")
     with serve_in_thread(create_app(tiny_engine, "tiny", api_key="sk-gen")) as url:
-        generate(["tiny-random", f"openai:tiny@{url}/v1"], tasks, tmp_path / "g.jsonl", samples=3, max_tokens=5,
-                 progress=False)
+        generate(
+            ["tiny-random", f"openai:tiny@{url}/v1"],
+            tasks,
+            tmp_path / "g.jsonl",
+            samples=3,
+            max_tokens=5,
+            progress=False,
+        )
     rows = [r for _, r in iter_generations(tmp_path / "g.jsonl")]
     assert all(set(r.samples) == {"tiny-random", "tiny"} for r in rows)
     assert [r.samples["tiny"] for r in rows] == [r.samples["tiny-random"] for r in rows]

@@ -29,11 +29,11 @@ def test_layers_apply_in_order(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text("name: from_yaml\ninner:\n  steps: 20\n  lr: 0.5\n")
     cfg = build_config(Cfg, load_yaml(f), parse_sets(["inner.lr=2e-5", "flag=true", "kinds=a,b"]))
-    assert cfg.name == "from_yaml"          # YAML over default
-    assert cfg.inner.steps == 20            # YAML nested
+    assert cfg.name == "from_yaml"  # YAML over default
+    assert cfg.inner.steps == 20  # YAML nested
     assert cfg.inner.lr == pytest.approx(2e-5)  # --set over YAML
     assert cfg.flag is True and cfg.kinds == ["a", "b"]
-    assert Cfg().inner.lr == 1e-3           # defaults untouched
+    assert Cfg().inner.lr == 1e-3  # defaults untouched
 
 
 def test_optional_and_none():
@@ -42,8 +42,11 @@ def test_optional_and_none():
 
 
 def test_unknown_key_did_you_mean():
-    with pytest.raises(AgentkitError, match=r"unknown config key 'inner.stpes' \(--set inner.stpes=3\), "
-                                            r"did you mean 'inner.steps'"):
+    with pytest.raises(
+        AgentkitError,
+        match=r"unknown config key 'inner.stpes' \(--set inner.stpes=3\), "
+        r"did you mean 'inner.steps'",
+    ):
         build_config(Cfg, parse_sets(["inner.stpes=3"]))
     with pytest.raises(AgentkitError, match=r"unknown config key 'steps'.*did you mean 'inner.steps'"):
         build_config(Cfg, {"steps": 3})  # a nested key given at the top: the full dotted key is suggested

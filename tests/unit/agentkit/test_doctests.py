@@ -15,9 +15,20 @@ import agentkit.tools.parsers
 import agentkit.tools.search
 
 
-@pytest.mark.parametrize("mod", [metrics, agentkit.engines.base, agentkit.engines.hf, agentkit.engines.sampling,
-                                 agentkit.registry, agentkit.errors, agentkit.tools.parsers,
-                                 agentkit.tools.search, agentkit.server.http])
+@pytest.mark.parametrize(
+    "mod",
+    [
+        metrics,
+        agentkit.engines.base,
+        agentkit.engines.hf,
+        agentkit.engines.sampling,
+        agentkit.registry,
+        agentkit.errors,
+        agentkit.tools.parsers,
+        agentkit.tools.search,
+        agentkit.server.http,
+    ],
+)
 def test_doctests(mod):
     res = doctest.testmod(mod)
     assert res.attempted > 0 and res.failed == 0

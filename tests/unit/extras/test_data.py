@@ -22,8 +22,17 @@ def test_synthetic_sets_and_split():
     from sklearn.datasets import make_classification
 
     x0, y0 = data.rotated_classification(200, 6, 0.0, seed=3)
-    ref, _ = make_classification(n_samples=200, n_features=6, n_informative=3, n_redundant=0, n_repeated=0,
-                                 n_clusters_per_class=2, class_sep=1.0, shuffle=False, random_state=3)
+    ref, _ = make_classification(
+        n_samples=200,
+        n_features=6,
+        n_informative=3,
+        n_redundant=0,
+        n_repeated=0,
+        n_clusters_per_class=2,
+        class_sep=1.0,
+        shuffle=False,
+        random_state=3,
+    )
     assert np.allclose(x0, ref)
     x45, y45 = data.rotated_classification(200, 6, 45.0, seed=3)
     assert np.array_equal(y0, y45) and np.allclose(np.linalg.norm(x45, axis=1), np.linalg.norm(ref, axis=1))

@@ -11,9 +11,16 @@ import agentkit.extras.robust.nat.attack
 import agentkit.extras.tabular.jarf.model
 
 
-@pytest.mark.parametrize("mod", [agentkit.extras.report, agentkit.extras.tabular.jarf.model,
-                                 agentkit.extras.efficiency.orderdp.selection, agentkit.extras.robust.hdro.loss,
-                                 agentkit.extras.robust.nat.attack])
+@pytest.mark.parametrize(
+    "mod",
+    [
+        agentkit.extras.report,
+        agentkit.extras.tabular.jarf.model,
+        agentkit.extras.efficiency.orderdp.selection,
+        agentkit.extras.robust.hdro.loss,
+        agentkit.extras.robust.nat.attack,
+    ],
+)
 def test_doctests(mod):
     res = doctest.testmod(mod)
     assert res.attempted > 0 and res.failed == 0

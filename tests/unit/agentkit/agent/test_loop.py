@@ -51,8 +51,12 @@ def test_sessions_keep_python_state_per_trajectory(python_tool):
 
 def test_batched_turns_and_finish_reasons(python_tool):
     eng = ScriptedEngine(SCRIPT)
-    trajs = rollout(eng, ["17 x 23", "no tools", "broken", "loops", "silent"], [python_tool],
-                    AgentConfig(max_turns=3, max_tool_calls=2))
+    trajs = rollout(
+        eng,
+        ["17 x 23", "no tools", "broken", "loops", "silent"],
+        [python_tool],
+        AgentConfig(max_turns=3, max_tool_calls=2),
+    )
     by = {t.task_id: t for t in trajs}
     assert eng.calls[0] == 5  # one engine call per turn for all active trajectories
     assert by["task-1"].finish == "answer" and by["task-1"].tool_calls == 0
@@ -100,8 +104,12 @@ def test_tool_calls_run_concurrently():
 
 def test_n_samples_and_serialisation(python_tool, tmp_path):
     trajs = rollout(ScriptedEngine(SCRIPT), ["17 x 23", "no tools"], [python_tool], AgentConfig(n=2))
-    assert [(t.task_id, t.meta["sample"]) for t in trajs] == [("task-0", 0), ("task-0", 1), ("task-1", 0),
-                                                               ("task-1", 1)]
+    assert [(t.task_id, t.meta["sample"]) for t in trajs] == [
+        ("task-0", 0),
+        ("task-0", 1),
+        ("task-1", 0),
+        ("task-1", 1),
+    ]
     save_jsonl(trajs, tmp_path / "t.jsonl")
     back = load_jsonl(tmp_path / "t.jsonl")
     assert [t.to_dict() for t in back] == [t.to_dict() for t in trajs]
@@ -127,12 +135,15 @@ def test_prefix_cache_gives_identical_rollouts(python_tool):
 
 
 def test_json_style_tool_calls(python_tool):
-    script = {"json please": [
-        'Let me compute. <tool_call>{"name": "python", "arguments": {"code": "print(17 * 23)"}}</tool_call>',
-        '<tool_call>{"name": "python", "arguments": {"code": "print(1)"}}</tool_call>'
-        '<tool_call>{"name": "python", "arguments": {"code": "print(2)"}}</tool_call>',
-        "The result is 391."],
-        "bad json": ['<tool_call>{"name": "python", "arguments": </tool_call>', "I give up."]}
+    script = {
+        "json please": [
+            'Let me compute. <tool_call>{"name": "python", "arguments": {"code": "print(17 * 23)"}}</tool_call>',
+            '<tool_call>{"name": "python", "arguments": {"code": "print(1)"}}</tool_call>'
+            '<tool_call>{"name": "python", "arguments": {"code": "print(2)"}}</tool_call>',
+            "The result is 391.",
+        ],
+        "bad json": ['<tool_call>{"name": "python", "arguments": </tool_call>', "I give up."],
+    }
     eng = ScriptedEngine(script)
     good, bad = rollout(eng, ["json please", "bad json"], [python_tool], AgentConfig(style="json", max_turns=4))
     assert '"name": "python"' in eng.tokenizer.decode(good.prompt_ids)  # the tool schema is in the system prompt

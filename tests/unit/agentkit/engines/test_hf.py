@@ -57,23 +57,29 @@ def test_length_finish_and_counts(tiny_engine):
 def test_stop_strings(tiny_engine):
     base = tiny_engine.generate(["stop test"], SamplingParams(max_tokens=30, temperature=0, ignore_eos=True))[0][0]
     text = base.text
-    stop = next(text[i:i + 2] for i in range(4, len(text) - 2) if text[i:i + 2].isprintable()
-                and text.find(text[i:i + 2]) == i)
+    stop = next(
+        text[i : i + 2]
+        for i in range(4, len(text) - 2)
+        if text[i : i + 2].isprintable() and text.find(text[i : i + 2]) == i
+    )
     cut = text.find(stop)
-    c = tiny_engine.generate(["stop test"], SamplingParams(max_tokens=30, temperature=0, ignore_eos=True,
-                                                           stop=[stop]))[0][0]
+    c = tiny_engine.generate(["stop test"], SamplingParams(max_tokens=30, temperature=0, ignore_eos=True, stop=[stop]))[
+        0
+    ][0]
     assert c.finish_reason == "stop" and c.stop_reason == stop
     assert c.text == text[:cut]
     assert len(c.token_ids) < len(base.token_ids)
-    inc = tiny_engine.generate(["stop test"], SamplingParams(max_tokens=30, temperature=0, ignore_eos=True,
-                                                             stop=[stop], include_stop_str_in_output=True))[0][0]
+    inc = tiny_engine.generate(
+        ["stop test"],
+        SamplingParams(max_tokens=30, temperature=0, ignore_eos=True, stop=[stop], include_stop_str_in_output=True),
+    )[0][0]
     assert inc.text == text[:cut] + stop
 
 
 def test_entropy_and_logprobs_match_full_logits(tiny_engine):
     prompt = tiny_engine.encode(CHAT)
     c = tiny_engine.generate([CHAT], SamplingParams(max_tokens=12, seed=1, entropy=True, ignore_eos=True))[0][0]
-    logp = _manual_logp(tiny_engine, prompt + c.token_ids)[len(prompt) - 1:-1]
+    logp = _manual_logp(tiny_engine, prompt + c.token_ids)[len(prompt) - 1 : -1]
     ent = -(logp.exp() * logp).sum(-1)
     lp = logp.gather(-1, torch.tensor(c.token_ids)[:, None])[:, 0]
     assert torch.allclose(torch.tensor(c.entropies), ent, atol=1e-4)
@@ -112,7 +118,7 @@ def test_score_matches_manual_forward(tiny_engine):
     for ctx, cont, s in zip(ctxs, conts, scored):
         c_ids = tiny_engine.encode(ctx)
         t_ids = tiny_engine.tokenizer(cont, add_special_tokens=False).input_ids
-        logp = _manual_logp(tiny_engine, c_ids + t_ids)[len(c_ids) - 1:-1]
+        logp = _manual_logp(tiny_engine, c_ids + t_ids)[len(c_ids) - 1 : -1]
         want = logp.gather(-1, torch.tensor(t_ids)[:, None])[:, 0]
         assert s.token_ids == t_ids
         assert torch.allclose(torch.tensor(s.logprobs), want, atol=1e-4)
@@ -201,9 +207,11 @@ def test_streamed_deltas_add_up_to_the_text(tiny_engine):
     base = tiny_engine.generate(["stream me"], SamplingParams(max_tokens=24, temperature=0, ignore_eos=True))[0][0]
     stop = base.text[10:12]
     got: dict = {}
-    outs = tiny_engine.generate(["stream me", "and me"], SamplingParams(n=2, max_tokens=24, temperature=0,
-                                                                         ignore_eos=True, stop=[stop]),
-                                on_text=lambda i, j, d: got.setdefault((i, j), []).append(d))
+    outs = tiny_engine.generate(
+        ["stream me", "and me"],
+        SamplingParams(n=2, max_tokens=24, temperature=0, ignore_eos=True, stop=[stop]),
+        on_text=lambda i, j, d: got.setdefault((i, j), []).append(d),
+    )
     for i, cs in enumerate(outs):
         for j, c in enumerate(cs):
             assert "".join(got.get((i, j), [])) == c.text
@@ -262,8 +270,14 @@ def test_cache_headroom_avoids_regrowth_and_keeps_values():
 def _tiny_config():
     from transformers import LlamaConfig
 
-    return LlamaConfig(num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, hidden_size=8,
-                       intermediate_size=16, vocab_size=32)
+    return LlamaConfig(
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        hidden_size=8,
+        intermediate_size=16,
+        vocab_size=32,
+    )
 
 
 def test_draft_is_prompt_lookup():
@@ -284,8 +298,9 @@ def test_speculation_keeps_outputs(temperature):
 
     spec = HFEngine("tiny-random", speculate=4, speculate_tokens=16)
     plain = HFEngine(spec.model, spec.tokenizer, speculate=0, prefix_cache_mb=0)
-    params = SamplingParams(max_tokens=40, temperature=temperature, ignore_eos=True, entropy=True, top_logprobs=2,
-                            seed=3)
+    params = SamplingParams(
+        max_tokens=40, temperature=temperature, ignore_eos=True, entropy=True, top_logprobs=2, seed=3
+    )
     prompts = [spec.encode("one two three one two three one two"), spec.encode(CHAT), spec.encode("a b a b a")]
     got, want = spec.generate(prompts, params), plain.generate(prompts, params)
     assert spec.draft_hits > 0 and spec.drafted > spec.draft_hits  # drafts were kept, and some rejected
@@ -308,12 +323,15 @@ def test_speculation_stops_at_stop_strings_and_budget(tiny_engine):
     spec = HFEngine(tiny_engine.model, tiny_engine.tokenizer, speculate=4)
     plain = HFEngine(tiny_engine.model, tiny_engine.tokenizer, speculate=0)
     free = plain.generate([CHAT], SamplingParams(max_tokens=30, temperature=0, ignore_eos=True))[0][0]
-    stop = free.text[len(free.text) // 2:len(free.text) // 2 + 3]
-    for p in (SamplingParams(max_tokens=30, temperature=0, ignore_eos=True, stop=[stop]),
-              SamplingParams(max_tokens=7, temperature=0, ignore_eos=True)):
+    stop = free.text[len(free.text) // 2 : len(free.text) // 2 + 3]
+    for p in (
+        SamplingParams(max_tokens=30, temperature=0, ignore_eos=True, stop=[stop]),
+        SamplingParams(max_tokens=7, temperature=0, ignore_eos=True),
+    ):
         g, w = spec.generate([CHAT, "x y x y"], p), plain.generate([CHAT, "x y x y"], p)
-        assert [(c[0].token_ids, c[0].text, c[0].finish_reason, c[0].stop_reason) for c in g] == \
-               [(c[0].token_ids, c[0].text, c[0].finish_reason, c[0].stop_reason) for c in w]
+        assert [(c[0].token_ids, c[0].text, c[0].finish_reason, c[0].stop_reason) for c in g] == [
+            (c[0].token_ids, c[0].text, c[0].finish_reason, c[0].stop_reason) for c in w
+        ]
 
 
 def test_speculation_backs_off_when_drafts_are_not_kept():
@@ -344,7 +362,8 @@ def test_constrained_rows_with_speculation(temperature):
     for prompts, cs in ((["ab ab ab ab "], cons[:1]), (["ab ab ab ab ", "x"], cons)):
         p = SamplingParams(max_tokens=48, temperature=temperature, seed=4, ignore_eos=True, constraints=cs)
         got, want = spec.generate(prompts, p), plain.generate(prompts, p)
-        assert [(c[0].token_ids, c[0].finish_reason) for c in got] == [(c[0].token_ids, c[0].finish_reason)
-                                                                       for c in want]
+        assert [(c[0].token_ids, c[0].finish_reason) for c in got] == [
+            (c[0].token_ids, c[0].finish_reason) for c in want
+        ]
         assert all(c[0].finish_reason == "stop" for c in got)
     assert spec.draft_hits > 0  # the forced "ab " tokens were drafted and kept

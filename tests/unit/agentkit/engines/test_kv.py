@@ -20,10 +20,15 @@ from agentkit.engines.kv import (
     stack_rows,
 )
 
-OVERRIDDEN = {"lazy_initialization": ["self", "key_states", "value_states"],
-              "update": ["self", "key_states", "value_states", "args", "kwargs"],
-              "get_seq_length": ["self"], "batch_select_indices": ["self", "indices"],
-              "batch_repeat_interleave": ["self", "repeats"], "crop": ["self", "tokens_to_remove"], "reset": ["self"]}
+OVERRIDDEN = {
+    "lazy_initialization": ["self", "key_states", "value_states"],
+    "update": ["self", "key_states", "value_states", "args", "kwargs"],
+    "get_seq_length": ["self"],
+    "batch_select_indices": ["self", "indices"],
+    "batch_repeat_interleave": ["self", "repeats"],
+    "crop": ["self", "tokens_to_remove"],
+    "reset": ["self"],
+}
 CONFIG = LlamaConfig(num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, hidden_size=8)
 
 
@@ -89,8 +94,9 @@ def test_snapshot_stack_and_merge_right_align_rows_under_the_mask():
         layer.update(*_kv(1, 2, 9))
     merged = merge_right_aligned([(cache, [0, 2]), (short, [1])], 3, CONFIG)
     assert merged.layers[0].keys.shape == (3, 2, 5, 4)
-    assert torch.equal(merged.layers[0].keys[2], k[1]) and torch.equal(merged.layers[0].keys[1][:, 3:],
-                                                                        short.layers[0].keys[0])
+    assert torch.equal(merged.layers[0].keys[2], k[1]) and torch.equal(
+        merged.layers[0].keys[1][:, 3:], short.layers[0].keys[0]
+    )
     select_rows(merged, torch.tensor([1]))
     assert merged.layers[0].keys.shape[0] == 1 and merged.layers[1].keys.shape[0] == 1
 

@@ -8,26 +8,47 @@ from agentkit.engines import SamplingParams
 from agentkit.engines.structured import Constraint
 
 
-@pytest.mark.parametrize("body", [{"json": {"type": "integer"}}, {"regex": "a+"}, {"choice": ["x", "y z"]},
-                                  {"grammar": 'root ::= "a" | "b"'}, {"json_object": True}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"json": {"type": "integer"}},
+        {"regex": "a+"},
+        {"choice": ["x", "y z"]},
+        {"grammar": 'root ::= "a" | "b"'},
+        {"json_object": True},
+    ],
+)
 def test_body_round_trip(body):
     c = Constraint.from_body({**body, "disable_any_whitespace": True})  # vLLM's other keys are ignored
     assert c.body() == body and c.vllm_kwargs() == {**body, "disable_any_whitespace": True}
     c.check()
 
 
-@pytest.mark.parametrize("body,words", [
-    ({}, "exactly one of"), ({"regex": "a", "choice": ["b"]}, "exactly one of"), ({"choice": []}, "non-empty list"),
-    ({"choice": [1]}, "list of strings"), ({"regex": 3}, "must be a string"), ({"json": 3}, "JSON schema"),
-    ("text", "must be an object")])
+@pytest.mark.parametrize(
+    "body,words",
+    [
+        ({}, "exactly one of"),
+        ({"regex": "a", "choice": ["b"]}, "exactly one of"),
+        ({"choice": []}, "non-empty list"),
+        ({"choice": [1]}, "list of strings"),
+        ({"regex": 3}, "must be a string"),
+        ({"json": 3}, "JSON schema"),
+        ("text", "must be an object"),
+    ],
+)
 def test_bad_bodies_name_the_field(body, words):
     with pytest.raises(ValueError, match=re.escape(words)):
         Constraint.from_body(body)
 
 
-@pytest.mark.parametrize("c,words", [(Constraint.schema({"type": "objec"}), "Invalid type: objec"),
-                                     (Constraint(regex="[a-"), "error: unclosed character class"),
-                                     (Constraint(grammar="root ::= foo"), "Rule 'foo' not found")])
+@pytest.mark.parametrize(
+    "c,words",
+    [
+        (Constraint.schema({"type": "objec"}), "Invalid type: objec"),
+        (Constraint(regex="[a-"), "error: unclosed character class"),
+        (Constraint(grammar="root ::= foo"), "Rule 'foo' not found"),
+    ],
+)
 def test_invalid_constraints_say_why_in_one_line(c, words):
     with pytest.raises(ValueError, match=re.escape(words)) as e:
         c.check()
@@ -40,8 +61,10 @@ def test_grammars_and_strict_schemas():
 
     Constraint(grammar='root ::= "a" [0-9]+').check()
     Constraint(grammar='start: "a" /[0-9]+/').check()
-    assert strict_schema({"type": "object", "additionalProperties": True}) == {"type": "object",
-                                                                              "additionalProperties": True}
+    assert strict_schema({"type": "object", "additionalProperties": True}) == {
+        "type": "object",
+        "additionalProperties": True,
+    }
     assert strict_schema({"enum": [{"type": "object"}]}) == {"enum": [{"type": "object"}]}  # values, not schemas
 
 

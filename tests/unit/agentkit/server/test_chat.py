@@ -17,8 +17,17 @@ from agentkit.server.chat import (
 )
 from agentkit.server.protocol import ChatCompletionRequest
 
-ADD = {"type": "function", "function": {"name": "add", "parameters": {
-    "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}
+ADD = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
+    },
+}
 MUL = {"type": "function", "function": {"name": "mul", "parameters": {"type": "object"}}}
 
 
@@ -27,23 +36,42 @@ def _req(**kw):
 
 
 def _done(text, reason="stop"):
-    return Completion(text=text, token_ids=list(range(len(text))), logprobs=[0.0] * len(text), finish_reason=reason,
-                      prompt_tokens=5)
+    return Completion(
+        text=text, token_ids=list(range(len(text))), logprobs=[0.0] * len(text), finish_reason=reason, prompt_tokens=5
+    )
 
 
 def test_sampling_takes_openai_and_vllm_fields_with_openai_defaults():
     p = sampling(_req())
     assert (p.n, p.temperature, p.top_p, p.top_k, p.max_tokens, p.stop, p.top_logprobs) == (1, 1.0, 1.0, 0, 256, [], 0)
-    p = sampling(_req(temperature=0, max_tokens=9, max_completion_tokens=7, stop="\n", top_k=-1, logprobs=True,
-                      top_logprobs=3, seed=4))
+    p = sampling(
+        _req(
+            temperature=0,
+            max_tokens=9,
+            max_completion_tokens=7,
+            stop="\n",
+            top_k=-1,
+            logprobs=True,
+            top_logprobs=3,
+            seed=4,
+        )
+    )
     assert (p.temperature, p.max_tokens, p.stop, p.top_k, p.top_logprobs, p.seed) == (0, 7, ["\n"], 0, 3, 4)
 
 
 def test_history_renders_tool_calls_and_results_in_hermes_text():
-    msgs = [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "2+3?"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}]},
-            {"role": "tool", "tool_call_id": "c1", "content": "5"}]
+    msgs = [
+        {"role": "developer", "content": "Be brief."},
+        {"role": "user", "content": "2+3?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "5"},
+    ]
     out, prefill, constraint = to_messages(_req(messages=msgs, tools=[ADD]))
     assert [m["role"] for m in out] == ["system", "system", "user", "assistant", "user"]
     assert '"name": "add"' in out[1]["content"]  # the tools prompt comes after the client's system text
@@ -63,16 +91,25 @@ def test_a_forced_call_is_prefilled_and_constrained_to_the_functions_schema():
     assert [case["properties"]["name"]["const"] for case in json.loads(c.json)["anyOf"]] == ["add", "mul"]
 
 
-@pytest.mark.parametrize("body, param, message", [
-    ({"tool_choice": "required"}, "tool_choice", "needs tools"),
-    ({"tools": [ADD], "tool_choice": {"type": "function", "function": {"name": "sub"}}}, "tool_choice", "'sub'"),
-    ({"tools": [ADD], "tool_choice": "always"}, "tool_choice", "must be"),
-    ({"response_format": {"type": "xml"}}, "response_format.type", "got 'xml'"),
-    ({"response_format": {"type": "json_schema", "json_schema": {}}}, "response_format.json_schema.schema",
-     "JSON schema object"),
-    ({"response_format": {"type": "json_object"}, "structured_outputs": {"regex": "a+"}}, "structured_outputs",
-     "not both"),
-])
+@pytest.mark.parametrize(
+    "body, param, message",
+    [
+        ({"tool_choice": "required"}, "tool_choice", "needs tools"),
+        ({"tools": [ADD], "tool_choice": {"type": "function", "function": {"name": "sub"}}}, "tool_choice", "'sub'"),
+        ({"tools": [ADD], "tool_choice": "always"}, "tool_choice", "must be"),
+        ({"response_format": {"type": "xml"}}, "response_format.type", "got 'xml'"),
+        (
+            {"response_format": {"type": "json_schema", "json_schema": {}}},
+            "response_format.json_schema.schema",
+            "JSON schema object",
+        ),
+        (
+            {"response_format": {"type": "json_object"}, "structured_outputs": {"regex": "a+"}},
+            "structured_outputs",
+            "not both",
+        ),
+    ],
+)
 def test_bad_tool_choice_and_formats_are_400s_naming_the_field(body, param, message):
     with pytest.raises(RequestError) as e:
         to_messages(_req(**body))
@@ -91,23 +128,35 @@ def test_choices_turn_hermes_calls_into_tool_calls():
     assert ch["finish_reason"] == "stop" and ch["message"] == {"role": "assistant", "content": unknown}
     two = text + '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 1}}</tool_call>'
     assert len(choice_message(req, "", _done(two), None, 0)["message"]["tool_calls"]) == 2
-    assert len(choice_message(_req(tools=[ADD], parallel_tool_calls=False), "", _done(two), None, 0)[
-        "message"]["tool_calls"]) == 1
-    forced = choice_message(req, "<tool_call>", _done('{"name": "add", "arguments": {"a": "</tool_call>", "b": 1}}'),
-                            None, 0)  # a forced call's completion is exactly its JSON, tags inside strings included
+    assert (
+        len(
+            choice_message(_req(tools=[ADD], parallel_tool_calls=False), "", _done(two), None, 0)["message"][
+                "tool_calls"
+            ]
+        )
+        == 1
+    )
+    forced = choice_message(
+        req, "<tool_call>", _done('{"name": "add", "arguments": {"a": "</tool_call>", "b": 1}}'), None, 0
+    )  # a forced call's completion is exactly its JSON, tags inside strings included
     assert json.loads(forced["message"]["tool_calls"][0]["function"]["arguments"])["a"] == "</tool_call>"
 
 
 def test_stream_events_add_up_to_the_response():
     req = _req(tools=[ADD])
-    outs = [_done("a plain reply that is longer than one piece"),
-            _done('<tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}</tool_call>')]
+    outs = [
+        _done("a plain reply that is longer than one piece"),
+        _done('<tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}</tool_call>'),
+    ]
     resp = chat_response(req, "", outs, prompt_tokens=5, engine=None, model="m")
-    assert resp["usage"] == {"prompt_tokens": 5, "completion_tokens": sum(len(o.text) for o in outs),
-                             "total_tokens": 5 + sum(len(o.text) for o in outs)}
+    assert resp["usage"] == {
+        "prompt_tokens": 5,
+        "completion_tokens": sum(len(o.text) for o in outs),
+        "total_tokens": 5 + sum(len(o.text) for o in outs),
+    }
     events = list(stream_chunks(resp, include_usage=True))
     assert events[-1] == "data: [DONE]\n\n"
-    chunks = [json.loads(e[len("data: "):]) for e in events[:-1]]
+    chunks = [json.loads(e[len("data: ") :]) for e in events[:-1]]
     assert chunks[-1]["usage"] == resp["usage"] and chunks[-1]["choices"] == []
     text, args, finish = {0: "", 1: ""}, {}, {}
     for ch in chunks[:-1]:
@@ -122,8 +171,12 @@ def test_stream_events_add_up_to_the_response():
 
 
 def test_agent_conversation_keeps_history_and_client_system_text():
-    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+1?"},
-            {"role": "assistant", "content": "<answer>2</answer>"}, {"role": "user", "content": "17*23?"}]
+    msgs = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "1+1?"},
+        {"role": "assistant", "content": "<answer>2</answer>"},
+        {"role": "user", "content": "17*23?"},
+    ]
     req = ChatCompletionRequest(model="agentkit/tir", messages=msgs)
     question, history, system = agent_conversation(req.messages)
     assert question == "17*23?" and system == "Be brief."

@@ -11,8 +11,12 @@ def test_batcher_merges_requests_with_per_prompt_fields(tiny_engine):
 
     batcher = Batcher(tiny_engine, window_s=0.5)
     base = dict(max_tokens=8, temperature=1.0)
-    requests = [(["abc"], SamplingParams(seed=3, **base)), (["abc", "de", "f"], SamplingParams(seeds=[1, 2, 3], **base)),
-                (["abc"], SamplingParams(seed=5, n=1, **base)), (["xyz"], SamplingParams(**base))]
+    requests = [
+        (["abc"], SamplingParams(seed=3, **base)),
+        (["abc", "de", "f"], SamplingParams(seeds=[1, 2, 3], **base)),
+        (["abc"], SamplingParams(seed=5, n=1, **base)),
+        (["xyz"], SamplingParams(**base)),
+    ]
     futures = [batcher.submit(ps, p) for ps, p in requests]
     wait(futures, timeout=60)
     assert batcher.calls == 1

@@ -14,7 +14,12 @@ def test_the_trl_internals_we_override_keep_their_shape():
     from trl.trainer.dpo_trainer import DataCollatorForPreference
 
     assert list(inspect.signature(DPOTrainer._prepare_dataset).parameters) == [
-        "self", "dataset", "processing_class", "args", "dataset_name"]
+        "self",
+        "dataset",
+        "processing_class",
+        "args",
+        "dataset_name",
+    ]
     assert list(inspect.signature(DPOTrainer._set_signature_columns_if_needed).parameters) == ["self"]
     collator = DataCollatorForPreference(pad_token_id=0, max_length=8, truncation_mode="keep_start")
     out = collator.torch_call([{"prompt_ids": [1, 2], "chosen_ids": [3], "rejected_ids": [4, 5]}])
@@ -41,10 +46,10 @@ def test_dpo_log_ratios_leave_out_tool_tokens(tiny_engine, tmp_path):
     policy = copy.deepcopy(tiny_engine.model)
     with torch.no_grad():
         policy.lm_head.weight.mul_(1.7)  # a policy that differs from its reference
-    args = DPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=1, beta=0.1, report_to=[], use_cpu=True,
-                     max_length=512)
-    trainer = masked_dpo_trainer_cls()(model=policy, ref_model=ref, args=args, train_dataset=ds,
-                                       processing_class=tok)
+    args = DPOConfig(
+        output_dir=str(tmp_path), per_device_train_batch_size=1, beta=0.1, report_to=[], use_cpu=True, max_length=512
+    )
+    trainer = masked_dpo_trainer_cls()(model=policy, ref_model=ref, args=args, train_dataset=ds, processing_class=tok)
     batch = next(iter(trainer.get_train_dataloader()))
     with torch.no_grad():
         got = trainer.compute_loss(policy, batch).item()
@@ -56,8 +61,12 @@ def test_dpo_log_ratios_leave_out_tool_tokens(tiny_engine, tmp_path):
             return sum(lp[i - 1, ids[0, i]].item() for i in range(1, ids.shape[1]) if keep[i])
 
         def loss(masked):
-            margin = (logp(policy, chosen, masked) - logp(ref, chosen, masked)
-                      - logp(policy, rejected, masked) + logp(ref, rejected, masked))
+            margin = (
+                logp(policy, chosen, masked)
+                - logp(ref, chosen, masked)
+                - logp(policy, rejected, masked)
+                + logp(ref, rejected, masked)
+            )
             return -math.log(1 / (1 + math.exp(-0.1 * margin)))
 
     assert got == pytest.approx(loss(True), rel=1e-4)
@@ -77,8 +86,13 @@ def _pair_trajs(engine):
             t.segments.append(Segment(kind, text, tok(text, add_special_tokens=False).input_ids))
         return t
 
-    chosen = traj([("model", "<python>print(17*23)</python>"), ("tool", "\n<result>\n391\n</result>\n"),
-                   ("model", "<answer>391</answer>")])
+    chosen = traj(
+        [
+            ("model", "<python>print(17*23)</python>"),
+            ("tool", "\n<result>\n391\n</result>\n"),
+            ("model", "<answer>391</answer>"),
+        ]
+    )
     return chosen, traj([("model", "<answer>381</answer>")])
 
 
@@ -100,13 +114,19 @@ def test_train_dpo_widens_the_margin(tiny_engine, tmp_path, lora_r):
                 lp = torch.log_softmax(m(input_ids=ids).logits[0, :-1].float(), -1)
             keep = [0] * len(t.prompt_ids) + t.mask
             return sum(lp[i - 1, ids[0, i]].item() for i in range(1, ids.shape[1]) if keep[i])
+
         return logp(chosen) - logp(rejected)
 
     before = margin(model)
     ds = to_dpo_dataset([Pair(chosen, rejected, "test", "hard")] * 4)
-    history, trained = train_dpo(model, copy.deepcopy(tiny_engine.tokenizer), ds,
-                                 DPOSettings(epochs=3, learning_rate=5e-3, batch_size=2, lora_r=lora_r), tmp_path,
-                                 progress=False)
+    history, trained = train_dpo(
+        model,
+        copy.deepcopy(tiny_engine.tokenizer),
+        ds,
+        DPOSettings(epochs=3, learning_rate=5e-3, batch_size=2, lora_r=lora_r),
+        tmp_path,
+        progress=False,
+    )
     assert margin(trained) > before + 0.5
     assert any("loss" in h for h in history)
     assert "forward" not in trained.__dict__ and not any("lora" in n for n, _ in trained.named_parameters())

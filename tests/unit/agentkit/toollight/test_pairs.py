@@ -29,16 +29,25 @@ def test_pre_aligned_rules():
     from agentkit.toollight.pairs import PairRules, pre_aligned_guided, pre_aligned_vanilla
 
     r = PairRules()
-    cands = [_cand("c2", True, 2, 30, 0.5), _cand("c1-hi", True, 1, 40, 0.9), _cand("c1-lo", True, 1, 50, 0.2),
-             _cand("w3", False, 3, 20, 0.1), _cand("w1", False, 1, 60, 2.0), _cand("w4", False, 4, 10, 0.3)]
+    cands = [
+        _cand("c2", True, 2, 30, 0.5),
+        _cand("c1-hi", True, 1, 40, 0.9),
+        _cand("c1-lo", True, 1, 50, 0.2),
+        _cand("w3", False, 3, 20, 0.1),
+        _cand("w1", False, 1, 60, 2.0),
+        _cand("w4", False, 4, 10, 0.3),
+    ]
     p = pre_aligned_guided(cands, r)  # 3/6 correct: easy for guided data
     assert (p.chosen.task_id, p.rejected.task_id, p.difficulty) == ("c1-lo", "w4", "easy")
     assert pre_aligned_guided([_cand("w", False, 2, 5), _cand("w2", False, 0, 5)], r) is None  # nothing correct
     sft = _cand("sft", True, 1, 9).traj
     p = pre_aligned_guided([_cand("w", False, 2, 5), _cand("w2", False, 0, 5)], r, sft=sft)
     assert p.chosen is sft and p.rejected.task_id == "w" and p.difficulty == "hard"
-    v = [_cand("short", True, 2, 10), _cand("long", True, 1, 30),
-         *[_cand(f"w{i}", False, 1, 5 + 2 * i) for i in range(6)]]  # wrong: 5 … 15 tokens, 1 call each
+    v = [
+        _cand("short", True, 2, 10),
+        _cand("long", True, 1, 30),
+        *[_cand(f"w{i}", False, 1, 5 + 2 * i) for i in range(6)],
+    ]  # wrong: 5 … 15 tokens, 1 call each
     p = pre_aligned_vanilla(v, r)  # 2/8 correct: hard; chosen: the shortest correct
     assert (p.chosen.task_id, p.rejected.task_id, p.difficulty) == ("short", "w5", "hard")  # rejected: the longest
     short_wrong = [_cand("short", True, 2, 10), *[_cand(f"w{i}", False, 1, 4) for i in range(4)]]
@@ -49,12 +58,19 @@ def test_self_evolved_rules_and_mixing():
     from agentkit.toollight.pairs import Pair, PairRules, mix, self_evolved
 
     r = PairRules()
-    hard = [_cand("c-short", True, 1, 10), _cand("c-long", True, 3, 40),
-            *[_cand(f"w{i}", False, i, 20 + i) for i in range(6)]]  # 2 correct < 0.5 * 6 wrong: hard
+    hard = [
+        _cand("c-short", True, 1, 10),
+        _cand("c-long", True, 3, 40),
+        *[_cand(f"w{i}", False, i, 20 + i) for i in range(6)],
+    ]  # 2 correct < 0.5 * 6 wrong: hard
     p = self_evolved(hard, r)
     assert (p.chosen.task_id, p.rejected.task_id, p.rule) == ("c-long", "w0", "self_evolved_hard")
-    easy = [_cand("c0", True, 0, 10, 0.5), _cand("c1", True, 1, 10), _cand("w2", False, 2, 10),
-            _cand("w5", False, 5, 10)]
+    easy = [
+        _cand("c0", True, 0, 10, 0.5),
+        _cand("c1", True, 1, 10),
+        _cand("w2", False, 2, 10),
+        _cand("w5", False, 5, 10),
+    ]
     p = self_evolved(easy, r)
     assert (p.chosen.task_id, p.rejected.task_id, p.difficulty) == ("c0", "w5", "easy")
     assert self_evolved([_cand("c", True, 1, 5)], r) is None  # needs both a correct and a wrong sample
@@ -63,8 +79,9 @@ def test_self_evolved_rules_and_mixing():
     vanilla = [Pair(t, t, "v", "hard")] * 40 + [Pair(t, t, "v", "easy")] * 40
     guided = [Pair(t, t, "g", "hard")] * 14 + [Pair(t, t, "g", "easy")] * 30
     out = mix(vanilla, guided, r, seed=0)
-    count = {(p.rule, p.difficulty): sum(1 for q in out if (q.rule, q.difficulty) == (p.rule, p.difficulty))
-             for p in out}
+    count = {
+        (p.rule, p.difficulty): sum(1 for q in out if (q.rule, q.difficulty) == (p.rule, p.difficulty)) for p in out
+    }
     # guided-hard (14) limits the mix: 14 / (7/20 * 2/3) = 60 pairs: vanilla 26 hard + 13 easy, guided 14 + 7
     assert count == {("v", "hard"): 26, ("v", "easy"): 13, ("g", "hard"): 14, ("g", "easy"): 7}
     # no guided-easy pair at all: that bucket is left out, the other three keep their ratios
@@ -85,8 +102,13 @@ def _pair_trajs(engine):
             t.segments.append(Segment(kind, text, tok(text, add_special_tokens=False).input_ids))
         return t
 
-    chosen = traj([("model", "<python>print(17*23)</python>"), ("tool", "\n<result>\n391\n</result>\n"),
-                   ("model", "<answer>391</answer>")])
+    chosen = traj(
+        [
+            ("model", "<python>print(17*23)</python>"),
+            ("tool", "\n<result>\n391\n</result>\n"),
+            ("model", "<answer>391</answer>"),
+        ]
+    )
     return chosen, traj([("model", "<answer>381</answer>")])
 
 

@@ -24,15 +24,19 @@ def test_branches_continue_open_turns_and_reuse_the_prefix(tiny_engine):
     def chain(i):
         prompt = [{"role": "user", "content": f"question number {i} with some padding words"}]
         t = Trajectory(f"q{i}", prompt, cached.encode(prompt), meta={"sample": 0, "turns": 2})
-        for kind, text in (("model", "<python>print(1)</python>"), ("tool", "\n<result>\n1\n</result>\n"),
-                           ("model", "so the answer follows here")):
+        for kind, text in (
+            ("model", "<python>print(1)</python>"),
+            ("tool", "\n<result>\n1\n</result>\n"),
+            ("model", "so the answer follows here"),
+        ):
             ids = tok(text, add_special_tokens=False).input_ids
-            t.segments.append(Segment(kind, text, ids, entropies=[float(j % 7) for j in range(len(ids))]
-                                      if kind == "model" else None))
+            t.segments.append(
+                Segment(kind, text, ids, entropies=[float(j % 7) for j in range(len(ids))] if kind == "model" else None)
+            )
         return t
 
     main = [chain(i) for i in range(3)]
-    (seg, keep, score), = branch_points(main[0], top_b=3)
+    ((seg, keep, score),) = branch_points(main[0], top_b=3)
     assert seg == 2 and 0 < keep < len(main[0].segments[2].token_ids)
     c = cut(main[0], seg, keep, tok)
     assert c.tool_calls == 1 and c.meta["open_turn"] and c.meta["turns"] == 1 and c.finish == "running"

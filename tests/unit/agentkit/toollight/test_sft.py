@@ -46,7 +46,7 @@ def test_dataset_labels_mask_prompt_and_tool_tokens(trajs):
         assert row["labels"][:n] == [-100] * n
         pos = n
         for seg in t.segments:
-            got = row["labels"][pos:pos + len(seg.token_ids)]
+            got = row["labels"][pos : pos + len(seg.token_ids)]
             assert got == (seg.token_ids if seg.kind == "model" else [-100] * len(seg.token_ids))
             pos += len(seg.token_ids)
     assert len(to_sft_dataset(out, max_length=10)) == 0  # too-long rows are dropped, never cut
@@ -62,10 +62,16 @@ def test_trl_loss_counts_only_model_tokens(trajs, tiny_engine, tmp_path):
     _, out = trajs
     ds = to_sft_dataset(out[:3]).remove_columns(["task_id"])
     model = copy.deepcopy(tiny_engine.model)  # the trainer may change what it is given; the fixture is shared
-    args = SFTConfig(output_dir=str(tmp_path), per_device_train_batch_size=3, report_to=[], use_cpu=True,
-                     max_length=SFTSettings().max_length)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=ds,
-                         processing_class=copy.deepcopy(tiny_engine.tokenizer))
+    args = SFTConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=3,
+        report_to=[],
+        use_cpu=True,
+        max_length=SFTSettings().max_length,
+    )
+    trainer = SFTTrainer(
+        model=model, args=args, train_dataset=ds, processing_class=copy.deepcopy(tiny_engine.tokenizer)
+    )
     batch = next(iter(trainer.get_train_dataloader()))
     with torch.no_grad():
         trl_loss = trainer.compute_loss(model, batch).item()
@@ -91,8 +97,14 @@ def test_train_sft_leaves_a_plain_model_that_copies_safely(trajs, tiny_engine, t
 
     _, out = trajs
     model = copy.deepcopy(tiny_engine.model)
-    _, trained = train_sft(model, copy.deepcopy(tiny_engine.tokenizer), to_sft_dataset(out[:2]),
-                           SFTSettings(epochs=1, batch_size=2), tmp_path, progress=False)
+    _, trained = train_sft(
+        model,
+        copy.deepcopy(tiny_engine.tokenizer),
+        to_sft_dataset(out[:2]),
+        SFTSettings(epochs=1, batch_size=2),
+        tmp_path,
+        progress=False,
+    )
     assert "forward" not in trained.__dict__ and trained.config.use_cache
     twin = copy.deepcopy(trained)
     with torch.no_grad():

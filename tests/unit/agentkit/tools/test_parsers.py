@@ -18,9 +18,11 @@ from agentkit.tools.parsers import (
     to_openai,
 )
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-                           lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(), c, max_size=4),
-                           max_leaves=12)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(), c, max_size=4),
+    max_leaves=12,
+)
 
 
 names = st.from_regex(r"[a-z_][a-z0-9_]{0,15}", fullmatch=True)
@@ -38,13 +40,19 @@ def test_parsers_never_raise_on_text(text):
 @settings(max_examples=200)
 @given(json_values)
 def test_openai_parser_never_raises(obj):
-    for c in parse_openai_tool_calls(obj) + parse_openai_tool_calls([obj]) + parse_openai_tool_calls(
-            [{"function": {"name": "f", "arguments": obj if isinstance(obj, str) else json.dumps(obj)}}]):
+    for c in (
+        parse_openai_tool_calls(obj)
+        + parse_openai_tool_calls([obj])
+        + parse_openai_tool_calls(
+            [{"function": {"name": "f", "arguments": obj if isinstance(obj, str) else json.dumps(obj)}}]
+        )
+    ):
         assert isinstance(c, ToolCall)
 
 
 code_bodies = st.text(min_size=1).filter(
-    lambda s: s.strip() and "</python>" not in s and s == s.strip("\n") and "```" not in s)
+    lambda s: s.strip() and "</python>" not in s and s == s.strip("\n") and "```" not in s
+)
 
 
 @given(st.text().filter(lambda s: "<python>" not in s and "</" not in s), code_bodies)
@@ -66,10 +74,14 @@ def test_hermes_and_openai_round_trip(name, args, content):
 
 def test_malformed_calls_become_errors():
     assert "not valid JSON" in parse_hermes_calls('<tool_call>{"name": "python", "arg')[1][0].error
-    assert "unknown tool 'shell'" in parse_hermes_calls(
-        '<tool_call>{"name": "shell", "arguments": {}}</tool_call>', known={"python"})[1][0].error
-    assert "must be a JSON object" in parse_hermes_calls('<tool_call>{"name": "f", "arguments": [1]}</tool_call>'
-                                                         )[1][0].error
+    assert (
+        "unknown tool 'shell'"
+        in parse_hermes_calls('<tool_call>{"name": "shell", "arguments": {}}</tool_call>', known={"python"})[1][0].error
+    )
+    assert (
+        "must be a JSON object"
+        in parse_hermes_calls('<tool_call>{"name": "f", "arguments": [1]}</tool_call>')[1][0].error
+    )
     bad = parse_openai_tool_calls([{"id": "c1", "function": {"name": "python", "arguments": "{oops"}}])[0]
     assert bad.id == "c1" and "not valid JSON" in bad.error
     assert "without an opening" in parse_tag_call("print(1)</python>").error

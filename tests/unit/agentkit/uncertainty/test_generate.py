@@ -27,8 +27,11 @@ def test_generate_resumes_from_partial(tmp_path):
     part = tmp_path / "g.jsonl.partial"
     part.mkdir()
     # as if an earlier run finished the first question before it was killed (the cut line is redone)
-    (part / "tiny-random.jsonl").write_text(json.dumps({"key": tasks[0].id, "value": {"samples": ["KEPT", "KEPT"],
-                                                        "greedy": "KEPT"}}) + "\n" + '{"key": "cut')
+    (part / "tiny-random.jsonl").write_text(
+        json.dumps({"key": tasks[0].id, "value": {"samples": ["KEPT", "KEPT"], "greedy": "KEPT"}})
+        + "\n"
+        + '{"key": "cut'
+    )
     generate(["tiny-random"], tasks, out, samples=2, max_tokens=4, progress=False)
     rows = [r for _, r in iter_generations(out)]
     assert [r.id for r in rows] == [t.id for t in tasks]
@@ -59,8 +62,9 @@ def test_padding_does_not_leak_between_questions():
         index[q, : len(flat)] = [texts.index(t) for t in flat]
         member[q, : len(flat)] = [0] * len(r) + [k + 1 for k, m in enumerate(o) for _ in m]
     sim = similarity_matrices(texts, index, "rougeL")
-    together = {n: e({"sim": sim, "member": member, "lexical": sim})
-                for n, e in est.all_estimators(sets_threshold=0.5).items()}
+    together = {
+        n: e({"sim": sim, "member": member, "lexical": sim}) for n, e in est.all_estimators(sets_threshold=0.5).items()
+    }
     for q in range(3):
         for name in together:
             assert together[name][q] == pytest.approx(alone[q][name][0], abs=1e-6), (q, name)

@@ -8,15 +8,26 @@ from agentkit.uncertainty.score import ScoreConfig, score
 
 
 def _row(i, ref, other, gold="7", task="t"):
-    return {"id": f"q{i}", "question": f"q{i}?", "reference": gold, "task": task, "metric": "numeric",
-            "samples": {"m0": ref, "m1": other}}
+    return {
+        "id": f"q{i}",
+        "question": f"q{i}?",
+        "reference": gold,
+        "task": task,
+        "metric": "numeric",
+        "samples": {"m0": ref, "m1": other},
+    }
 
 
 @pytest.fixture
 def gens(tmp_path):
-    rows = [_row(0, ["7", "7", "7"], ["7", "7"]), _row(1, ["3", "3", "3"], ["9", "8"]),  # confident failure
-            _row(2, ["5", "7", "2"], ["7", "1"]), _row(3, ["7", "7", "6"], ["7", "7"], task="u"),
-            _row(4, ["4", "4", "1"], ["7", "7"], task="u"), _row(5, ["7", "7", "7"], ["7", "6"], task="u")]
+    rows = [
+        _row(0, ["7", "7", "7"], ["7", "7"]),
+        _row(1, ["3", "3", "3"], ["9", "8"]),  # confident failure
+        _row(2, ["5", "7", "2"], ["7", "1"]),
+        _row(3, ["7", "7", "6"], ["7", "7"], task="u"),
+        _row(4, ["4", "4", "1"], ["7", "7"], task="u"),
+        _row(5, ["7", "7", "7"], ["7", "6"], task="u"),
+    ]
     p = tmp_path / "gens.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return p
@@ -25,8 +36,7 @@ def gens(tmp_path):
 def test_score_end_to_end_exact(gens, tmp_path):
     res = score(gens, ScoreConfig(similarity="exact"), tmp_path / "out", progress=False)
     assert res["questions"] == 6 and res["accuracy"] == pytest.approx(3 / 6)
-    assert set(res["estimators"]) == {"AU", "EU", "TU", "Lexical(ROUGE-L)", "NumSemSets", "EigValLaplacian",
-                                      "Degree"}
+    assert set(res["estimators"]) == {"AU", "EU", "TU", "Lexical(ROUGE-L)", "NumSemSets", "EigValLaplacian", "Degree"}
     assert res["estimators"]["TU"]["auroc"] == pytest.approx(1.0)  # TU ranks all three errors first here
     assert res["estimators"]["TU"]["auroc"] > res["estimators"]["AU"]["auroc"]
     cf = res["confident_failures"]

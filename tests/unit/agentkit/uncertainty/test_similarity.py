@@ -15,10 +15,16 @@ def test_nli_similarity_with_a_local_cross_encoder(tmp_path):
     from agentkit.models.catalog import resolve
 
     tok = AutoTokenizer.from_pretrained(str(resolve("minilm-l6")))
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=64, num_labels=3,
-                     id2label={0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"},
-                     label2id={"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2})
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=3,
+        id2label={0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"},
+        label2id={"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2},
+    )
     BertForSequenceClassification(cfg).save_pretrained(tmp_path / "nli")
     tok.save_pretrained(tmp_path / "nli")
     texts = ["Paris", "It is Paris.", "Lyon"]

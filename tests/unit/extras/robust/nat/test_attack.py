@@ -14,8 +14,9 @@ def test_nat_loss_pgd_and_entropy_by_hand():
     want = np.log(1 + np.exp(-2.0)) - 0.06 * 16 * kl.item()
     assert nat_loss(logits, nat, y, lam=0.06, tau=4.0).item() == pytest.approx(want, rel=1e-5)
     assert margin_loss(torch.tensor([[3.0, 1.0, 2.5]]), torch.tensor([0])).item() == pytest.approx(-0.5)
-    assert non_true_entropy(torch.tensor([[9.0, 1.0, 1.0, 1.0]]), torch.tensor([0])).item() == \
-        pytest.approx(np.log(3), rel=1e-5)
+    assert non_true_entropy(torch.tensor([[9.0, 1.0, 1.0, 1.0]]), torch.tensor([0])).item() == pytest.approx(
+        np.log(3), rel=1e-5
+    )
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 3))
     x, yy = torch.rand(8, 1, 4, 4), torch.randint(0, 3, (8,))

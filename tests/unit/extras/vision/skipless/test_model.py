@@ -14,7 +14,7 @@ def test_skipless_init_by_hand():
     assert torch.linalg.svdvals(wv @ wo).tolist() == pytest.approx([9.0] * 8, rel=1e-4)  # c²·orthogonal
     wq, wk = blk.attn.q.weight.T, blk.attn.k.weight.T
     for h in range(2):  # α = 0: W_Q^h W_K^hᵀ is the rank-4 truncation of 0.6·I, i.e. 0.6 × a projection
-        m = wq[:, 4 * h:4 * h + 4] @ wk[:, 4 * h:4 * h + 4].T
+        m = wq[:, 4 * h : 4 * h + 4] @ wk[:, 4 * h : 4 * h + 4].T
         assert torch.allclose(m, m.T, atol=1e-5)
         assert sorted(torch.linalg.eigvalsh(m).tolist()) == pytest.approx([0] * 4 + [0.6] * 4, abs=1e-5)
     skip = Block(8, 2, skip=True)

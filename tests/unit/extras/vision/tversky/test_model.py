@@ -13,12 +13,17 @@ def test_tversky_similarity_by_hand():
     bank = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     x, y = torch.tensor([[2.0, 0.0]]), torch.tensor([[0.0, 1.0]])
     # f(x) = [2, 0, 2], has(x) = [1, 0, 1]; f(y) = [0, 1, 1], has(y) = [0, 1, 1]
-    fx, hx, fy, hy = torch.tensor([[2.0, 0, 2]]), torch.tensor([[1.0, 0, 1]]), torch.tensor([[0.0, 1, 1]]), \
-        torch.tensor([[0.0, 1, 1]])
+    fx, hx, fy, hy = (
+        torch.tensor([[2.0, 0, 2]]),
+        torch.tensor([[1.0, 0, 1]]),
+        torch.tensor([[0.0, 1, 1]]),
+        torch.tensor([[0.0, 1, 1]]),
+    )
     # product: f(x)·f(y) = 2; one-sided sums: f(x)·has(y) = 2, has(x)·f(y) = 1
     got = {r: intersection(fx, hx, fy, hy, r).item() for r in ("product", "min", "max", "mean", "gmean", "softmin")}
-    assert got == pytest.approx({"product": 2, "min": 1, "max": 2, "mean": 1.5, "gmean": 2 ** 0.5,
-                                 "softmin": -np.log(np.exp(-2) + np.exp(-1))})
+    assert got == pytest.approx(
+        {"product": 2, "min": 1, "max": 2, "mean": 1.5, "gmean": 2**0.5, "softmin": -np.log(np.exp(-2) + np.exp(-1))}
+    )
     assert difference(fx, hx, fy, hy, "ignorematch").item() == 2  # f(x) on the features y lacks: [2, 0, 2]·[1, 0, 0]
     assert difference(fx, hx, fy, hy, "substractmatch").item() == 3  # + (2 − 1) on shared features
     assert difference(fy, hy, fx, hx, "substractmatch").item() == 1  # [0, 1, 1]·[0, 1, 0], excess 1 − 2 < 0
