@@ -76,6 +76,7 @@ bench: setup
 	$(VENV)/bin/agentkit bench agent --out outputs/bench/agent.json
 	$(VENV)/bin/agentkit bench uncertainty --out outputs/bench/uncertainty.json
 	$(VENV)/bin/agentkit bench toollight-sampling --out outputs/bench/toollight-sampling.json
+	$(VENV)/bin/agentkit bench structured --out outputs/bench/structured.json
 
 # ruff check, and the formatter in check mode (ruff is pinned to a minor version: its style changes only there)
 lint: setup
