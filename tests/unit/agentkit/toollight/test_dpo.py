@@ -130,3 +130,31 @@ def test_train_dpo_widens_the_margin(tiny_engine, tmp_path, lora_r):
     assert margin(trained) > before + 0.5
     assert any("loss" in h for h in history)
     assert "forward" not in trained.__dict__ and not any("lora" in n for n, _ in trained.named_parameters())
+
+
+def test_pairs_save_as_trl_conversational_and_load_back(tiny_engine, tmp_path):
+    """Our pairs keep their exact ids and masks through save/load; text-only TRL pairs get the same ids and tool
+    masks by tokenising each <result> span apart, the way the loop records it."""
+    import datasets
+
+    from agentkit.data.tasks import write_jsonl
+    from agentkit.errors import AgentkitError
+    from agentkit.toollight.dpo import load_pairs, to_dpo_dataset
+    from agentkit.toollight.pairs import Pair
+
+    chosen, rejected = _pair_trajs(tiny_engine)
+    ds = to_dpo_dataset([Pair(chosen, rejected, "test", "hard")])
+    ds.save_to_disk(str(tmp_path / "pairs"))
+    back = load_pairs(tmp_path / "pairs", tiny_engine.tokenizer)
+    assert back[0]["chosen"] == [{"role": "assistant", "content": chosen.text}]
+    assert back[0]["prompt"] == chosen.prompt and back[0]["chosen_mask"] == chosen.mask
+    text_only = ds.remove_columns(["prompt_ids", "chosen_ids", "rejected_ids", "chosen_mask", "rejected_mask"])
+    write_jsonl(tmp_path / "pairs.jsonl", list(text_only))
+    tok = load_pairs(tmp_path / "pairs.jsonl", tiny_engine.tokenizer)[0]
+    assert tok["prompt_ids"] == chosen.prompt_ids
+    assert tok["chosen_ids"] == chosen.completion_ids and tok["chosen_mask"] == chosen.mask
+    assert tok["rejected_ids"] == rejected.completion_ids and 0 in tok["chosen_mask"]
+    write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "x", "chosen": "y"}])
+    with pytest.raises(AgentkitError, match="bad.jsonl:1: missing field"):
+        load_pairs(tmp_path / "bad.jsonl", tiny_engine.tokenizer)
+    assert isinstance(datasets.load_from_disk(str(tmp_path / "pairs")), datasets.Dataset)

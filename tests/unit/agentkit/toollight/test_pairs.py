@@ -1,7 +1,5 @@
 """agentkit.toollight.pairs: difficulty thresholds, pre-aligned and self-evolved pair rules, TRL-format round trip."""
 
-import pytest
-
 
 def _cand(name, correct, calls, length, entropy=1.0):
     """A candidate with ``calls`` tool calls, ``length`` model tokens and constant entropy."""
@@ -87,54 +85,3 @@ def test_self_evolved_rules_and_mixing():
     # no guided-easy pair at all: that bucket is left out, the other three keep their ratios
     out = mix(vanilla, guided[:14], r, seed=0)
     assert len(out) == 26 + 13 + 14 and {p.difficulty for p in out if p.rule == "g"} == {"hard"}
-
-
-def _pair_trajs(engine):
-    from agentkit.agent.trajectory import Segment, Trajectory
-
-    tok = engine.tokenizer
-    prompt = [{"role": "user", "content": "What is 17 * 23?"}]
-    pids = engine.encode(prompt)
-
-    def traj(parts):
-        t = Trajectory("q", prompt, pids)
-        for kind, text in parts:
-            t.segments.append(Segment(kind, text, tok(text, add_special_tokens=False).input_ids))
-        return t
-
-    chosen = traj(
-        [
-            ("model", "<python>print(17*23)</python>"),
-            ("tool", "\n<result>\n391\n</result>\n"),
-            ("model", "<answer>391</answer>"),
-        ]
-    )
-    return chosen, traj([("model", "<answer>381</answer>")])
-
-
-def test_pairs_save_as_trl_conversational_and_load_back(tiny_engine, tmp_path):
-    """Our pairs keep their exact ids and masks through save/load; text-only TRL pairs get the same ids and tool
-    masks by tokenising each <result> span apart, the way the loop records it."""
-    import datasets
-
-    from agentkit.data.tasks import write_jsonl
-    from agentkit.errors import AgentkitError
-    from agentkit.toollight.dpo import load_pairs, to_dpo_dataset
-    from agentkit.toollight.pairs import Pair
-
-    chosen, rejected = _pair_trajs(tiny_engine)
-    ds = to_dpo_dataset([Pair(chosen, rejected, "test", "hard")])
-    ds.save_to_disk(str(tmp_path / "pairs"))
-    back = load_pairs(tmp_path / "pairs", tiny_engine.tokenizer)
-    assert back[0]["chosen"] == [{"role": "assistant", "content": chosen.text}]
-    assert back[0]["prompt"] == chosen.prompt and back[0]["chosen_mask"] == chosen.mask
-    text_only = ds.remove_columns(["prompt_ids", "chosen_ids", "rejected_ids", "chosen_mask", "rejected_mask"])
-    write_jsonl(tmp_path / "pairs.jsonl", list(text_only))
-    tok = load_pairs(tmp_path / "pairs.jsonl", tiny_engine.tokenizer)[0]
-    assert tok["prompt_ids"] == chosen.prompt_ids
-    assert tok["chosen_ids"] == chosen.completion_ids and tok["chosen_mask"] == chosen.mask
-    assert tok["rejected_ids"] == rejected.completion_ids and 0 in tok["chosen_mask"]
-    write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "x", "chosen": "y"}])
-    with pytest.raises(AgentkitError, match="bad.jsonl:1: missing field"):
-        load_pairs(tmp_path / "bad.jsonl", tiny_engine.tokenizer)
-    assert isinstance(datasets.load_from_disk(str(tmp_path / "pairs")), datasets.Dataset)

@@ -43,3 +43,23 @@ def test_polygraph_baselines_by_hand():
     assert est.Degree()(s)[0] == pytest.approx(1 - 5 / 9)
     assert est.EigValLaplacian()(s)[0] == pytest.approx(2.0)  # eigenvalues 0, 1, 0
     assert est.LexicalSimilarity()(s)[0] == pytest.approx(2 / 3)
+
+
+def test_padding_does_not_leak_between_questions():
+    """Questions with different sample counts, scored together, give what each gives alone."""
+    qs = [(["a", "b", "a", "c"], [["a"], ["b", "b", "d"]]), (["x", "x"], [["y", "x"]]), (["p", "q", "r"], [["p"]])]
+    alone = [{n: e(_stats(r, o, "rougeL")) for n, e in est.all_estimators(sets_threshold=0.5).items()} for r, o in qs]
+    texts = list(dict.fromkeys(t for r, o in qs for t in r + [x for m in o for x in m]))
+    width = max(len(r) + sum(map(len, o)) for r, o in qs)
+    index, member = np.full((3, width), -1), np.full((3, width), -1)
+    for q, (r, o) in enumerate(qs):
+        flat = r + [x for m in o for x in m]
+        index[q, : len(flat)] = [texts.index(t) for t in flat]
+        member[q, : len(flat)] = [0] * len(r) + [k + 1 for k, m in enumerate(o) for _ in m]
+    sim = similarity_matrices(texts, index, "rougeL")
+    together = {
+        n: e({"sim": sim, "member": member, "lexical": sim}) for n, e in est.all_estimators(sets_threshold=0.5).items()
+    }
+    for q in range(3):
+        for name in together:
+            assert together[name][q] == pytest.approx(alone[q][name][0], abs=1e-6), (q, name)
