@@ -28,12 +28,8 @@ class ToolLightAnalyzeRecipe(Recipe[ToolLightAnalyzeConfig]):
 
     def evaluate(self) -> dict[str, Any]:
         c = self.config
-        trajs: dict[str, list[Trajectory]] = {}
-        for suite in self.ctx.progress(c.suites, desc="suites"):
-            done = self.ctx.done("trajectories").get(suite)
-            if done is not None:
-                trajs[suite] = [Trajectory.from_dict(d) for d in done]
-                continue
+
+        def sample(suite: str) -> list[dict[str, Any]]:
             with agent_suite(suite, c.num_tasks, c.seed, few_shot=c.few_shot, top_k=c.search_top_k) as work:
                 cfg = AgentConfig(
                     max_turns=c.max_turns,
@@ -47,8 +43,10 @@ class ToolLightAnalyzeRecipe(Recipe[ToolLightAnalyzeConfig]):
                     entropy=True,
                     examples=work.examples,
                 )
-                trajs[suite] = rollout(self.engine, work.tasks, [work.tool], cfg)
-            self.ctx.record("trajectories", {suite: [t.to_dict() for t in trajs[suite]]})
+                return [t.to_dict() for t in rollout(self.engine, work.tasks, [work.tool], cfg)]
+
+        done = self.ctx.each("trajectories", [(suite,) for suite in c.suites], sample, desc="suites")
+        trajs = {suite: [Trajectory.from_dict(d) for d in done[suite]] for suite in c.suites}
         to_dataset([t for ts in trajs.values() for t in ts]).save_to_disk(str(self.ctx.run_dir / "trajectories"))
         return self._analyse(trajs)
 

@@ -16,7 +16,7 @@ from agentkit.extras.nets import SmallCNN, fit, predict
 from agentkit.extras.vision.tversky.config import TverskyConfig
 from agentkit.extras.vision.tversky.model import TverskyProjection
 from agentkit.plots import pyplot
-from agentkit.recipe import Recipe
+from agentkit.recipe import Recipe, job_key
 
 
 class TverskyRecipe(Recipe[TverskyConfig]):
@@ -37,18 +37,18 @@ class TverskyRecipe(Recipe[TverskyConfig]):
     def _xor(self) -> dict[str, Any]:
         c = self.config
         x, y = (torch.tensor(a) for a in xor())
-        done = self.ctx.done("xor")
         layers = [("linear", 0)] + [("tversky", k) for k in c.xor_banks]
-        jobs = [(kind, k, s) for kind, k in layers for s in range(c.xor_seeds) if f"{kind}-{k}-{s}" not in done]
-        for kind, k, s in self.ctx.progress(jobs, desc="XOR"):
+
+        def solve(kind: str, k: int, s: int) -> float:
             torch.manual_seed(s)
             layer = nn.Linear(2, 2) if kind == "linear" else TverskyProjection(2, 2, k)
-            acc = _fit_full_batch(layer, x, y, c.xor_steps, c.xor_lr)
-            self.ctx.record("xor", {f"{kind}-{k}-{s}": acc})
-            done[f"{kind}-{k}-{s}"] = acc
+            return _fit_full_batch(layer, x, y, c.xor_steps, c.xor_lr)
+
+        jobs = [(kind, k, s) for kind, k in layers for s in range(c.xor_seeds)]
+        done = self.ctx.each("xor", jobs, solve, desc="XOR")
         rows, out = [], {}
         for kind, k in layers:
-            accs = [done[f"{kind}-{k}-{s}"] for s in range(c.xor_seeds)]
+            accs = [done[job_key((kind, k, s))] for s in range(c.xor_seeds)]
             name = "nn.Linear" if kind == "linear" else f"Tversky K={k}"
             rate = sum(a == 1.0 for a in accs) / len(accs)
             out[f"xor/{name}/convergence"], out[f"xor/{name}/best_accuracy"] = rate, max(accs)
@@ -76,64 +76,10 @@ class TverskyRecipe(Recipe[TverskyConfig]):
     # ---- heads on frozen CNN features ---------------------------------------------------------------------
     def _heads(self) -> dict[str, Any]:
         c = self.config
-        done = self.ctx.done("heads")
-        for s in self.ctx.progress([s for s in range(c.seeds) if str(s) not in done], desc="frozen-feature heads"):
-            torch.manual_seed(s)
-            d = self.data
-            cnn = SmallCNN(hidden=c.feature_dim, size=d["train"][0].shape[-1])
-            fit(
-                cnn,
-                torch.optim.Adam(cnn.parameters(), lr=1e-3),
-                d["train"],
-                d["val"],
-                d["test"],
-                c.cnn_epochs,
-                c.batch_size,
-            )
-            cnn.eval()  # frozen from here: the heads train on its last features
-            with torch.no_grad():
-                feats = {k: torch.cat([cnn.features(b) for b in v[0].split(1024)]) for k, v in d.items()}
-            row = {"cnn": _accuracy(predict(cnn, d["test"][0]), d["test"][1])}
-            mu, sd = feats["train"].mean(0), feats["train"].std(0) + 1e-6  # both heads get standardised features
-            feats = {k: (v - mu) / sd for k, v in feats.items()}
-            labels = {k: v[1] for k, v in self.data.items()}
-            scales = (1.0, c.feature_dim**-0.5)  # the paper's init, and one that keeps |S| of order one
-            heads = {
-                "linear": [lambda: nn.Linear(c.feature_dim, 10)],
-                "tversky": [
-                    lambda n=n, z=z: TverskyProjection(c.feature_dim, 10, c.head_bank, normalize=n, init_scale=z)
-                    for n in (False, True)
-                    for z in scales
-                ],
-            }
-            for name, makers in heads.items():  # learning rate (and the Tversky variant) chosen on validation
-                fits = []
-                for i, make in enumerate(makers):
-                    for lr in c.head_lrs:
-                        torch.manual_seed(s)
-                        head = make()
-                        r = fit(
-                            head,
-                            torch.optim.Adam(head.parameters(), lr=lr),
-                            *((feats[k], labels[k]) for k in ("train", "val", "test")),
-                            c.head_epochs,
-                            c.batch_size,
-                        )
-                        fits.append(
-                            {
-                                "val": r["val_accuracy"],
-                                "test": r["test_accuracy"],
-                                "lr": lr,
-                                "variant": i,
-                                "params": sum(p.numel() for p in head.parameters()),
-                            }
-                        )
-                row[name] = max(fits, key=lambda f: f["val"])
-            self.ctx.record("heads", {str(s): row})
-            done[str(s)] = row
+        done = self.ctx.each("heads", [(s,) for s in range(c.seeds)], self._heads_of_seed, desc="frozen-feature heads")
         res: report.Results = {}
         for s in range(c.seeds):
-            row = done[str(s)]
+            row = done[job_key((s,))]
             report.add(res, "CNN's own head", {"test accuracy": row["cnn"], "params": 10 * c.feature_dim + 10})
             report.add(res, "linear head", {"test accuracy": row["linear"]["test"], "params": row["linear"]["params"]})
             report.add(
@@ -145,6 +91,63 @@ class TverskyRecipe(Recipe[TverskyConfig]):
         )
         self._plot_bars(res)
         return {f"heads/{m}/test_accuracy": report.mean_std(v["test accuracy"])[0] for m, v in res.items()}
+
+    def _heads_of_seed(self, s: int) -> dict[str, Any]:
+        """A CNN trained with seed ``s``, frozen; its own head, and the best linear and Tversky heads on its
+        standardised features (learning rate and Tversky variant chosen on validation)."""
+        c = self.config
+        torch.manual_seed(s)
+        d = self.data
+        cnn = SmallCNN(hidden=c.feature_dim, size=d["train"][0].shape[-1])
+        fit(
+            cnn,
+            torch.optim.Adam(cnn.parameters(), lr=1e-3),
+            d["train"],
+            d["val"],
+            d["test"],
+            c.cnn_epochs,
+            c.batch_size,
+        )
+        cnn.eval()  # frozen from here: the heads train on its last features
+        with torch.no_grad():
+            feats = {k: torch.cat([cnn.features(b) for b in v[0].split(1024)]) for k, v in d.items()}
+        row = {"cnn": _accuracy(predict(cnn, d["test"][0]), d["test"][1])}
+        mu, sd = feats["train"].mean(0), feats["train"].std(0) + 1e-6  # both heads get standardised features
+        feats = {k: (v - mu) / sd for k, v in feats.items()}
+        labels = {k: v[1] for k, v in self.data.items()}
+        scales = (1.0, c.feature_dim**-0.5)  # the paper's init, and one that keeps |S| of order one
+        heads = {
+            "linear": [lambda: nn.Linear(c.feature_dim, 10)],
+            "tversky": [
+                lambda n=n, z=z: TverskyProjection(c.feature_dim, 10, c.head_bank, normalize=n, init_scale=z)
+                for n in (False, True)
+                for z in scales
+            ],
+        }
+        for name, makers in heads.items():  # learning rate (and the Tversky variant) chosen on validation
+            fits = []
+            for i, make in enumerate(makers):
+                for lr in c.head_lrs:
+                    torch.manual_seed(s)
+                    head = make()
+                    r = fit(
+                        head,
+                        torch.optim.Adam(head.parameters(), lr=lr),
+                        *((feats[k], labels[k]) for k in ("train", "val", "test")),
+                        c.head_epochs,
+                        c.batch_size,
+                    )
+                    fits.append(
+                        {
+                            "val": r["val_accuracy"],
+                            "test": r["test_accuracy"],
+                            "lr": lr,
+                            "variant": i,
+                            "params": sum(p.numel() for p in head.parameters()),
+                        }
+                    )
+            row[name] = max(fits, key=lambda f: f["val"])
+        return row
 
     def _plot_bars(self, res: report.Results) -> None:
         plt = pyplot()
