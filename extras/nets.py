@@ -48,6 +48,11 @@ def predict(model: nn.Module, x: torch.Tensor, batch: int = 2048) -> torch.Tenso
     return out
 
 
+def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    """Share of ``x`` whose predicted label (``predict``) is ``y``."""
+    return (predict(model, x) == y).float().mean().item()
+
+
 def fit(
     model: nn.Module,
     opt: torch.optim.Optimizer,
@@ -73,9 +78,9 @@ def fit(
             if sched is not None:
                 sched.step()
             losses.append(loss.item() if math.isfinite(loss.item()) else float("nan"))
-        acc = (predict(model, val[0]) == val[1]).float().mean().item()
+        acc = accuracy(model, *val)
         if acc > best[0]:
-            best = (acc, (predict(model, test[0]) == test[1]).float().mean().item())
+            best = (acc, accuracy(model, *test))
     return {"test_accuracy": best[1], "val_accuracy": best[0], "losses": losses}
 
 

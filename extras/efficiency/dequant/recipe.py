@@ -16,7 +16,7 @@ from agentkit.extras.data import char_corpus, fashion_mnist
 from agentkit.extras.efficiency.dequant.config import SETTING, DequantConfig
 from agentkit.extras.efficiency.dequant.models import CharGPT, mlp
 from agentkit.extras.efficiency.dequant.quant import QuantSpec
-from agentkit.extras.nets import fit, predict, warmup_cosine
+from agentkit.extras.nets import accuracy, fit, warmup_cosine
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe, job_key
 
@@ -111,7 +111,7 @@ class DequantRecipe(Recipe[DequantConfig]):
         opt = torch.optim.Adam(model.parameters(), lr=c.mlp_lr)
         t0 = time.perf_counter()
         out = fit(model, opt, self.train_set, self.val, self.test, c.mlp_epochs, c.batch_size)
-        final = (predict(model, self.test[0]) == self.test[1]).float().mean().item()
+        final = accuracy(model, *self.test)
         return {
             "test_accuracy": out["test_accuracy"],
             "final_accuracy": final,

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from agentkit.extras import report
 from agentkit.extras.data import fashion_mnist
-from agentkit.extras.nets import SmallCNN, predict
+from agentkit.extras.nets import SmallCNN, accuracy, predict
 from agentkit.extras.robust.nat.attack import nat_loss, non_true_entropy, pgd
 from agentkit.extras.robust.nat.config import NATConfig
 from agentkit.plots import pyplot
@@ -98,9 +98,9 @@ class NATRecipe(Recipe[NATConfig]):
                 sched.step()
             xv, yv = self.val
             score = (
-                (predict(model, xv) == yv).float().mean().item()
+                accuracy(model, xv, yv)
                 if method == "natural"
-                else (predict(model, pgd(model, xv, yv, c.eps, c.alpha, c.steps)) == yv).float().mean().item()
+                else accuracy(model, pgd(model, xv, yv, c.eps, c.alpha, c.steps), yv)
             )
             if score > best[0]:
                 best = (score, {k: v.clone() for k, v in model.state_dict().items()})

@@ -12,7 +12,7 @@ from torch import nn
 
 from agentkit.extras import data, report
 from agentkit.extras.data import FMNIST_CLASSES, xor
-from agentkit.extras.nets import SmallCNN, fit, predict
+from agentkit.extras.nets import SmallCNN, accuracy, fit
 from agentkit.extras.vision.tversky.config import TverskyConfig
 from agentkit.extras.vision.tversky.model import TverskyProjection
 from agentkit.plots import pyplot
@@ -111,7 +111,7 @@ class TverskyRecipe(Recipe[TverskyConfig]):
         cnn.eval()  # frozen from here: the heads train on its last features
         with torch.no_grad():
             feats = {k: torch.cat([cnn.features(b) for b in v[0].split(1024)]) for k, v in d.items()}
-        row = {"cnn": _accuracy(predict(cnn, d["test"][0]), d["test"][1])}
+        row = {"cnn": accuracy(cnn, *d["test"])}
         mu, sd = feats["train"].mean(0), feats["train"].std(0) + 1e-6  # both heads get standardised features
         feats = {k: (v - mu) / sd for k, v in feats.items()}
         labels = {k: v[1] for k, v in self.data.items()}
@@ -230,10 +230,6 @@ def _load(c: TverskyConfig) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     return {
         k: (torch.tensor(np.asarray(a), dtype=torch.float32)[:, None], torch.tensor(b)) for k, (a, b) in parts.items()
     }
-
-
-def _accuracy(predicted: torch.Tensor, y: torch.Tensor) -> float:
-    return (predicted == y).float().mean().item()
 
 
 def _fit_full_batch(layer: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float) -> float:
