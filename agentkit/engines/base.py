@@ -179,8 +179,8 @@ class Engine(Protocol):
     Work: ``generate`` and ``score`` (batched; see the dataclasses above).
     Life cycle: ``stats()`` counts since creation, keys an engine cannot know are left out: ``requests``
     (generate calls), ``prompt_tokens``, ``completion_tokens``, ``prefill_tokens`` (prompt tokens run through
-    the model), ``cached_prompt_tokens`` (prompt tokens served from a cache). ``load_weights(model, path)``
-    serves new weights from now on (a training round's policy): a loaded model, its saved directory, or both;
+    the model), ``scored_tokens`` (tokens ``score`` ran through the model), ``cached_prompt_tokens`` (prompt
+    tokens served from a cache). ``load_weights(model, path)`` serves new weights from now on (a training round's policy): a loaded model, its saved directory, or both;
     each engine takes what it can use, and stored keys/values of the old weights are dropped.
     ``close()`` frees what the engine holds (memory, processes, connections); it is safe to call twice.
     """

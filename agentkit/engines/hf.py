@@ -24,6 +24,7 @@ from agentkit.engines.kv import (
     snapshot_row,
     stack_rows,
 )
+from agentkit.engines.packed import Trunk, budget_batches, group_trunks, pack
 from agentkit.engines.prefix_cache import PrefixCache
 from agentkit.engines.sampling import sample_next
 from agentkit.engines.streaming import DeltaStream, TextCallback
@@ -44,8 +45,9 @@ class HFEngine(LocalTokenizer):
         score_budget_mb: memory budget for the ``[B, T, V]`` logits of one scoring micro-batch.
         prefix_cache_mb: memory for the keys/values of finished sequences, so that a prompt continuing one
             (the agent's next turn) encodes only its new tokens; 0 turns it off.
-        share_prefix: encode the longest common prefix of a call's prompts (a shared system prompt) once;
-            False encodes every prompt in full (a baseline for benchmarks).
+        share_prefix: encode the longest common prefix of a call's prompts (a shared system prompt) once, and
+            in ``score`` encode contexts that are prefixes of one another (a trajectory after each of its turns)
+            in one packed pass; False encodes every prompt in full (a baseline for benchmarks).
         speculate: draft tokens per row and step by prompt lookup (``_draft``), checked in the same forward pass;
             0 turns it off. Outputs keep their distribution (greedy: the same tokens).
         speculate_tokens: speculate only while rows × (speculate + 1) is at most this (the default: batches of
@@ -97,6 +99,7 @@ class HFEngine(LocalTokenizer):
         self.speculate, self.speculate_tokens = speculate, speculate_tokens
         self.drafted = self.draft_hits = 0  # draft tokens fed and kept
         self.prefill_tokens = 0  # prompt tokens run through the model so far (cache hits excluded)
+        self.scored_tokens = 0  # tokens ``score`` ran through the model (a packed trunk's tokens once)
         self.device = next(self.model.parameters()).device
         # transformers renamed forward's `past_key_values` to `cache` (5.2x; the old name warns, then goes away).
 
@@ -127,6 +130,7 @@ class HFEngine(LocalTokenizer):
         out = {
             **self.counts,
             "prefill_tokens": self.prefill_tokens,
+            "scored_tokens": self.scored_tokens,
             "draft_tokens": self.drafted,
             "draft_tokens_kept": self.draft_hits,
         }
@@ -518,7 +522,19 @@ class HFEngine(LocalTokenizer):
         ctx = [self.encode(c) for c in contexts]
         cont = self.continuation_ids(continuations)
         results: list[Scored | None] = [None] * len(ctx)
-        order = sorted(range(len(ctx)), key=lambda i: -len(cont[i]))
+        single = list(range(len(ctx)))
+        if self.share_prefix and len(ctx) > 1:
+            trunks = group_trunks(ctx, cont)
+            shared = [t for t in trunks if len(t.rows) > 1]
+            if shared:
+                self._score_packed(shared, entropy, results)
+                single = [t.rows[0] for t in trunks if len(t.rows) == 1]
+        self._score_rows(ctx, cont, single, entropy, results)
+        return results  # type: ignore[return-value]
+
+    def _score_rows(self, ctx, cont, rows: list[int], entropy: bool, results: list) -> None:
+        """Score ``rows`` one padded sequence each (context + continuation)."""
+        order = sorted(rows, key=lambda i: -len(cont[i]))
         vocab = self.model.config.get_text_config().vocab_size
         start = 0
         while start < len(order):
@@ -527,6 +543,7 @@ class HFEngine(LocalTokenizer):
             batch = order[start : start + min(per_row, self.max_batch_size)]
             start += len(batch)
             ids, mask, pos = self._left_pad([ctx[i] + cont[i] for i in batch])
+            self.scored_tokens += int(mask.sum())
             logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=k).logits
             logp = logits[:, :-1].float().log_softmax(-1)  # kept index j predicts position L-K+j
             for r, i in enumerate(batch):
@@ -536,7 +553,41 @@ class HFEngine(LocalTokenizer):
                 lp = rows.gather(-1, tok[:, None])[:, 0].tolist() if c else []
                 ent = (-(rows.exp() * rows).sum(-1)).tolist() if entropy else None
                 results[i] = Scored(token_ids=cont[i], logprobs=lp, entropies=ent)
-        return results  # type: ignore[return-value]
+
+    def _score_packed(self, trunks: list[Trunk], entropy: bool, results: list) -> None:
+        """Score rows whose contexts nest: one packed forward per trunk (``agentkit.engines.packed``), the
+        ``[B, Q, Q]`` masks and the hidden states of the positions read kept within the scoring budget."""
+        cfg = self.model.config.get_text_config()
+        sliding = "sliding_attention" in (getattr(cfg, "layer_types", None) or [])
+        window = getattr(cfg, "sliding_window", None) if sliding else None
+        cap = getattr(cfg, "final_logit_softcapping", None)
+        decoder, head = self.model.get_decoder(), self.model.get_output_embeddings()
+        dtype = next(self.model.parameters()).dtype
+        budget = max(1024, self.score_budget // (4 * cfg.hidden_size))  # tokens per batch (hidden states)
+        for batch in budget_batches(trunks, budget, self.max_batch_size):
+            ids, pos, full, slide, reads = pack(batch, self.pad_id, window)
+            self.scored_tokens += sum(t.length for t in batch)
+
+            def additive(m):  # eager attention adds the mask; SDPA takes either form
+                return torch.zeros(m.shape, dtype=dtype).masked_fill(~m, torch.finfo(dtype).min).to(self.device)
+
+            mask = (
+                {"full_attention": additive(full), "sliding_attention": additive(slide)} if sliding else additive(full)
+            )
+            hidden = decoder(input_ids=ids.to(self.device), attention_mask=mask, position_ids=pos.to(self.device))
+            flat = hidden.last_hidden_state.reshape(-1, hidden.last_hidden_state.shape[-1])
+            for trunk, rows in zip(batch, reads):
+                for i, cont, idx in zip(trunk.rows, trunk.conts, rows):
+                    if not cont:
+                        results[i] = Scored(token_ids=[], logprobs=[], entropies=[] if entropy else None)
+                        continue
+                    logits = head(flat[torch.tensor(idx, device=self.device)]).float()
+                    if cap:
+                        logits = torch.tanh(logits / cap) * cap
+                    logp = logits.log_softmax(-1)
+                    lp = logp.gather(-1, torch.tensor(cont, device=self.device)[:, None])[:, 0].tolist()
+                    ent = (-(logp.exp() * logp).sum(-1)).tolist() if entropy else None
+                    results[i] = Scored(token_ids=cont, logprobs=lp, entropies=ent)
 
 
 def _length_groups(lengths: list[int], overhead: int = 48) -> list[list[int]]:

@@ -125,6 +125,23 @@ def test_score_matches_manual_forward(tiny_engine):
         assert torch.allclose(torch.tensor(s.entropies), -(logp.exp() * logp).sum(-1), atol=1e-4)
 
 
+def test_score_nested_contexts_packed(tiny_engine):
+    """Contexts that are prefixes of one another (a trajectory after each turn) are scored in one packed pass,
+    with the same logprobs as each row scored on its own, and fewer tokens through the model."""
+    trunk = tiny_engine.encode("a trajectory with several turns and tool results in it")
+    ctxs = [trunk[:5], trunk[:12], trunk, trunk[:12], [7, 8, 9]]  # four nest, one stands alone
+    conts = [[40, 41, 42], [43], [44, 45], [], [46, 47]]
+    plain = tiny_engine.variant(share_prefix=False)
+    before = tiny_engine.scored_tokens
+    got = tiny_engine.score(ctxs, conts, entropy=True)
+    want = plain.score(ctxs, conts, entropy=True)
+    for g, w in zip(got, want):
+        assert g.token_ids == w.token_ids
+        assert g.logprobs == pytest.approx(w.logprobs, abs=1e-4)
+        assert g.entropies == pytest.approx(w.entropies, abs=1e-4)
+    assert tiny_engine.scored_tokens - before == len(trunk) + 6 + 5  # the trunk once, branches, the lone row
+
+
 def test_context_limit(tiny_engine):
     with pytest.raises(ValueError, match="context"):
         tiny_engine.generate([[1] * (tiny_engine.max_model_len + 1)], SamplingParams(max_tokens=1))

@@ -1,0 +1,145 @@
+"""Advantage estimators for multi-turn agent RL: per-turn rewards of groups of trajectories -> per-turn advantages.
+
+A trajectory's model turns are k = 1..T (turn k: the model's text up to its tool call, or its final answer). Its
+rewards (``TurnRewards``) are the outcome R (format + EM/F1 of the final answer) and a shaping term per turn
+(TIPS: α(γΦ_k − Φ_{k−1}), with Φ_T = 0 after the last turn; all zeros for outcome-only RL). The reward of turn k
+sits on its last model token; R is added to the last turn's. An estimator returns one advantage per turn, which
+the trainer gives to every model token of that turn (tool-result tokens carry none). Trajectories of one group
+answered the same question.
+
+Registered estimators (``ESTIMATORS``; third parties add theirs under the entry-point group
+``agentkit.advantages``), each ``fn(batch, groups, **options) -> list[list[float]]``:
+
+- ``grpo`` (outcome GRPO, DeepSeekMath): A_i = (G_i − mean_g G) / (std_g G + 1e-4) on every turn, G_i the
+  trajectory's return Σ_k r_ik; the std is Bessel-corrected and ε = 1e-4, exactly TRL's ``scale_rewards="group"``.
+- ``dr_grpo`` (Dr. GRPO, arXiv 2503.20783): A_i = G_i − mean_g G, no division by the std.
+- ``tips_segment`` (TIPS' ``sgrpo``): A_ik = c_final · z_g(R_i) + c_mid · z_{g,k}(s_ik) for turns k < T_i, and
+  c_final · z_g(R_i) on the last turn, where s_ik is turn k's shaping reward and z_{g,k} z-scores it among the
+  group's trajectories that reached turn k (population std; 0 when the std is under ε or one trajectory is left).
+
+Under potential-based shaping the return is G_i = R_i − αΦ_0 (``agentkit.tips.shaping``) and Φ_0 is the same
+for a group, so ``grpo`` / ``dr_grpo`` on shaped rewards equal them on the outcome alone: shaping reaches the
+gradient only through a per-turn estimator such as ``tips_segment``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+
+from agentkit.registry import Registry
+
+Estimator = Callable[..., list[list[float]]]
+ESTIMATORS: Registry[Estimator] = Registry("advantage estimator", group="agentkit.advantages")
+for _name in ("grpo", "dr_grpo", "tips_segment"):
+    ESTIMATORS.register(_name, f"agentkit.rl.advantages:{_name}")
+
+
+@dataclass
+class TurnRewards:
+    """One trajectory's rewards: ``outcome`` R and ``shaping[k]`` for each of its T model turns (T ≥ 1)."""
+
+    outcome: float
+    shaping: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.shaping:
+            self.shaping = [0.0]
+
+    @property
+    def turns(self) -> list[float]:
+        """The reward on each turn's last token: its shaping term, plus R on the last turn."""
+        return [*self.shaping[:-1], self.shaping[-1] + self.outcome]
+
+    @property
+    def total(self) -> float:
+        return sum(self.turns)
+
+
+def _by_group(groups: Sequence[Hashable]) -> dict[Hashable, list[int]]:
+    members: dict[Hashable, list[int]] = defaultdict(list)
+    for i, g in enumerate(groups):
+        members[g].append(i)
+    return members
+
+
+def _check(batch: Sequence[TurnRewards], groups: Sequence[Hashable]) -> None:
+    if len(batch) != len(groups):
+        raise ValueError(f"{len(batch)} trajectories but {len(groups)} group ids")
+
+
+def grpo(batch: Sequence[TurnRewards], groups: Sequence[Hashable], eps: float = 1e-4) -> list[list[float]]:
+    """Group-normalised return on every turn.
+
+    >>> [round(a[0], 4) for a in grpo([TurnRewards(1.0), TurnRewards(0.0), TurnRewards(0.5)], ["q", "q", "q"])]
+    [0.9998, -0.9998, 0.0]
+    """
+    _check(batch, groups)
+    out: list[list[float]] = [[] for _ in batch]
+    for rows in _by_group(groups).values():
+        g = [batch[i].total for i in rows]
+        mean = sum(g) / len(g)
+        std = math.sqrt(sum((x - mean) ** 2 for x in g) / (len(g) - 1)) if len(g) > 1 else 0.0
+        for i, x in zip(rows, g):
+            out[i] = [(x - mean) / (std + eps)] * len(batch[i].shaping)
+    return out
+
+
+def dr_grpo(batch: Sequence[TurnRewards], groups: Sequence[Hashable]) -> list[list[float]]:
+    """Return minus its group mean, on every turn.
+
+    >>> dr_grpo([TurnRewards(1.0, [0.0, 0.0]), TurnRewards(0.0)], ["q", "q"])
+    [[0.5, 0.5], [-0.5]]
+    """
+    _check(batch, groups)
+    out: list[list[float]] = [[] for _ in batch]
+    for rows in _by_group(groups).values():
+        mean = sum(batch[i].total for i in rows) / len(rows)
+        for i in rows:
+            out[i] = [batch[i].total - mean] * len(batch[i].shaping)
+    return out
+
+
+def _zscores(values: dict[int, float], eps: float) -> dict[int, float]:
+    """z-scores with the population std; all 0 with fewer than two values or a std under ``eps``."""
+    if len(values) < 2:
+        return dict.fromkeys(values, 0.0)
+    mean = sum(values.values()) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values.values()) / len(values))
+    return {i: 0.0 if std < eps else (v - mean) / (std + eps) for i, v in values.items()}
+
+
+def tips_segment(
+    batch: Sequence[TurnRewards],
+    groups: Sequence[Hashable],
+    final_coeff: float = 1.0,
+    mid_coeff: float = 1.0,
+    eps: float = 1e-6,
+) -> list[list[float]]:
+    """TIPS' segment estimator: the group z-score of the outcome on every turn, plus, on each turn that ended in a
+    tool call, the z-score of its shaping reward among the group's trajectories at the same turn index.
+
+    >>> a = tips_segment([TurnRewards(1.0, [0.3, -0.1]), TurnRewards(0.0, [0.1, 0.0])], ["q", "q"])
+    >>> [[round(x, 4) for x in row] for row in a]
+    [[2.0, 1.0], [-2.0, -1.0]]
+    """
+    _check(batch, groups)
+    out: list[list[float]] = [[] for _ in batch]
+    for rows in _by_group(groups).values():
+        final = _zscores({i: batch[i].outcome for i in rows}, eps)
+        depth = max(len(batch[i].shaping) for i in rows)
+        mid = [
+            _zscores({i: batch[i].shaping[k] for i in rows if k < len(batch[i].shaping) - 1}, eps)
+            for k in range(depth - 1)
+        ]
+        for i in rows:
+            n = len(batch[i].shaping)
+            out[i] = [final_coeff * final[i] + (mid_coeff * mid[k][i] if k < n - 1 else 0.0) for k in range(n)]
+    return out
+
+
+def estimate(name: str, batch: Sequence[TurnRewards], groups: Sequence[Hashable], **options) -> list[list[float]]:
+    """Per-turn advantages by the registered estimator ``name`` (unknown names: an error with a did-you-mean)."""
+    return ESTIMATORS.get(name)(batch, groups, **options)

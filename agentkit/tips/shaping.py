@@ -1,0 +1,121 @@
+"""Turn-level potential-based reward shaping (TIPS, arXiv 2603.22293).
+
+With the potentials Φ_0..Φ_{T-1} of a trajectory's states (``agentkit.tips.potentials``) and Φ_T = 0 after its
+last turn (the terminal state), turn k gets
+
+    r_k = α (γ Φ_k − Φ_{k-1})        k = 1..T,   plus the outcome R on turn T
+
+on its last model token. The last turn's term is −αΦ_{T-1}: the terminal token gets R − αΦ_final. The
+discounted return telescopes, Σ_k γ^{k-1} r_k = γ^{T-1} R − αΦ_0, so shaping changes a trajectory's return
+only by a constant of its question (Φ_0 is the prompt's potential): the optimal policy is unchanged (Ng et al.
+1999), while each turn is credited with how much it raised the teacher's belief in the gold answer.
+
+α is fixed (``alpha``) or set per batch by the official controller (``adaptive``): α = target / mean |γΦ_k −
+Φ_{k-1}| over the batch's tool turns, so the mean |turn reward| is ``target`` (official: the midpoint 0.11 of
+[0.02, 0.2]). ``start_step`` / ``warmup_steps`` ramp α in linearly (the terminal term −αΦ_final uses the same
+α, so the return keeps telescoping during warm-up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agentkit.agent.trajectory import Trajectory
+from agentkit.config import NonNegFloat, NonNegInt, PosFloat
+from agentkit.rl.advantages import TurnRewards
+from agentkit.tips.potentials import ANSWER_TEMPLATE, Normalize, PotentialScorer
+
+
+@dataclass
+class ShapingConfig:
+    """alpha: the fixed scale α (release script: 0.02), used when adaptive is off. adaptive: the official
+    per-batch controller, α = target / mean |ΔΦ| over the batch's tool turns. gamma: γ in γΦ_k − Φ_{k-1}
+    (1 in the official code). start_step, warmup_steps: no shaping before start_step, then α ramps up linearly
+    over warmup_steps. normalize: mean (official) or sum (the paper's log Σ_m p) of the answer's token
+    logprobs. answer_template: how a gold answer is written after a state (the policy's answer tag)."""
+
+    alpha: NonNegFloat = 0.02
+    adaptive: bool = True
+    target: PosFloat = 0.11
+    gamma: PosFloat = 1.0
+    start_step: NonNegInt = 0
+    warmup_steps: NonNegInt = 0
+    normalize: Normalize = "mean"
+    answer_template: str = ANSWER_TEMPLATE
+
+
+def warmup_weight(step: int, start: int, warmup: int) -> float:
+    """0 before ``start``, rising linearly to 1 over ``warmup`` steps.
+
+    >>> [warmup_weight(s, 2, 4) for s in (0, 2, 3, 6, 9)]
+    [0.0, 0.0, 0.25, 1.0, 1.0]
+    """
+    if step < start:
+        return 0.0
+    return 1.0 if warmup <= 0 else min(1.0, (step - start) / warmup)
+
+
+def shaped_turns(potentials: Sequence[float], alpha: float, gamma: float) -> list[float]:
+    """α(γΦ_k − Φ_{k-1}) for k = 1..T with Φ_T = 0, from ``[Φ_0, …, Φ_{T-1}]``.
+
+    >>> shaped_turns([-4.0, -1.0], alpha=0.1, gamma=1.0)
+    [0.30000000000000004, 0.1]
+    """
+    phis = [*potentials, 0.0]
+    return [alpha * (gamma * phis[k] - phis[k - 1]) for k in range(1, len(phis))]
+
+
+def discounted_return(turns: Sequence[float], gamma: float) -> float:
+    """Σ_k γ^(k-1) r_k."""
+    return sum(r * gamma**k for k, r in enumerate(turns))
+
+
+class InfoPotentialShaper:
+    """Per-turn TIPS rewards for a batch of trajectories: the teacher's potentials, α, and ``TurnRewards``.
+
+    ``teacher``: any Engine (a lagged copy of the policy, or a fixed model); ``policy_tokens``: the policy engine,
+    to tell whether the trajectories' ids can go to the teacher as they are.
+    """
+
+    def __init__(self, teacher, config: ShapingConfig | None = None, policy_tokens=None):
+        self.config = config or ShapingConfig()
+        self.scorer = PotentialScorer(
+            teacher, self.config.normalize, self.config.answer_template, policy_tokens=policy_tokens
+        )
+
+    def alpha(self, potentials: Sequence[Sequence[float]]) -> float:
+        """α for this batch (before the warm-up weight)."""
+        c = self.config
+        if not c.adaptive:
+            return c.alpha
+        deltas = [abs(c.gamma * p[k] - p[k - 1]) for p in potentials for k in range(1, len(p))]
+        deltas = [d for d in deltas if d > 1e-8]
+        if not deltas:  # no tool turn in the batch: nothing to scale; keep the fixed α for the terminal term
+            return c.alpha
+        return c.target / (sum(deltas) / len(deltas))
+
+    def __call__(
+        self,
+        trajectories: Sequence[Trajectory],
+        answers: Sequence[Sequence[str]],
+        outcomes: Sequence[float],
+        step: int = 0,
+    ) -> tuple[list[TurnRewards], dict[str, float]]:
+        """(rewards per trajectory, batch statistics: alpha, mean |ΔΦ| of tool turns, mean Φ_0, mean Φ_final,
+        mean shaped return)."""
+        c = self.config
+        pots = self.scorer.potentials(trajectories, answers)
+        weight = warmup_weight(step, c.start_step, c.warmup_steps)
+        alpha = self.alpha(pots) * weight
+        rewards = [TurnRewards(r, shaped_turns(p, alpha, c.gamma)) for p, r in zip(pots, outcomes)]
+        deltas = [abs(c.gamma * p[k] - p[k - 1]) for p in pots for k in range(1, len(p))]
+        n = max(1, len(pots))
+        stats = {
+            "alpha": alpha,
+            "delta_phi_abs": sum(deltas) / len(deltas) if deltas else 0.0,
+            "phi_0": sum(p[0] for p in pots) / n,
+            "phi_final": sum(p[-1] for p in pots) / n,
+            "shaped_return": sum(discounted_return(r.turns, c.gamma) for r in rewards) / n,
+        }
+        return rewards, stats
