@@ -31,6 +31,7 @@ EPILOG = """examples:
   agentkit bench agent
   agentkit bench serve
   agentkit bench structured
+  agentkit bench tips-potentials
   agentkit uncertainty generate --models smollm2-135m,gemma3-270m --tasks multihop-open:200 --out gens.jsonl
   agentkit uncertainty score gens.jsonl --similarity embedding
 """
@@ -276,6 +277,10 @@ def _parser() -> argparse.ArgumentParser:
     bu.add_argument("--questions", type=POS_INT, default=2000, help="questions scored")
     bu.add_argument("--samples", type=_number(int, 2), default=5, help="samples per question and model (at least 2)")
     bu.add_argument("--out", help="also write the results as JSON here")
+    bp = b.add_parser("tips-potentials", help="TIPS potentials: each trajectory encoded once vs a pass per pair")
+    bp.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id (the teacher)")
+    bp.add_argument("--trajectories", type=POS_INT, default=32, help="three-search trajectories, 2 answers each")
+    bp.add_argument("--out", help="also write the results as JSON here")
     bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
     bs.add_argument("-n", type=POS_INT, default=50, help="calls per side")
     bs.add_argument("--out", help="also write the results as JSON here")
@@ -589,6 +594,10 @@ def _cmd_bench(a) -> int:
         from agentkit.eval.bench.uncertainty import main as bench_uncertainty
 
         return bench_uncertainty(questions=a.questions, samples=a.samples, out=a.out)
+    if a.target == "tips-potentials":
+        from agentkit.eval.bench.tips_potentials import main as bench_tips
+
+        return bench_tips(model=a.model, trajectories=a.trajectories, out=a.out)
     if a.target == "sandbox":
         from agentkit.eval.bench.sandbox import main as bench_sandbox
 

@@ -143,17 +143,24 @@ def rollout(
     trajs = []
     for i, task in enumerate(tasks):
         task_id, question = _task_fields(task, i)
-        system = (
-            cfg.system_prompt
-            if cfg.style == "tags"
-            else (hermes_tools_prompt([openai_schema(t)["function"] for t in tools.values()]))
-        )
-        prompt = [{"role": "system", "content": system}, *cfg.examples, {"role": "user", "content": question}]
+        prompt = agent_prompt(question, tools, cfg)
         ids = engine.encode(prompt)
         trajs += [
             Trajectory(task_id, prompt, ids, meta={"sample": j}) for j in range(cfg.n)
         ]  # turns, timings: continue_rollout
     return continue_rollout(engine, trajs, tools, cfg, on_event)
+
+
+def agent_prompt(question: str, tools: dict[str, Tool] | list[Tool], config: AgentConfig) -> list[dict[str, Any]]:
+    """The chat a rollout starts from: the system prompt (tag style: ``config.system_prompt``; json style: the
+    tools' schemas), the few-shot examples, the question."""
+    tools = tools if isinstance(tools, dict) else {t.name: t for t in tools}
+    system = (
+        config.system_prompt
+        if config.style == "tags"
+        else hermes_tools_prompt([openai_schema(t)["function"] for t in tools.values()])
+    )
+    return [{"role": "system", "content": system}, *config.examples, {"role": "user", "content": question}]
 
 
 def continue_rollout(

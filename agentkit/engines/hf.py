@@ -568,26 +568,34 @@ class HFEngine(LocalTokenizer):
             ids, pos, full, slide, reads = pack(batch, self.pad_id, window)
             self.scored_tokens += sum(t.length for t in batch)
 
-            def additive(m):  # eager attention adds the mask; SDPA takes either form
-                return torch.zeros(m.shape, dtype=dtype).masked_fill(~m, torch.finfo(dtype).min).to(self.device)
-
             mask = (
-                {"full_attention": additive(full), "sliding_attention": additive(slide)} if sliding else additive(full)
+                {"full_attention": self._mask(full, dtype), "sliding_attention": self._mask(slide, dtype)}
+                if sliding
+                else self._mask(full, dtype)
             )
             hidden = decoder(input_ids=ids.to(self.device), attention_mask=mask, position_ids=pos.to(self.device))
             flat = hidden.last_hidden_state.reshape(-1, hidden.last_hidden_state.shape[-1])
+            # one output projection for every position read in the batch (the head is the model's largest matrix)
+            wanted = [j for rows in reads for idx in rows for j in idx]
+            logp = head(flat[torch.tensor(wanted, device=self.device, dtype=torch.long)]).float()
+            if cap:
+                logp = torch.tanh(logp / cap) * cap
+            logp = logp.log_softmax(-1)
+            at = 0
             for trunk, rows in zip(batch, reads):
                 for i, cont, idx in zip(trunk.rows, trunk.conts, rows):
-                    if not cont:
-                        results[i] = Scored(token_ids=[], logprobs=[], entropies=[] if entropy else None)
-                        continue
-                    logits = head(flat[torch.tensor(idx, device=self.device)]).float()
-                    if cap:
-                        logits = torch.tanh(logits / cap) * cap
-                    logp = logits.log_softmax(-1)
-                    lp = logp.gather(-1, torch.tensor(cont, device=self.device)[:, None])[:, 0].tolist()
-                    ent = (-(logp.exp() * logp).sum(-1)).tolist() if entropy else None
+                    part = logp[at : at + len(idx)]
+                    at += len(idx)
+                    tok = torch.tensor(cont, device=self.device, dtype=torch.long)
+                    lp = part.gather(-1, tok[:, None])[:, 0].tolist() if cont else []
+                    ent = (-(part.exp() * part).sum(-1)).tolist() if entropy else None
                     results[i] = Scored(token_ids=cont, logprobs=lp, entropies=ent)
+
+    def _mask(self, allowed: torch.Tensor, dtype):
+        """A boolean mask as the attention implementation takes it: as is for SDPA, additive for eager."""
+        if self.model.config._attn_implementation == "sdpa":
+            return allowed.to(self.device)
+        return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min).to(self.device)
 
 
 def _length_groups(lengths: list[int], overhead: int = 48) -> list[list[int]]:

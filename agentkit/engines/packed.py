@@ -93,15 +93,19 @@ def pack(trunks: list[Trunk], pad_id: int, window: int | None = None):
     return ids, pos, mask[:, None], sliding, reads
 
 
-def budget_batches(trunks: list[Trunk], max_tokens: int, max_rows: int) -> list[list[Trunk]]:
+def budget_batches(trunks: list[Trunk], max_tokens: int, max_rows: int, max_waste: float = 0.1) -> list[list[Trunk]]:
     """Trunks in batches of at most ``max_rows`` whose padded size (rows × longest) stays under ``max_tokens``
-    (a single trunk over it gets a batch of its own)."""
+    and wastes at most ``max_waste`` of it on padding (a single trunk over the budget gets a batch of its own).
+    Trunks of a few hundred tokens already fill a CPU's matrix units, where padding is pure loss."""
     out: list[list[Trunk]] = []
     cur: list[Trunk] = []
     for t in sorted(trunks, key=lambda t: -t.length):
-        if cur and (len(cur) + 1 > max_rows or (len(cur) + 1) * cur[0].length > max_tokens):
-            out.append(cur)
-            cur = []
+        if cur:
+            padded = (len(cur) + 1) * cur[0].length
+            real = sum(x.length for x in cur) + t.length
+            if len(cur) + 1 > max_rows or padded > max_tokens or padded - real > max_waste * padded:
+                out.append(cur)
+                cur = []
         cur.append(t)
     if cur:
         out.append(cur)

@@ -2,8 +2,11 @@
 
 ``ScriptedEngine({"question text": ["turn 1 reply", "turn 2 reply", ...]})`` answers a prompt whose user
 message contains the question with the reply for the current turn: the number of ``<result>`` or
-``<tool_response>`` blocks already in the assistant's part of the prompt. Token ids come from the tiny model's
-byte-level tokenizer, so masks and lengths are real.
+``<tool_response>`` blocks already in the assistant's part of the prompt. A question may instead map to a list of
+such scripts (``{"q": [["a1", "a2"], ["b1"]]}``): the seed of the first turn picks one (seed mod their number; the agent loop
+seeds each sample of a question differently, so a group gets different trajectories), later turns follow the
+script whose earlier replies the prompt holds. Token ids
+come from the tiny model's byte-level tokenizer, so masks and lengths are real.
 """
 
 from __future__ import annotations
@@ -17,16 +20,18 @@ class ScriptedEngine(LocalTokenizer):
     max_model_len = 4096
     default_stop: list[str] = []
 
-    def __init__(self, script: dict[str, list[str]]):
+    def __init__(self, script: dict[str, list[str] | list[list[str]]]):
         self.script = script
         self.tokenizer = build_tiny_tokenizer()
         self.calls: list[int] = []  # batch size of each generate call
+        self.loads = 0  # load_weights calls
 
     def stats(self) -> dict[str, int]:
         return {"requests": len(self.calls)}
 
     def load_weights(self, model=None, path=None) -> None:
-        raise NotImplementedError("a scripted engine has no weights")
+        """The script does not depend on weights; counted, so tests can see a trainer sync them."""
+        self.loads += 1
 
     def score(self, contexts, continuations, entropy: bool = False):
         raise NotImplementedError("a scripted engine does not score")
@@ -38,12 +43,15 @@ class ScriptedEngine(LocalTokenizer):
         params = params or SamplingParams()
         self.calls.append(len(prompts))
         out = []
-        for p in prompts:
+        for p, seed in zip(prompts, params.per_prompt("seeds", len(prompts))):
             text = self.tokenizer.decode(self.encode(p))
             key = next(k for k in self.script if k in text)
             turns = self.script[key]
             tail = text.split("<|im_start|>assistant")[-1]
             done = tail.count("<result>") + tail.count("<tool_response>")  # tool results fed back so far
+            if turns and isinstance(turns[0], list):  # alternatives: those whose earlier replies are in the
+                fits = [a for a in turns if all(r in tail for r in a[:done])] or turns  # prompt; the seed picks
+                turns = fits[(seed or 0) % len(fits)]
             reply = turns[min(done, len(turns) - 1)]
             stop = next((s for s in params.stop if s in reply), None)
             if stop is not None:

@@ -95,6 +95,31 @@ class InfoPotentialShaper:
             return c.alpha
         return c.target / (sum(deltas) / len(deltas))
 
+    def potentials(self, trajectories: Sequence[Trajectory], answers: Sequence[Sequence[str]]) -> list[list[float]]:
+        """Φ of each trajectory's states (``PotentialScorer.potentials``)."""
+        return self.scorer.potentials(trajectories, answers)
+
+    def shape(
+        self, potentials: Sequence[Sequence[float]], outcomes: Sequence[float], step: int = 0
+    ) -> tuple[list[TurnRewards], dict[str, float]]:
+        """(rewards per trajectory, batch statistics: alpha, mean |ΔΦ| of tool turns, mean Φ_0, mean Φ_final,
+        mean shaped return). Under data parallelism each process scores its own trajectories and this runs on
+        the gathered potentials, so α is the whole batch's."""
+        c = self.config
+        weight = warmup_weight(step, c.start_step, c.warmup_steps)
+        alpha = self.alpha(potentials) * weight
+        rewards = [TurnRewards(r, shaped_turns(p, alpha, c.gamma)) for p, r in zip(potentials, outcomes)]
+        deltas = [abs(c.gamma * p[k] - p[k - 1]) for p in potentials for k in range(1, len(p))]
+        n = max(1, len(potentials))
+        stats = {
+            "alpha": alpha,
+            "delta_phi_abs": sum(deltas) / len(deltas) if deltas else 0.0,
+            "phi_0": sum(p[0] for p in potentials) / n,
+            "phi_final": sum(p[-1] for p in potentials) / n,
+            "shaped_return": sum(discounted_return(r.turns, c.gamma) for r in rewards) / n,
+        }
+        return rewards, stats
+
     def __call__(
         self,
         trajectories: Sequence[Trajectory],
@@ -102,20 +127,5 @@ class InfoPotentialShaper:
         outcomes: Sequence[float],
         step: int = 0,
     ) -> tuple[list[TurnRewards], dict[str, float]]:
-        """(rewards per trajectory, batch statistics: alpha, mean |ΔΦ| of tool turns, mean Φ_0, mean Φ_final,
-        mean shaped return)."""
-        c = self.config
-        pots = self.scorer.potentials(trajectories, answers)
-        weight = warmup_weight(step, c.start_step, c.warmup_steps)
-        alpha = self.alpha(pots) * weight
-        rewards = [TurnRewards(r, shaped_turns(p, alpha, c.gamma)) for p, r in zip(pots, outcomes)]
-        deltas = [abs(c.gamma * p[k] - p[k - 1]) for p in pots for k in range(1, len(p))]
-        n = max(1, len(pots))
-        stats = {
-            "alpha": alpha,
-            "delta_phi_abs": sum(deltas) / len(deltas) if deltas else 0.0,
-            "phi_0": sum(p[0] for p in pots) / n,
-            "phi_final": sum(p[-1] for p in pots) / n,
-            "shaped_return": sum(discounted_return(r.turns, c.gamma) for r in rewards) / n,
-        }
-        return rewards, stats
+        """``shape(potentials(trajectories, answers), outcomes, step)``."""
+        return self.shape(self.potentials(trajectories, answers), outcomes, step)

@@ -37,5 +37,7 @@ def test_pack_pads_and_slides():
 
 def test_budget_batches():
     trunks = [Trunk([1] * n, [i], [n], [[2]]) for i, n in enumerate([10, 3, 8, 2])]
-    batches = budget_batches(trunks, max_tokens=20, max_rows=8)
+    batches = budget_batches(trunks, max_tokens=20, max_rows=8, max_waste=0.5)
     assert [[t.rows[0] for t in b] for b in batches] == [[0], [2, 1], [3]]
+    same = [Trunk([1] * 10, [i], [10], [[2]]) for i in range(3)]
+    assert [len(b) for b in budget_batches(same + trunks[1:2], 100, 8)] == [3, 1]  # 4 tokens of 14: too much padding

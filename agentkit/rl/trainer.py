@@ -1,0 +1,281 @@
+"""``AgentGRPOTrainer``: multi-turn GRPO for tool-using agents on TRL's ``GRPOTrainer``, per-token advantages.
+
+What TRL keeps doing: batching and the repeat sampler (G completions per question), the reference and old
+log-probabilities, the loss (clipped ratio, KL to the reference, every ``loss_type`` it offers), optimisation,
+gradient accumulation, accelerate / DDP, checkpoints and resume, logging. What this subclass changes, at two
+points:
+
+1. ``rollout_func`` (TRL's hook for custom generation): each question's G trajectories come from
+   ``agentkit.agent.continue_rollout`` on any Engine — an ``HFEngine`` on the policy's own weights (nothing to
+   copy), or e.g. a ``VLLMEngine`` that reloads the weights at each new step. Token ids are the rollout's own
+   (never re-tokenised) and ``env_mask`` marks tool-result tokens, which TRL leaves out of the loss.
+2. ``_generate_and_score_completions``: after TRL built the batch, its one-scalar-per-completion advantages are
+   replaced by per-token ones: each trajectory's turn rewards (``TurnRewards``; TIPS shaping when a ``shaper``
+   is given) go through a registered estimator (``agentkit.rl.advantages``) over the whole batch (all
+   processes), and turn k's advantage is given to every model token of turn k. TRL's loss takes advantages of
+   shape (B, T) as they are.
+
+Rewards: R = ``OutcomeReward`` of the final answer against the row's ``answers``, logged by TRL as the reward
+``outcome``. The dataset (``agent_dataset``) has one row per question: ``prompt`` (the agent's chat), ``answers``
+(gold answers), ``id``.
+
+With ``grpo`` and no shaper the loss equals TRL's own GRPO on the same rollouts (tested).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+from accelerate.utils import gather_object
+from transformers import TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
+
+from agentkit.agent.loop import AgentConfig, agent_prompt, continue_rollout
+from agentkit.agent.trajectory import Trajectory
+from agentkit.engines.hf import HFEngine
+from agentkit.rl.advantages import ESTIMATORS, TurnRewards, estimate
+from agentkit.rl.rewards import OutcomeReward
+from agentkit.tips.potentials import gold_answers
+from agentkit.tools.base import Tool
+
+
+def agent_dataset(tasks: Sequence[Any], tools: dict[str, Tool] | list[Tool], agent: AgentConfig):
+    """One row per task (``Task`` objects or dicts with id, question, answer or answers): the chat the agent
+    starts from, the gold answers, the id. A task without a gold answer is an error naming it."""
+    import datasets
+
+    rows = []
+    for i, t in enumerate(tasks):
+        get = t.get if isinstance(t, dict) else lambda k, d=None, t=t: getattr(t, k, d)
+        task_id = str(get("id", f"task-{i}"))
+        golds = get("answers") or get("answer")
+        rows.append(
+            {
+                "id": task_id,
+                "prompt": agent_prompt(get("question"), tools, agent),
+                "answers": gold_answers(task_id, golds),
+            }
+        )
+    return datasets.Dataset.from_list(rows)
+
+
+def token_advantages(trajs: Sequence[Trajectory], per_turn: Sequence[Sequence[float]], width: int) -> torch.Tensor:
+    """``[B, width]``: turn k's advantage on every token of turn k's model segment, 0 on tool tokens and padding."""
+    out = torch.zeros(len(trajs), width)
+    for row, (t, adv) in enumerate(zip(trajs, per_turn)):
+        pos, turn = 0, -1
+        for seg in t.segments:
+            n = len(seg.token_ids)
+            if seg.kind == "model":
+                turn += 1
+                out[row, pos : pos + n] = adv[min(turn, len(adv) - 1)]
+            pos += n
+    return out
+
+
+def _model_turns(t: Trajectory) -> int:
+    return max(1, sum(s.kind == "model" for s in t.segments))
+
+
+class AgentGRPOTrainer(GRPOTrainer):
+    """GRPO on agent trajectories (see the module docstring).
+
+    Args:
+        model, args, train_dataset, processing_class, callbacks, peft_config: as for ``GRPOTrainer``
+            (``args.num_generations`` = G trajectories per question; ``train_dataset`` from ``agent_dataset``).
+        tools: the tools the agent may call. agent: the rollout's limits and sampling (``n`` is ignored: G comes
+            from ``args``; ``seed`` is offset by the step, so each step draws afresh).
+        engine: the rollout engine; None samples with an ``HFEngine`` on the policy itself.
+        estimator, estimator_options: a name in ``agentkit.rl.advantages.ESTIMATORS`` and its keyword options.
+        shaper: turn rewards beyond the outcome, e.g. ``agentkit.tips.InfoPotentialShaper`` (``potentials`` of the
+            local trajectories, ``shape`` on the gathered batch); None: outcome only.
+        outcome: the outcome reward (default ``OutcomeReward()``: format 0.4 + EM).
+    """
+
+    def __init__(
+        self,
+        model,
+        args: GRPOConfig,
+        train_dataset,
+        *,
+        processing_class,
+        tools: dict[str, Tool] | list[Tool],
+        agent: AgentConfig,
+        engine=None,
+        estimator: str = "grpo",
+        estimator_options: dict[str, Any] | None = None,
+        shaper=None,
+        outcome: OutcomeReward | None = None,
+        callbacks=None,
+        peft_config=None,
+    ):
+        ESTIMATORS.target(estimator)  # an unknown name fails here, before any rollout
+        missing = {"prompt", "answers", "id"} - set(train_dataset.column_names)
+        if missing:
+            raise ValueError(f"train_dataset lacks {sorted(missing)}: build it with agent_dataset")
+        if args.mask_truncated_completions:
+            raise ValueError("mask_truncated_completions: agent turns end at stop strings, not EOS; leave it False")
+        self.agent_tools = tools if isinstance(tools, dict) else {t.name: t for t in tools}
+        self.agent_config = agent
+        self.estimator, self.estimator_options = estimator, dict(estimator_options or {})
+        self.shaper = shaper
+        self.outcome = outcome or OutcomeReward()
+        self._engine, self._engine_step = engine, -1
+        self._rows: list[dict[str, Any]] = []
+        self._trajs: list[Trajectory] = []
+        self._scores: list[dict[str, float]] = []
+        super().__init__(
+            model=model,
+            reward_funcs=[outcome_reward],
+            args=args,
+            train_dataset=train_dataset,
+            processing_class=processing_class,
+            callbacks=callbacks,
+            peft_config=peft_config,
+            rollout_func=_rollout,
+        )
+
+    # ---- rollouts -----------------------------------------------------------------------------------------
+    def rollout_engine(self):
+        """The engine that samples the current policy: built on first use (an HFEngine on the policy's own
+        weights), or the given one with the policy's weights loaded once per optimizer step."""
+        policy = self.accelerator.unwrap_model(self.model)
+        if self._engine is None:
+            self._engine = HFEngine(policy, self.processing_class, name=getattr(policy.config, "name_or_path", None))
+            self._engine_step = -2  # shares the weights: never reloaded
+        elif self._engine_step not in (-2, self.state.global_step):
+            self._engine.load_weights(model=policy)
+            self._engine_step = self.state.global_step
+        return self._engine
+
+    def _rollout(self, prompts: list) -> dict[str, list]:
+        rows = self._rows
+        if len(rows) != len(prompts):
+            raise RuntimeError(f"rollout asked for {len(prompts)} prompts but the batch has {len(rows)} rows")
+        engine = self.rollout_engine()
+        first = self.accelerator.process_index * len(rows)  # each row draws with its own seed on every process
+        trajs = [
+            Trajectory(str(r["id"]), p, engine.encode(p), meta={"sample": first + i})
+            for i, (r, p) in enumerate(zip(rows, prompts))
+        ]
+        cfg = self.agent_config
+        cfg = replace(cfg, seed=None if cfg.seed is None else cfg.seed + 1_000_003 * self.state.global_step)
+        policy = self.accelerator.unwrap_model(self.model)
+        training = policy.training
+        policy.eval()
+        t0 = time.perf_counter()
+        try:
+            continue_rollout(engine, trajs, self.agent_tools, cfg)
+        finally:
+            policy.train(training)
+        seconds = time.perf_counter() - t0
+        self._trajs = trajs
+        self._scores = [self.outcome(t, r["answers"]) for t, r in zip(trajs, rows)]
+        mode = "train" if training else "eval"
+        generated = sum(sum(t.mask) for t in trajs)
+        self._metrics[mode]["rollout/seconds"].append(seconds)
+        self._metrics[mode]["rollout/tokens_per_second"].append(generated / max(seconds, 1e-9))
+        return {
+            "prompt_ids": [t.prompt_ids for t in trajs],
+            "completion_ids": [t.completion_ids for t in trajs],
+            "logprobs": [
+                [lp for s in t.segments for lp in (s.logprobs if s.kind == "model" else [None] * len(s.token_ids))]
+                for t in trajs
+            ],
+            "env_mask": [t.mask for t in trajs],
+            "outcome_score": [s["score"] for s in self._scores],
+        }
+
+    # ---- advantages ---------------------------------------------------------------------------------------
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        self._rows = inputs
+        out = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        trajs, rows = self._trajs, inputs
+        outcomes = [s["score"] for s in self._scores]
+        groups = gather_object([str(r["id"]) for r in rows])
+        if self.shaper is not None:
+            t0 = time.perf_counter()
+            pots = gather_object(self.shaper.potentials(trajs, [r["answers"] for r in rows]))
+            rewards, stats = self.shaper.shape(pots, gather_object(outcomes), self.state.global_step)
+            stats["seconds"] = time.perf_counter() - t0
+            for k, v in stats.items():
+                self._metrics[mode][f"tips/{k}"].append(v)
+        else:
+            rewards = [TurnRewards(r, [0.0] * n) for r, n in zip(outcomes, map(_model_turns, trajs))]
+            rewards = gather_object(rewards)
+        per_turn = estimate(self.estimator, rewards, groups, **self.estimator_options)
+        first = self.accelerator.process_index * len(rows)
+        local = per_turn[first : first + len(rows)]
+        width = out["completion_ids"].shape[1]
+        out["advantages"] = token_advantages(trajs, local, width).to(out["completion_ids"].device)
+        self._log_batch(mode, rewards, trajs)
+        return out
+
+    def _log_batch(self, mode: str, rewards: list[TurnRewards], trajs: list[Trajectory]) -> None:
+        local = self._scores
+        stats = {
+            "outcome/em": [s["em"] for s in local],
+            "outcome/f1": [s["f1"] for s in local],
+            "outcome/format": [float(s["format"] > 0) for s in local],
+            "tools/calls": [float(t.tool_calls) for t in trajs],
+            "tools/turns": [float(_model_turns(t)) for t in trajs],
+        }
+        for name, values in stats.items():
+            everywhere = gather_object(values)
+            self._metrics[mode][name].append(sum(everywhere) / max(1, len(everywhere)))
+        self._metrics[mode]["reward/shaped_return"].append(sum(r.total for r in rewards) / max(1, len(rewards)))
+
+    def close(self) -> None:
+        """Close the rollout engine this trainer built or was given."""
+        if self._engine is not None:
+            self._engine.close()
+
+
+def _rollout(prompts: list, trainer: AgentGRPOTrainer) -> dict[str, list]:
+    """TRL's ``rollout_func``: the trainer's agent rollouts."""
+    return trainer._rollout(prompts)
+
+
+def outcome_reward(prompts=None, completions=None, outcome_score=None, **_) -> list[float]:
+    """TRL's reward function (logged as ``rewards/outcome_reward``): the outcome the rollout computed."""
+    return list(outcome_score)
+
+
+def snapshot(model) -> Any:
+    """A frozen copy of a policy for a lagged teacher (of a PEFT model: its merged weights)."""
+    copied = copy.deepcopy(model)
+    if hasattr(copied, "merge_and_unload"):
+        copied = copied.merge_and_unload()
+    for p in copied.parameters():
+        p.requires_grad_(False)
+    return copied.eval()
+
+
+def refresh_teacher(teacher, policy) -> None:
+    """Give ``teacher`` the policy's current weights, frozen: an HFEngine gets a copy (the policy trains on), any
+    other engine loads them (vLLM saves and reloads them, a copy by nature)."""
+    policy = getattr(policy, "module", policy)  # DDP
+    if isinstance(teacher, HFEngine):
+        teacher.load_weights(model=snapshot(policy))
+    else:
+        teacher.load_weights(model=policy)
+
+
+class TeacherRefresh(TrainerCallback):
+    """TIPS' lagged teacher: every ``every`` optimizer steps it becomes a frozen copy of the current policy
+    (``every`` = 0: never, a fixed teacher)."""
+
+    def __init__(self, teacher, every: int = 200):
+        self.teacher, self.every = teacher, every
+        self.refreshed_at: list[int] = []
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if self.every and state.global_step % self.every == 0:
+            refresh_teacher(self.teacher, model)
+            self.refreshed_at.append(state.global_step)

@@ -1,0 +1,200 @@
+"""AgentGRPOTrainer on the tiny model with scripted rollouts: the batch TRL trains on holds the rollout's own
+ids, tool tokens masked, per-token advantages by turn; outcome GRPO's loss equals TRL's own on the same
+rollouts; a training step moves the weights; the teacher refresh copies the policy."""
+
+import os
+
+import pytest
+import torch
+
+from agentkit.agent import AgentConfig
+from agentkit.errors import AgentkitError
+from agentkit.models import load_model
+from agentkit.testing.scripted import ScriptedEngine
+from agentkit.tools.base import ToolResult
+
+os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
+trl = pytest.importorskip("trl")
+
+Q1, Q2 = "Where was Vel Oskar born?", "Who founded Zentrix?"
+SCRIPT = {
+    Q1: [  # one search then the right answer / no search, a wrong answer
+        ["<search>Vel Oskar</search>", "<answer>Drenholt</answer>"],
+        ["<answer>Kaldoria</answer>"],
+    ],
+    Q2: [
+        ["<search>Zentrix</search>", "<answer>Vel Oskar</answer>"],
+        ["<search>Zentrix</search>", "<answer>x</answer>"],
+    ],
+}
+
+
+class Search:
+    name = "search"
+    description = "search the documents"
+    parameters = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+
+    def __call__(self, query: str) -> ToolResult:
+        return ToolResult(f"[1] {query}: a document about {query}.")
+
+    def close(self):
+        pass
+
+
+def _trainer(tmp_path, estimator="grpo", shaper=None, steps=1, **extra):
+    from trl import GRPOConfig
+
+    from agentkit.rl.trainer import AgentGRPOTrainer, agent_dataset
+
+    model, tok = load_model("tiny-random")
+    agent = AgentConfig(max_turns=3, max_tokens_per_turn=64, max_total_tokens=512, temperature=1.0, seed=0)
+    tools = {"search": Search()}
+    data = agent_dataset(
+        [{"id": "q1", "question": Q1, "answer": "Drenholt"}, {"id": "q2", "question": Q2, "answers": ["Vel Oskar"]}],
+        tools,
+        agent,
+    )
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        num_generations=4,
+        per_device_train_batch_size=8,
+        gradient_accumulation_steps=1,
+        max_steps=steps,
+        learning_rate=1e-2,
+        max_completion_length=512,
+        report_to=[],
+        use_cpu=True,
+        logging_steps=1,
+        save_strategy="no",
+        disable_tqdm=True,
+        **extra,
+    )
+    return AgentGRPOTrainer(
+        model,
+        args,
+        data,
+        processing_class=tok,
+        tools=tools,
+        agent=agent,
+        engine=ScriptedEngine(SCRIPT),
+        estimator=estimator,
+        shaper=shaper,
+    )
+
+
+def _batch(trainer):
+    rows = [trainer.train_dataset[i] for i in (0, 0, 0, 0, 1, 1, 1, 1)]
+    trainer.model.train()
+    return rows, trainer._generate_and_score_completions(rows)
+
+
+def test_batch_holds_rollout_ids_masks_and_turn_advantages(tmp_path):
+    trainer = _trainer(tmp_path)
+    rows, out = _batch(trainer)
+    trajs = trainer._trajs
+    assert {t.answer for t in trajs[:4]} == {"Drenholt", "Kaldoria"}  # the group got different trajectories
+    for i, t in enumerate(trajs):
+        n = len(t.completion_ids)
+        assert out["completion_ids"][i, :n].tolist() == t.completion_ids  # the rollout's ids, not re-tokenised
+        assert out["tool_mask"][i, :n].tolist() == t.mask
+        assert out["prompt_ids"][i, -len(t.prompt_ids) :].tolist() == t.prompt_ids
+    adv = out["advantages"]
+    assert adv.shape == out["completion_ids"].shape
+    for i, t in enumerate(trajs):
+        model_tokens = adv[i][torch.tensor(t.mask + [0] * (adv.shape[1] - len(t.mask))).bool()]
+        right = t.answer in ("Drenholt", "Vel Oskar")
+        assert (model_tokens > 0).all() if right else (model_tokens < 0).all()
+        tool = torch.tensor([1 - m for m in t.mask]).bool()
+        assert (adv[i, : len(t.mask)][tool] == 0).all()  # tool tokens carry no advantage (and are masked)
+    assert trainer._metrics["train"]["outcome/em"][-1] == pytest.approx(
+        sum(t.answer in ("Drenholt", "Vel Oskar") for t in trajs) / 8
+    )
+
+
+def test_outcome_grpo_loss_equals_trl_on_the_same_rollouts(tmp_path):
+    """TRL's own GRPOTrainer given the same trajectories (rollout_func + env_mask) and rewards computes the same
+    loss as AgentGRPOTrainer with the grpo estimator."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    ours = _trainer(tmp_path / "a")
+    rows, out = _batch(ours)
+    trajs, scores = ours._trajs, [s["score"] for s in ours._scores]
+
+    def replay(prompts, trainer):
+        return {
+            "prompt_ids": [t.prompt_ids for t in trajs],
+            "completion_ids": [t.completion_ids for t in trajs],
+            "logprobs": [[0.0] * len(t.completion_ids) for t in trajs],
+            "env_mask": [t.mask for t in trajs],
+        }
+
+    def reward(completions, **_):
+        return scores
+
+    model, tok = load_model("tiny-random")
+    model.load_state_dict(ours.model.state_dict())
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "b"),
+        num_generations=4,
+        per_device_train_batch_size=8,
+        max_completion_length=512,
+        report_to=[],
+        use_cpu=True,
+    )
+    theirs = GRPOTrainer(
+        model,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=ours.train_dataset,
+        processing_class=tok,
+        rollout_func=replay,
+    )
+    theirs.model.train()
+    ref = theirs._generate_and_score_completions(rows)
+    assert torch.allclose(
+        ref["advantages"][:, None].expand_as(out["advantages"]) * out["tool_mask"] * out["completion_mask"],
+        out["advantages"] * out["tool_mask"] * out["completion_mask"],
+        atol=1e-6,
+    )
+    ours.current_gradient_accumulation_steps = theirs.current_gradient_accumulation_steps = 1  # set by train()
+    loss_ours = ours.compute_loss(ours.model, out)
+    loss_theirs = theirs.compute_loss(theirs.model, ref)
+    assert loss_ours.item() == pytest.approx(loss_theirs.item(), abs=1e-6)
+    assert loss_ours.item() != 0
+
+
+def test_training_steps_move_the_weights_and_log(tmp_path):
+    trainer = _trainer(tmp_path, estimator="dr_grpo", steps=2, loss_type="dr_grpo")
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    trainer.train()
+    after = trainer.model.state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    assert trainer._engine.loads == 2  # the rollout engine got the policy's weights once per step
+    logged = [h for h in trainer.state.log_history if "outcome/em" in h]
+    assert len(logged) == 2 and all("grad_norm" in h and "rollout/tokens_per_second" in h for h in logged)
+
+
+def test_bad_configuration(tmp_path):
+    with pytest.raises(AgentkitError, match="unknown advantage estimator 'gpro'"):
+        _trainer(tmp_path, estimator="gpro")
+    with pytest.raises(ValueError, match="mask_truncated_completions"):
+        _trainer(tmp_path, mask_truncated_completions=True)
+    from agentkit.rl.trainer import agent_dataset
+
+    with pytest.raises(AgentkitError, match="task 'q9' has no gold answer"):
+        agent_dataset([{"id": "q9", "question": "?", "answer": ""}], [Search()], AgentConfig())
+
+
+def test_teacher_refresh_copies_the_policy():
+    from agentkit.engines.hf import HFEngine
+    from agentkit.rl.trainer import refresh_teacher
+
+    model, tok = load_model("tiny-random")
+    teacher = HFEngine(model, tok)
+    before = teacher.model
+    refresh_teacher(teacher, model)
+    assert teacher.model is not model and teacher.model is not before  # a frozen copy, not the training policy
+    with torch.no_grad():
+        next(model.parameters()).add_(1.0)
+    assert not torch.equal(next(model.parameters()), next(teacher.model.parameters()))
+    assert not any(p.requires_grad for p in teacher.model.parameters())
