@@ -157,6 +157,8 @@ class AgentGRPOTrainer(GRPOTrainer):
         rows = self._rows
         if len(rows) != len(prompts):
             raise RuntimeError(f"rollout asked for {len(prompts)} prompts but the batch has {len(rows)} rows")
+        policy = self.accelerator.unwrap_model(self.model)
+        training = policy.training  # read first: building or reloading an HFEngine puts its model in eval mode
         engine = self.rollout_engine()
         first = self.accelerator.process_index * len(rows)  # each row draws with its own seed on every process
         trajs = [
@@ -165,8 +167,6 @@ class AgentGRPOTrainer(GRPOTrainer):
         ]
         cfg = self.agent_config
         cfg = replace(cfg, seed=None if cfg.seed is None else cfg.seed + 1_000_003 * self.state.global_step)
-        policy = self.accelerator.unwrap_model(self.model)
-        training = policy.training
         policy.eval()
         t0 = time.perf_counter()
         try:

@@ -41,7 +41,7 @@ class Search:
         pass
 
 
-def _trainer(tmp_path, estimator="grpo", shaper=None, steps=1, **extra):
+def _trainer(tmp_path, estimator="grpo", shaper=None, steps=1, engine="scripted", **extra):
     from trl import GRPOConfig
 
     from agentkit.rl.trainer import AgentGRPOTrainer, agent_dataset
@@ -76,7 +76,7 @@ def _trainer(tmp_path, estimator="grpo", shaper=None, steps=1, **extra):
         processing_class=tok,
         tools=tools,
         agent=agent,
-        engine=ScriptedEngine(SCRIPT),
+        engine=ScriptedEngine(SCRIPT) if engine == "scripted" else engine,
         estimator=estimator,
         shaper=shaper,
     )
@@ -109,6 +109,16 @@ def test_batch_holds_rollout_ids_masks_and_turn_advantages(tmp_path):
     assert trainer._metrics["train"]["outcome/em"][-1] == pytest.approx(
         sum(t.answer in ("Drenholt", "Vel Oskar") for t in trajs) / 8
     )
+
+
+def test_rollouts_by_the_policy_itself_keep_it_training(tmp_path):
+    """Without an engine the policy samples through an HFEngine on its own weights; building that engine must
+    not leave the policy in eval mode for the loss."""
+    trainer = _trainer(tmp_path, engine=None)
+    _, out = _batch(trainer)
+    assert trainer._engine.model is trainer.model and trainer.model.training
+    assert len(trainer._metrics["train"]["rollout/seconds"]) == 1 and not trainer._metrics["eval"]
+    assert out["advantages"].shape == out["completion_ids"].shape
 
 
 def test_outcome_grpo_loss_equals_trl_on_the_same_rollouts(tmp_path):

@@ -1,0 +1,322 @@
+"""tips: TIPS (arXiv 2603.22293) against outcome-only GRPO, on multi-hop search questions, as one resumable recipe.
+
+    base ─ SFT (Tool-Light's stage, ideal search trajectories) ─┬─ grpo, seed s   (outcome reward, grpo)
+                                                                 └─ tips, seed s   (TIPS shaping, tips_segment)
+
+Every run starts from the same warm start, trains ``rl.steps`` GRPO steps with ``AgentGRPOTrainer`` (checkpoints
+every ``rl.save_steps`` under ``state/rl/<run>``; ``--resume`` continues a run from its last checkpoint and skips
+finished runs) and is evaluated greedily on the held-out questions. The report compares the methods across seeds:
+EM / F1 (mean ± std), reward curves, |ΔΦ| and α, KL, gradient norm, and collapse events (a run whose batch
+reward stayed at 0 for five steps, or whose held-out EM ended below its warm start by more than 0.1).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from agentkit.agent import AgentConfig, rollout
+from agentkit.data.multihop import MultiHopKB
+from agentkit.files import atomic_dir
+from agentkit.models import load_model
+from agentkit.plots import pyplot
+from agentkit.recipe import Recipe
+from agentkit.recipes.tips.config import TipsConfig
+from agentkit.tools.search import SearchTool
+
+METHOD_ESTIMATOR = {"grpo": "grpo", "tips": "tips_segment"}
+
+
+class TipsRecipe(Recipe[TipsConfig]):
+    name = "tips"
+    config_cls = TipsConfig
+    description = "TIPS: turn-level information-potential shaping vs outcome-only GRPO for a search agent"
+
+    def setup(self) -> None:
+        c = self.config
+        if c.teacher != "lagged":
+            from agentkit.models.catalog import resolve
+
+            resolve(c.teacher)  # an unknown teacher fails now, before any training
+        kb = MultiHopKB.build(c.kb_seed)
+        corpus = kb.corpus()
+        self.titles = {d["id"]: d["title"] for d in corpus}
+        self.tool = SearchTool(corpus, top_k=c.search_top_k)
+        self.sft_tasks = kb.questions(c.sft_questions, c.sft_seed)
+        self.train_tasks = kb.questions(c.train_questions, c.train_seed)
+        self.test_tasks = kb.questions(c.test_questions, c.test_seed)
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is TRL's documented hook
+
+    # ---- the outer loop -----------------------------------------------------------------------------------
+    def train(self) -> dict[str, Any]:
+        c = self.config
+        start = self._warm_start()
+        metrics = self._evaluate("warm_start", start)
+        runs = [(m, s) for m in c.methods for s in c.seeds]
+        for method, seed in runs:
+            key = f"{method}-s{seed}"
+            if not self.ctx.done("runs").get(key):
+                history = self._rl(method, seed, start, key)
+                self.ctx.record("runs", {key: {"history": history}})
+            metrics.update(self._evaluate(key, self._model_dir(key)))
+        metrics.update(self._compare(runs, metrics))
+        return metrics
+
+    def _model_dir(self, name: str) -> Path:
+        return self.ctx.run_dir / "models" / name
+
+    def _save(self, model, tokenizer, name: str) -> Path:
+        final = self._model_dir(name)
+        if self.ctx.is_main:
+
+            def write(tmp: Path) -> None:
+                model.save_pretrained(tmp)
+                tokenizer.save_pretrained(tmp)
+
+            atomic_dir(final, write)
+        self.ctx.state.wait_for_everyone()
+        return final
+
+    def _warm_start(self) -> Path:
+        """The tool-tuned model every run starts from: init_model, or the SFT stage run once."""
+        c = self.config
+        if c.init_model:
+            return Path(c.init_model)
+        if self.ctx.done("stages").get("sft"):
+            return self._model_dir("sft")
+        from agentkit.toollight.sft import to_sft_dataset, train_sft
+        from agentkit.toollight.sft_data import make_trajectories
+
+        model, tok = load_model(c.model)
+        trajs = make_trajectories(self.sft_tasks, tok, {"search": self.tool}, self.titles)
+        ds = to_sft_dataset(trajs, c.sft.max_length)
+        history, model = train_sft(
+            model, tok, ds, c.sft, self.ctx.run_dir / "state" / "sft", progress=not self.ctx.quiet
+        )
+        path = self._save(model, tok, "sft")
+        self.ctx.record("stages", {"sft": {"history": history, "examples": len(ds)}})
+        return path
+
+    def _agent(self, rollout_turns: bool = True) -> AgentConfig:
+        c, r = self.config, self.config.rl
+        if rollout_turns:
+            return AgentConfig(
+                max_turns=r.max_turns,
+                max_tool_calls=r.max_turns,
+                max_tokens_per_turn=r.max_tokens_per_turn,
+                max_total_tokens=r.max_total_tokens,
+                temperature=r.temperature,
+                top_p=r.top_p,
+                entropy=False,
+            )
+        return AgentConfig(
+            max_turns=c.eval_max_turns,
+            max_tool_calls=c.eval_max_turns,
+            max_tokens_per_turn=c.eval_max_tokens_per_turn,
+            max_total_tokens=c.eval_max_turns * (c.eval_max_tokens_per_turn + 256),
+            temperature=0,
+            entropy=False,
+        )
+
+    # ---- one GRPO run -------------------------------------------------------------------------------------
+    def _rl(self, method: str, seed: int, start: Path, key: str) -> list[dict[str, Any]]:
+        from agentkit.rl.trainer import AgentGRPOTrainer, TeacherRefresh, agent_dataset
+
+        c, r = self.config, self.config.rl
+        model, tok = load_model(str(start))
+        agent = replace(self._agent(), seed=seed)
+        data = agent_dataset(self.train_tasks, [self.tool], agent).shuffle(seed=seed)
+        shaper, callbacks, teacher = None, [], None
+        if method == "tips":
+            shaper, teacher = self._shaper(model, tok)
+            if c.teacher == "lagged":
+                callbacks.append(TeacherRefresh(teacher, c.teacher_refresh))
+        engine = self._rollout_engine(model, tok)
+        out = self.ctx.run_dir / "state" / "rl" / key
+        trainer = AgentGRPOTrainer(
+            model,
+            self._grpo_args(out, seed),
+            data,
+            processing_class=tok,
+            tools=[self.tool],
+            agent=agent,
+            engine=engine,
+            estimator=c.estimator or METHOD_ESTIMATOR[method],
+            shaper=shaper,
+            outcome=c.outcome,
+            callbacks=callbacks,
+            peft_config=_lora(r.lora_r),
+        )
+        resume = any(out.glob("checkpoint-*"))
+        try:
+            trainer.train(resume_from_checkpoint=True if resume else None)
+        finally:
+            trainer.close()
+            if teacher is not None:
+                teacher.close()
+        policy = trainer.model.merge_and_unload() if r.lora_r else trainer.model
+        self._save(policy, tok, key)
+        history = [h for h in trainer.state.log_history if "step" in h]
+        for h in history:
+            self.ctx.log({"run": key, **{k: v for k, v in h.items() if isinstance(v, (int, float))}}, step=h["step"])
+        return history
+
+    def _grpo_args(self, out: Path, seed: int):
+        import torch
+        from trl import GRPOConfig
+
+        r = self.config.rl
+        per_step = r.questions_per_step * r.group_size
+        return GRPOConfig(
+            output_dir=str(out),
+            max_steps=r.steps,
+            num_generations=r.group_size,
+            per_device_train_batch_size=r.micro_batch,
+            gradient_accumulation_steps=per_step // r.micro_batch,
+            learning_rate=r.learning_rate,
+            warmup_steps=r.warmup_ratio,
+            max_grad_norm=r.max_grad_norm,
+            lr_scheduler_type="constant_with_warmup",
+            beta=r.beta,
+            epsilon=r.epsilon,
+            loss_type=r.loss_type,
+            max_completion_length=r.max_total_tokens,
+            temperature=r.temperature,
+            logging_steps=1,
+            save_strategy="steps",
+            save_steps=r.save_steps,
+            save_total_limit=1,
+            seed=seed,
+            data_seed=seed,
+            report_to=[],
+            disable_tqdm=self.ctx.quiet,
+            use_cpu=not torch.cuda.is_available(),
+            bf16=False,
+        )
+
+    def _shaper(self, model, tok):
+        """TIPS' shaper and its teacher engine: a frozen copy of the starting policy (refreshed by a callback)
+        or a fixed model."""
+        from agentkit.engines import make_engine
+        from agentkit.rl.trainer import snapshot
+        from agentkit.tips.shaping import InfoPotentialShaper
+
+        c = self.config
+        if c.teacher == "lagged":
+            teacher = make_engine(c.teacher_engine, snapshot(model), tokenizer=tok, name=c.model)
+        else:
+            teacher = make_engine(c.teacher_engine, c.teacher)
+        policy_tokens = make_engine("hf", model, tokenizer=tok, name=c.model) if c.teacher != "lagged" else None
+        return InfoPotentialShaper(teacher, c.shaping, policy_tokens=policy_tokens), teacher
+
+    def _rollout_engine(self, model, tok):
+        """None: the trainer samples with an HFEngine on the policy itself; vllm: a VLLMEngine it reloads."""
+        if self.config.engine == "hf":
+            return None
+        from agentkit.engines import make_engine
+
+        return make_engine("vllm", model, tokenizer=tok, name=self.config.model)
+
+    # ---- evaluation and report ----------------------------------------------------------------------------
+    def _evaluate(self, name: str, path: Path) -> dict[str, float]:
+        """Greedy agent on the held-out questions: EM, F1, answered, tool calls (recorded once per model)."""
+        rows = self.ctx.done(f"eval_{name}")
+        if not rows and self.ctx.is_main:
+            from agentkit.engines.hf import HFEngine
+
+            model, tok = load_model(str(path))
+            engine = HFEngine(model, tok, name=self.config.model)
+            trajs = rollout(engine, self.test_tasks, [self.tool], self._agent(rollout_turns=False))
+            for task, t in zip(self.test_tasks, trajs):
+                score = self.config.outcome(t, [task.answer])
+                rows[task.id] = {**score, "tool_calls": t.tool_calls, "answered": float(t.answer is not None)}
+            self.ctx.record(f"eval_{name}", rows)
+            engine.close()
+        self.ctx.state.wait_for_everyone()
+        rows = self.ctx.done(f"eval_{name}") or rows
+        out = {
+            f"{name}/{k}": sum(r[k] for r in rows.values()) / len(rows) for k in ("em", "f1", "answered", "tool_calls")
+        }
+        self.ctx.log(out)
+        return out
+
+    def _compare(self, runs: list[tuple[str, int]], metrics: dict[str, Any]) -> dict[str, float]:
+        """Mean ± std over seeds per method, collapse events, the table and the plots."""
+        c = self.config
+        hist = {k: v["history"] for k, v in self.ctx.done("runs").items()}
+        base = metrics["warm_start/em"]
+        out: dict[str, float] = {}
+        lines = [
+            "| method | runs | EM (mean ± std) | F1 (mean ± std) | tool calls | collapses |",
+            "|---|---|---|---|---|---|",
+            f"| warm start | 1 | {base:.3f} | {metrics['warm_start/f1']:.3f} | "
+            f"{metrics['warm_start/tool_calls']:.2f} | — |",
+        ]
+        for method in c.methods:
+            keys = [f"{method}-s{s}" for m, s in runs if m == method]
+            em = [metrics[f"{k}/em"] for k in keys]
+            f1 = [metrics[f"{k}/f1"] for k in keys]
+            calls = [metrics[f"{k}/tool_calls"] for k in keys]
+            collapses = sum(_collapsed(hist.get(k, []), metrics[f"{k}/em"], base) for k in keys)
+            sd = (lambda xs: statistics.stdev(xs) if len(xs) > 1 else 0.0)  # noqa: E731
+            out.update({f"{method}/em_mean": statistics.mean(em), f"{method}/em_std": sd(em)})
+            out.update({f"{method}/f1_mean": statistics.mean(f1), f"{method}/f1_std": sd(f1)})
+            out[f"{method}/collapses"] = collapses
+            lines.append(
+                f"| {method} | {len(keys)} | {statistics.mean(em):.3f} ± {sd(em):.3f} | "
+                f"{statistics.mean(f1):.3f} ± {sd(f1):.3f} | {statistics.mean(calls):.2f} | {collapses} |"
+            )
+        r = c.rl
+        self.ctx.add_section(
+            "Held-out questions after RL (greedy agent)",
+            "\n".join(lines)
+            + f"\n\n{len(self.test_tasks)} held-out questions; each run: {r.steps} steps × {r.questions_per_step} "
+            f"questions × G={r.group_size}, lr {r.learning_rate}, {r.loss_type} loss, β={r.beta}.",
+        )
+        self._plot(hist)
+        return out
+
+    def _plot(self, hist: dict[str, list[dict[str, Any]]]) -> None:
+        plt = pyplot()
+        panels = [
+            ("reward", "outcome reward (batch mean)"),
+            ("outcome/em", "EM of the rollouts"),
+            ("tips/delta_phi_abs", "mean |ΔΦ| (tips)"),
+            ("grad_norm", "gradient norm"),
+        ]
+        fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3))
+        colors = {"grpo": "tab:blue", "tips": "tab:orange"}
+        for ax, (key, title) in zip(axes, panels):
+            for run, rows in sorted(hist.items()):
+                pts = [(h["step"], h[key]) for h in rows if key in h]
+                if pts:
+                    method = run.split("-s")[0]
+                    ax.plot(*zip(*pts), color=colors.get(method), alpha=0.7, label=method)
+            ax.set_title(title)
+            ax.set_xlabel("step")
+        handles = {h.get_label(): h for ax in axes for h in ax.get_lines()}
+        if handles:
+            axes[0].legend(handles.values(), handles.keys())
+        fig.tight_layout()
+        self.ctx.save_plot(fig, "training", "Per-step training curves of every run (one line per seed)")
+
+    def evaluate(self) -> dict[str, Any]:
+        return {}
+
+
+def _collapsed(history: list[dict[str, Any]], em: float, base: float) -> bool:
+    """Five consecutive steps with zero batch reward, or held-out EM more than 0.1 below the warm start."""
+    zeros = longest = 0
+    for h in history:
+        zeros = zeros + 1 if h.get("reward", 1.0) == 0 else 0
+        longest = max(longest, zeros)
+    return longest >= 5 or em < base - 0.1
+
+
+def _lora(r: int):
+    from agentkit.toollight.sft import lora_config
+
+    return lora_config(r)

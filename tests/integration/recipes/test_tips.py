@@ -1,0 +1,50 @@
+"""The tips recipe on the tiny model: SFT warm start, a GRPO and a TIPS run each evaluated, per-step metrics,
+the report; a run interrupted mid-training resumes from its checkpoint and redoes nothing finished."""
+
+import json
+
+import pytest
+
+from agentkit.errors import AgentkitError
+from agentkit.rl.trainer import AgentGRPOTrainer
+from agentkit.runner import run_recipe
+
+
+def test_tips_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch):
+    real = AgentGRPOTrainer._rollout
+    calls = []
+
+    def rollout(self, prompts, crash=[True]):  # noqa: B006 - one crash per test
+        calls.append((self.shaper is not None, self.state.global_step))
+        if self.shaper is not None and self.state.global_step == 1 and crash[0]:
+            crash[0] = False
+            raise KeyboardInterrupt  # the tips run dies in its second step, after checkpoint-1
+        return real(self, prompts)
+
+    monkeypatch.setattr(AgentGRPOTrainer, "_rollout", rollout)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_recipe("tips", [], output_dir=str(out), preset="tiny", quiet=True)
+    assert (out / "state" / "rl" / "tips-s0" / "checkpoint-1").is_dir()
+    assert (out / "models" / "grpo-s0" / "config.json").exists()
+    calls.clear()
+    metrics, run_dir = run_recipe("tips", [], output_dir=str(out), preset="tiny", resume=True, quiet=True)
+    assert calls == [(True, 1)]  # only the tips run's second step: SFT, the grpo run and step 1 were done
+    for key in ("warm_start", "grpo-s0", "tips-s0"):
+        assert f"{key}/em" in metrics and f"{key}/f1" in metrics
+    assert (run_dir / "models" / "tips-s0" / "config.json").exists()
+    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    tips_steps = [r for r in rows if r.get("run") == "tips-s0" and "tips/alpha" in r]
+    assert [r["step"] for r in tips_steps][-2:] == [1, 2]  # the history survived the interruption
+    assert all(r["tips/alpha"] > 0 and "tools/calls" in r and "grad_norm" in r for r in tips_steps)
+    grpo_steps = [r for r in rows if r.get("run") == "grpo-s0" and "outcome/em" in r]
+    assert len(grpo_steps) == 2 and not any("tips/alpha" in r for r in grpo_steps)
+    report = (run_dir / "report.md").read_text()
+    assert "| tips | 1 |" in report and "| grpo | 1 |" in report and "training.png" in report
+
+
+def test_tips_bad_config_fails_before_loading(tmp_path):
+    with pytest.raises(AgentkitError, match="estimator"):
+        run_recipe("tips", ["estimator=gpro"], output_dir=str(tmp_path / "a"), preset="tiny", quiet=True)
+    with pytest.raises(AgentkitError, match="micro_batch"):
+        run_recipe("tips", ["rl.micro_batch=3"], output_dir=str(tmp_path / "b"), preset="tiny", quiet=True)
