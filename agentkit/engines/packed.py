@@ -43,8 +43,9 @@ def group_trunks(contexts: list[list[int]], continuations: list[list[int]]) -> l
     Sorted lexicographically, a context comes right before the contexts it is a prefix of, so one pass
     chains each context to the next while it is a prefix of it.
 
-    >>> [t.rows for t in group_trunks([[1, 2, 3], [1], [1, 2], [4]], [[9]] * 4)]
-    [[1, 2, 0], [3]]
+    Examples:
+        >>> [t.rows for t in group_trunks([[1, 2, 3], [1], [1, 2], [4]], [[9]] * 4)]
+        [[1, 2, 0], [3]]
     """
     order = sorted(range(len(contexts)), key=lambda i: (contexts[i], i))
     chains: list[list[int]] = []

@@ -73,8 +73,9 @@ def _check(batch: Sequence[TurnRewards], groups: Sequence[Hashable]) -> None:
 def grpo(batch: Sequence[TurnRewards], groups: Sequence[Hashable], eps: float = 1e-4) -> list[list[float]]:
     """Group-normalised return on every turn.
 
-    >>> [round(a[0], 4) for a in grpo([TurnRewards(1.0), TurnRewards(0.0), TurnRewards(0.5)], ["q", "q", "q"])]
-    [0.9998, -0.9998, 0.0]
+    Examples:
+        >>> [round(a[0], 4) for a in grpo([TurnRewards(1.0), TurnRewards(0.0), TurnRewards(0.5)], ["q", "q", "q"])]
+        [0.9998, -0.9998, 0.0]
     """
     _check(batch, groups)
     out: list[list[float]] = [[] for _ in batch]
@@ -90,8 +91,9 @@ def grpo(batch: Sequence[TurnRewards], groups: Sequence[Hashable], eps: float = 
 def dr_grpo(batch: Sequence[TurnRewards], groups: Sequence[Hashable]) -> list[list[float]]:
     """Return minus its group mean, on every turn.
 
-    >>> dr_grpo([TurnRewards(1.0, [0.0, 0.0]), TurnRewards(0.0)], ["q", "q"])
-    [[0.5, 0.5], [-0.5]]
+    Examples:
+        >>> dr_grpo([TurnRewards(1.0, [0.0, 0.0]), TurnRewards(0.0)], ["q", "q"])
+        [[0.5, 0.5], [-0.5]]
     """
     _check(batch, groups)
     out: list[list[float]] = [[] for _ in batch]
@@ -121,9 +123,10 @@ def tips_segment(
     """TIPS' segment estimator: the group z-score of the outcome on every turn, plus, on each turn that ended in a
     tool call, the z-score of its shaping reward among the group's trajectories at the same turn index.
 
-    >>> a = tips_segment([TurnRewards(1.0, [0.3, -0.1]), TurnRewards(0.0, [0.1, 0.0])], ["q", "q"])
-    >>> [[round(x, 4) for x in row] for row in a]
-    [[2.0, 1.0], [-2.0, -1.0]]
+    Examples:
+        >>> a = tips_segment([TurnRewards(1.0, [0.3, -0.1]), TurnRewards(0.0, [0.1, 0.0])], ["q", "q"])
+        >>> [[round(x, 4) for x in row] for row in a]
+        [[2.0, 1.0], [-2.0, -1.0]]
     """
     _check(batch, groups)
     out: list[list[float]] = [[] for _ in batch]

@@ -85,15 +85,19 @@ def _model_turns(t: Trajectory) -> int:
 class AgentGRPOTrainer(GRPOTrainer):
     """GRPO on agent trajectories (see the module docstring).
 
+    ``model``, ``args``, ``train_dataset``, ``processing_class``, ``callbacks`` and ``peft_config`` are as for
+    ``GRPOTrainer`` (``args.num_generations`` = G trajectories per question; ``train_dataset`` from
+    ``agent_dataset``).
+
     Args:
-        model, args, train_dataset, processing_class, callbacks, peft_config: as for ``GRPOTrainer``
-            (``args.num_generations`` = G trajectories per question; ``train_dataset`` from ``agent_dataset``).
-        tools: the tools the agent may call. agent: the rollout's limits and sampling (``n`` is ignored: G comes
-            from ``args``; ``seed`` is offset by the step, so each step draws afresh).
+        tools: the tools the agent may call.
+        agent: the rollout's limits and sampling (``n`` is ignored: G comes from ``args``; ``seed`` is offset by
+            the step, so each step draws afresh).
         engine: the rollout engine; None samples with an ``HFEngine`` on the policy itself.
-        estimator, estimator_options: a name in ``agentkit.rl.advantages.ESTIMATORS`` and its keyword options.
-        shaper: turn rewards beyond the outcome, e.g. ``agentkit.tips.InfoPotentialShaper`` (``potentials`` of the
-            local trajectories, ``shape`` on the gathered batch); None: outcome only.
+        estimator: a name in ``agentkit.rl.advantages.ESTIMATORS``.
+        estimator_options: keyword options of the estimator.
+        shaper: turn rewards beyond the outcome, e.g. ``agentkit.tips.shaping.InfoPotentialShaper``
+            (``potentials`` of the local trajectories, ``shape`` on the gathered batch); None: outcome only.
         outcome: the outcome reward (default ``OutcomeReward()``: format 0.4 + EM).
     """
 
@@ -106,10 +110,10 @@ class AgentGRPOTrainer(GRPOTrainer):
         processing_class,
         tools: dict[str, Tool] | list[Tool],
         agent: AgentConfig,
-        engine=None,
+        engine: Any = None,
         estimator: str = "grpo",
         estimator_options: dict[str, Any] | None = None,
-        shaper=None,
+        shaper: Any = None,
         outcome: OutcomeReward | None = None,
         callbacks=None,
         peft_config=None,

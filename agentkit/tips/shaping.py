@@ -48,8 +48,9 @@ class ShapingConfig:
 def warmup_weight(step: int, start: int, warmup: int) -> float:
     """0 before ``start``, rising linearly to 1 over ``warmup`` steps.
 
-    >>> [warmup_weight(s, 2, 4) for s in (0, 2, 3, 6, 9)]
-    [0.0, 0.0, 0.25, 1.0, 1.0]
+    Examples:
+        >>> [warmup_weight(s, 2, 4) for s in (0, 2, 3, 6, 9)]
+        [0.0, 0.0, 0.25, 1.0, 1.0]
     """
     if step < start:
         return 0.0
@@ -59,8 +60,9 @@ def warmup_weight(step: int, start: int, warmup: int) -> float:
 def shaped_turns(potentials: Sequence[float], alpha: float, gamma: float) -> list[float]:
     """α(γΦ_k − Φ_{k-1}) for k = 1..T with Φ_T = 0, from ``[Φ_0, …, Φ_{T-1}]``.
 
-    >>> shaped_turns([-4.0, -1.0], alpha=0.1, gamma=1.0)
-    [0.30000000000000004, 0.1]
+    Examples:
+        >>> shaped_turns([-4.0, -1.0], alpha=0.1, gamma=1.0)
+        [0.30000000000000004, 0.1]
     """
     phis = [*potentials, 0.0]
     return [alpha * (gamma * phis[k] - phis[k - 1]) for k in range(1, len(phis))]

@@ -18,8 +18,8 @@ from agentkit.toollight.sft import SFTSettings
 
 @dataclass
 class RLSettings:
-    """steps: optimizer steps per run. questions_per_step × group_size trajectories per step (G = group_size),
-    trained in micro-batches of micro_batch. learning_rate, warmup_ratio, max_grad_norm: the optimizer. beta: KL
+    """steps: optimizer steps per run. questions_per_step × group_size trajectories per step (G = group_size; over
+    all processes under accelerate), trained in micro-batches of micro_batch per process. learning_rate, warmup_ratio, max_grad_norm: the optimizer. beta: KL
     to the reference (0: no reference model). epsilon: the ratio clip. loss_type: TRL's aggregation (dapo:
     token mean over the batch, grpo: sequence mean, dr_grpo, bnpo). temperature, top_p: sampling.
     max_turns, max_tokens_per_turn, max_total_tokens: the agent's limits. save_steps: checkpoint interval

@@ -169,13 +169,22 @@ class TipsRecipe(Recipe[TipsConfig]):
         from trl import GRPOConfig
 
         r = self.config.rl
-        per_step = r.questions_per_step * r.group_size
+        per_step = r.questions_per_step * r.group_size  # trajectories per optimizer step, over all processes
+        procs = self.ctx.state.num_processes
+        if per_step % (r.micro_batch * procs):
+            from agentkit.errors import AgentkitError
+
+            raise AgentkitError(
+                f"rl: {per_step} trajectories per step do not split into micro-batches of {r.micro_batch} on "
+                f"{procs} processes",
+                "make questions_per_step × group_size a multiple of micro_batch × processes",
+            )
         return GRPOConfig(
             output_dir=str(out),
             max_steps=r.steps,
             num_generations=r.group_size,
             per_device_train_batch_size=r.micro_batch,
-            gradient_accumulation_steps=per_step // r.micro_batch,
+            gradient_accumulation_steps=per_step // (r.micro_batch * procs),
             learning_rate=r.learning_rate,
             warmup_steps=r.warmup_ratio,
             max_grad_norm=r.max_grad_norm,
@@ -261,7 +270,7 @@ class TipsRecipe(Recipe[TipsConfig]):
             f1 = [metrics[f"{k}/f1"] for k in keys]
             calls = [metrics[f"{k}/tool_calls"] for k in keys]
             collapses = sum(_collapsed(hist.get(k, []), metrics[f"{k}/em"], base) for k in keys)
-            sd = (lambda xs: statistics.stdev(xs) if len(xs) > 1 else 0.0)  # noqa: E731
+            sd = lambda xs: statistics.stdev(xs) if len(xs) > 1 else 0.0  # noqa: E731
             out.update({f"{method}/em_mean": statistics.mean(em), f"{method}/em_std": sd(em)})
             out.update({f"{method}/f1_mean": statistics.mean(f1), f"{method}/f1_std": sd(f1)})
             out[f"{method}/collapses"] = collapses

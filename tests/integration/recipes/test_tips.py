@@ -48,3 +48,28 @@ def test_tips_bad_config_fails_before_loading(tmp_path):
         run_recipe("tips", ["estimator=gpro"], output_dir=str(tmp_path / "a"), preset="tiny", quiet=True)
     with pytest.raises(AgentkitError, match="micro_batch"):
         run_recipe("tips", ["rl.micro_batch=3"], output_dir=str(tmp_path / "b"), preset="tiny", quiet=True)
+
+
+def test_tips_under_accelerate_launch_two_processes(tmp_path):
+    """Two CPU processes (gloo): each rolls out half of a step's trajectories, the potentials and advantages are
+    computed over the gathered batch, the main process writes the run."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(root / "configs/accelerate/cpu.yaml"),
+    ]
+    cmd += ["-m", "agentkit", "run", "tips", "--preset", "tiny", "--set", "methods=[tips]", "--output-dir", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if r.get("run") == "tips-s0" and "tips/alpha" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    assert (out / "models" / "tips-s0" / "config.json").exists() and (out / "report.md").exists()
