@@ -32,6 +32,7 @@ EPILOG = """examples:
   agentkit bench serve
   agentkit bench structured
   agentkit bench tips-potentials
+  agentkit bench rl-step
   agentkit uncertainty generate --models smollm2-135m,gemma3-270m --tasks multihop-open:200 --out gens.jsonl
   agentkit uncertainty score gens.jsonl --similarity embedding
 """
@@ -281,6 +282,11 @@ def _parser() -> argparse.ArgumentParser:
     bp.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id (the teacher)")
     bp.add_argument("--trajectories", type=POS_INT, default=32, help="three-search trajectories, 2 answers each")
     bp.add_argument("--out", help="also write the results as JSON here")
+    br = b.add_parser("rl-step", help="one multi-turn GRPO step: agentkit.rl vs TRL's GRPOTrainer(tools=...)")
+    br.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id")
+    br.add_argument("--questions", type=POS_INT, default=8, help="questions per step")
+    br.add_argument("--group", type=_number(int, 2), default=4, help="trajectories per question (G, at least 2)")
+    br.add_argument("--out", help="also write the results as JSON here")
     bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
     bs.add_argument("-n", type=POS_INT, default=50, help="calls per side")
     bs.add_argument("--out", help="also write the results as JSON here")
@@ -594,6 +600,10 @@ def _cmd_bench(a) -> int:
         from agentkit.eval.bench.uncertainty import main as bench_uncertainty
 
         return bench_uncertainty(questions=a.questions, samples=a.samples, out=a.out)
+    if a.target == "rl-step":
+        from agentkit.eval.bench.rl_step import main as bench_rl
+
+        return bench_rl(model=a.model, questions=a.questions, group=a.group, out=a.out)
     if a.target == "tips-potentials":
         from agentkit.eval.bench.tips_potentials import main as bench_tips
 

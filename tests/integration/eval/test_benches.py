@@ -37,3 +37,24 @@ def test_structured_bench_runs_on_the_tiny_model(tiny_engine):
     assert [r["batch"] for r in fixed] == [1, 3]
     assert all(r["free_tokens"] == r["constrained_tokens"] == 8 * r["batch"] for r in fixed)
     assert all(0 < r["grammar_share_of_time"] < 1 and r["ratio"] > 0 for r in rows)
+
+
+def test_tips_potentials_bench_on_the_tiny_model():
+    """`agentkit bench tips-potentials`: the packed potentials equal one pass per (state, answer), for fewer
+    tokens through the model."""
+    from agentkit.eval.bench.tips_potentials import run
+
+    res = run(model="tiny-random", trajectories=2)
+    assert res["trajectories"] == 2 and res["states"] == 8 and res["pairs"] == 16  # 3 searches: 4 states each
+    assert res["max_abs_potential_diff"] < 1e-3
+    assert res["packed"]["tokens"] < 0.5 * res["per-pair"]["tokens"]
+
+
+def test_rl_step_bench_on_the_tiny_model():
+    """`agentkit bench rl-step` end to end: a step of each trainer, and both losses on the same rollouts."""
+    from agentkit.eval.bench.rl_step import run
+
+    res = run(model="tiny-random", questions=1, group=2, turns=2, max_tokens=4)
+    for side in ("agentkit", "trl"):
+        assert res[side]["rollout_seconds"] > 0 and res[side]["model_tokens"] > 0 and res[side]["step_seconds"] > 0
+    assert res["same_rollouts_loss"]["abs_diff"] < 1e-6

@@ -64,6 +64,7 @@ def _trainer(tmp_path, estimator="grpo", shaper=None, steps=1, engine="scripted"
         max_completion_length=512,
         report_to=[],
         use_cpu=True,
+        bf16=False,
         logging_steps=1,
         save_strategy="no",
         disable_tqdm=True,
@@ -150,6 +151,7 @@ def test_outcome_grpo_loss_equals_trl_on_the_same_rollouts(tmp_path):
         max_completion_length=512,
         report_to=[],
         use_cpu=True,
+        bf16=False,
     )
     theirs = GRPOTrainer(
         model,

@@ -47,6 +47,7 @@ def test_compute_loss_uses_per_token_advantages(tmp_path):
             per_device_train_batch_size=2,
             report_to=[],
             use_cpu=True,
+            bf16=False,
             loss_type=loss_type,
         )
         t = GRPOTrainer(
