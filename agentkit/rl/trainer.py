@@ -153,7 +153,7 @@ class AgentGRPOTrainer(GRPOTrainer):
             self._engine = HFEngine(policy, self.processing_class, name=getattr(policy.config, "name_or_path", None))
             self._engine_step = -2  # shares the weights: never reloaded
         elif self._engine_step not in (-2, self.state.global_step):
-            self._engine.load_weights(model=policy)
+            self._engine.load_weights(model=_servable(policy))
             self._engine_step = self.state.global_step
         return self._engine
 
@@ -265,10 +265,13 @@ def refresh_teacher(teacher, policy) -> None:
     """Give ``teacher`` the policy's current weights, frozen: an HFEngine gets a copy (the policy trains on), any
     other engine loads them (vLLM saves and reloads them, a copy by nature)."""
     policy = getattr(policy, "module", policy)  # DDP
-    if isinstance(teacher, HFEngine):
-        teacher.load_weights(model=snapshot(policy))
-    else:
-        teacher.load_weights(model=policy)
+    teacher.load_weights(model=snapshot(policy) if isinstance(teacher, HFEngine) else _servable(policy))
+
+
+def _servable(policy) -> Any:
+    """What another engine can load: the policy itself, or a merged copy of a PEFT policy (whose own
+    ``save_pretrained`` writes only the adapter)."""
+    return snapshot(policy) if hasattr(policy, "merge_and_unload") else policy
 
 
 class TeacherRefresh(TrainerCallback):

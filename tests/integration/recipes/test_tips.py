@@ -10,7 +10,8 @@ from agentkit.rl.trainer import AgentGRPOTrainer
 from agentkit.runner import run_recipe
 
 
-def test_tips_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch):
+@pytest.mark.parametrize("lora", [0, 4])
+def test_tips_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch, lora):
     real = AgentGRPOTrainer._rollout
     calls = []
 
@@ -24,11 +25,13 @@ def test_tips_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch):
     monkeypatch.setattr(AgentGRPOTrainer, "_rollout", rollout)
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
-        run_recipe("tips", [], output_dir=str(out), preset="tiny", quiet=True)
+        run_recipe("tips", [f"rl.lora_r={lora}"], output_dir=str(out), preset="tiny", quiet=True)
     assert (out / "state" / "rl" / "tips-s0" / "checkpoint-1").is_dir()
     assert (out / "models" / "grpo-s0" / "config.json").exists()
     calls.clear()
-    metrics, run_dir = run_recipe("tips", [], output_dir=str(out), preset="tiny", resume=True, quiet=True)
+    metrics, run_dir = run_recipe(
+        "tips", [f"rl.lora_r={lora}"], output_dir=str(out), preset="tiny", resume=True, quiet=True
+    )
     assert calls == [(True, 1)]  # only the tips run's second step: SFT, the grpo run and step 1 were done
     for key in ("warm_start", "grpo-s0", "tips-s0"):
         assert f"{key}/em" in metrics and f"{key}/f1" in metrics
