@@ -28,8 +28,10 @@ import copy
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import safetensors.torch as st
 import torch
 from accelerate.utils import gather_object
 from transformers import TrainerCallback
@@ -276,7 +278,11 @@ def _servable(policy) -> Any:
 
 class TeacherRefresh(TrainerCallback):
     """TIPS' lagged teacher: every ``every`` optimizer steps it becomes a frozen copy of the current policy
-    (``every`` = 0: never, a fixed teacher)."""
+    (``every`` = 0: never, a fixed teacher). An HFEngine teacher is saved with each checkpoint
+    (``teacher.safetensors``) and ``restore`` loads it back, so a resumed run scores with the teacher it had; a
+    teacher on another engine restarts from the resumed policy."""
+
+    FILE = "teacher.safetensors"
 
     def __init__(self, teacher, every: int = 200):
         self.teacher, self.every = teacher, every
@@ -286,3 +292,18 @@ class TeacherRefresh(TrainerCallback):
         if self.every and state.global_step % self.every == 0:
             refresh_teacher(self.teacher, model)
             self.refreshed_at.append(state.global_step)
+
+    def on_save(self, args, state, control, **kwargs):
+        where = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if isinstance(self.teacher, HFEngine) and state.is_world_process_zero and where.is_dir():
+            st.save_model(self.teacher.model, str(where / self.FILE))  # handles tied embeddings
+
+    def restore(self, checkpoint: str | Path) -> bool:
+        """Load the teacher saved with ``checkpoint``; False when there is none (then it stays as it is)."""
+        path = Path(checkpoint) / self.FILE
+        if not (isinstance(self.teacher, HFEngine) and path.is_file()):
+            return False
+        st.load_model(self.teacher.model, str(path))
+        if self.teacher.prefix_cache is not None:
+            self.teacher.prefix_cache.clear()
+        return True

@@ -151,6 +151,10 @@ class TipsRecipe(Recipe[TipsConfig]):
             peft_config=_lora(r.lora_r),
         )
         resume = any(out.glob("checkpoint-*"))
+        if resume and callbacks:
+            from transformers.trainer_utils import get_last_checkpoint
+
+            callbacks[0].restore(get_last_checkpoint(str(out)))
         try:
             trainer.train(resume_from_checkpoint=True if resume else None)
         finally:

@@ -26,7 +26,7 @@ def test_tips_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch, lora):
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
         run_recipe("tips", [f"rl.lora_r={lora}"], output_dir=str(out), preset="tiny", quiet=True)
-    assert (out / "state" / "rl" / "tips-s0" / "checkpoint-1").is_dir()
+    assert (out / "state" / "rl" / "tips-s0" / "checkpoint-1" / "teacher.safetensors").is_file()  # the lagged teacher
     assert (out / "models" / "grpo-s0" / "config.json").exists()
     calls.clear()
     metrics, run_dir = run_recipe(

@@ -210,3 +210,26 @@ def test_teacher_refresh_copies_the_policy():
         next(model.parameters()).add_(1.0)
     assert not torch.equal(next(model.parameters()), next(teacher.model.parameters()))
     assert not any(p.requires_grad for p in teacher.model.parameters())
+
+
+def test_lagged_teacher_is_saved_with_checkpoints_and_restored(tmp_path):
+    from types import SimpleNamespace
+
+    from agentkit.engines.hf import HFEngine
+    from agentkit.rl.trainer import TeacherRefresh, snapshot
+
+    model, tok = load_model("tiny-random")
+    cb = TeacherRefresh(HFEngine(snapshot(model), tok), every=2)
+    args = SimpleNamespace(output_dir=str(tmp_path))
+    state = SimpleNamespace(global_step=4, is_world_process_zero=True)
+    (tmp_path / "checkpoint-4").mkdir()
+    cb.on_step_end(args, state, None, model=model)  # step 4: refreshed from the policy
+    assert cb.refreshed_at == [4]
+    cb.on_save(args, state, None)
+    saved = {k: v.clone() for k, v in cb.teacher.model.state_dict().items()}
+    with torch.no_grad():
+        for p in cb.teacher.model.parameters():
+            p.add_(1.0)
+    assert cb.restore(tmp_path / "checkpoint-4")
+    assert all(torch.equal(saved[k], v) for k, v in cb.teacher.model.state_dict().items())
+    assert not cb.restore(tmp_path / "checkpoint-9")  # no teacher there: left as it is
