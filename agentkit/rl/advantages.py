@@ -16,6 +16,8 @@ Registered estimators (``ESTIMATORS``; third parties add theirs under the entry-
 - ``tips_segment`` (TIPS' ``sgrpo``): A_ik = c_final · z_g(R_i) + c_mid · z_{g,k}(s_ik) for turns k < T_i, and
   c_final · z_g(R_i) on the last turn, where s_ik is turn k's shaping reward and z_{g,k} z-scores it among the
   group's trajectories that reached turn k (population std; 0 when the std is under ε or one trajectory is left).
+  The official ``sgrpo`` z-scores a segment's mean token reward (its turn reward over its length); here the turn
+  reward itself is z-scored, so a long turn's credit is not diluted by its length.
 
 Under potential-based shaping the return is G_i = R_i − αΦ_0 (``agentkit.tips.shaping``) and Φ_0 is the same
 for a group, so ``grpo`` / ``dr_grpo`` on shaped rewards equal them on the outcome alone: shaping reaches the
