@@ -186,16 +186,7 @@ class AgentGRPOTrainer(GRPOTrainer):
         generated = sum(sum(t.mask) for t in trajs)
         self._metrics[mode]["rollout/seconds"].append(seconds)
         self._metrics[mode]["rollout/tokens_per_second"].append(generated / max(seconds, 1e-9))
-        return {
-            "prompt_ids": [t.prompt_ids for t in trajs],
-            "completion_ids": [t.completion_ids for t in trajs],
-            "logprobs": [
-                [lp for s in t.segments for lp in (s.logprobs if s.kind == "model" else [None] * len(s.token_ids))]
-                for t in trajs
-            ],
-            "env_mask": [t.mask for t in trajs],
-            "outcome_score": [s["score"] for s in self._scores],
-        }
+        return {**rollout_fields(trajs), "outcome_score": [s["score"] for s in self._scores]}
 
     # ---- advantages ---------------------------------------------------------------------------------------
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -241,6 +232,30 @@ class AgentGRPOTrainer(GRPOTrainer):
         """Close the rollout engine this trainer built or was given."""
         if self._engine is not None:
             self._engine.close()
+
+
+def rollout_fields(trajs: Sequence[Trajectory]) -> dict[str, list]:
+    """What a TRL ``rollout_func`` returns for these trajectories: the ids as recorded, the sampler's logprobs
+    (None on tool tokens) and ``env_mask`` (0 on tool tokens)."""
+    return {
+        "prompt_ids": [t.prompt_ids for t in trajs],
+        "completion_ids": [t.completion_ids for t in trajs],
+        "logprobs": [
+            [
+                lp
+                for s in t.segments
+                for lp in (s.logprobs if s.kind == "model" and s.logprobs else [None] * len(s.token_ids))
+            ]
+            for t in trajs
+        ],
+        "env_mask": [t.mask for t in trajs],
+    }
+
+
+def replay(trajs: Sequence[Trajectory]):
+    """A ``rollout_func`` for TRL's own ``GRPOTrainer`` that returns these trajectories (in batch order): given
+    the same rollouts and rewards, its outcome-GRPO loss equals ``AgentGRPOTrainer``'s."""
+    return lambda prompts, trainer: rollout_fields(trajs)
 
 
 def _rollout(prompts: list, trainer: AgentGRPOTrainer) -> dict[str, list]:

@@ -204,23 +204,17 @@ def _same_loss(ours, trajs, policy, tok, data, out, questions, group, max_tokens
     import torch
     from trl import GRPOTrainer
 
+    from agentkit.rl.trainer import replay, rollout_fields
+
     by_id = {r["id"]: r for r in data}
     rows = [by_id[t.task_id] for t in trajs]
     scores = [ours.outcome(t, r["answers"])["score"] for t, r in zip(trajs, rows)]
-
-    def replay(prompts, trainer):
-        return {
-            "prompt_ids": [t.prompt_ids for t in trajs],
-            "completion_ids": [t.completion_ids for t in trajs],
-            "logprobs": [[0.0] * len(t.completion_ids) for t in trajs],
-            "env_mask": [t.mask for t in trajs],
-        }
 
     real = ours._rollout
 
     def fixed(prompts):  # our trainer on the same trajectories: no new sampling
         ours._trajs, ours._scores = trajs, [ours.outcome(t, r["answers"]) for t, r in zip(trajs, rows)]
-        return {**replay(prompts, ours), "outcome_score": scores}
+        return {**rollout_fields(trajs), "outcome_score": scores}
 
     ours._rollout = fixed
     theirs = GRPOTrainer(
@@ -229,7 +223,7 @@ def _same_loss(ours, trajs, policy, tok, data, out, questions, group, max_tokens
         args=_args(out, questions, group, max_tokens, turns),
         train_dataset=data,
         processing_class=tok,
-        rollout_func=replay,
+        rollout_func=replay(trajs),
     )
     theirs.model.load_state_dict(ours.model.state_dict())
     for t in (ours, theirs):

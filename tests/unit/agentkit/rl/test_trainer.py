@@ -127,17 +127,11 @@ def test_outcome_grpo_loss_equals_trl_on_the_same_rollouts(tmp_path):
     loss as AgentGRPOTrainer with the grpo estimator."""
     from trl import GRPOConfig, GRPOTrainer
 
+    from agentkit.rl.trainer import replay
+
     ours = _trainer(tmp_path / "a")
     rows, out = _batch(ours)
     trajs, scores = ours._trajs, [s["score"] for s in ours._scores]
-
-    def replay(prompts, trainer):
-        return {
-            "prompt_ids": [t.prompt_ids for t in trajs],
-            "completion_ids": [t.completion_ids for t in trajs],
-            "logprobs": [[0.0] * len(t.completion_ids) for t in trajs],
-            "env_mask": [t.mask for t in trajs],
-        }
 
     def reward(completions, **_):
         return scores
@@ -159,7 +153,7 @@ def test_outcome_grpo_loss_equals_trl_on_the_same_rollouts(tmp_path):
         args=args,
         train_dataset=ours.train_dataset,
         processing_class=tok,
-        rollout_func=replay,
+        rollout_func=replay(trajs),
     )
     theirs.model.train()
     ref = theirs._generate_and_score_completions(rows)
