@@ -283,11 +283,27 @@ class TipsRecipe(Recipe[TipsConfig]):
                 f"{statistics.mean(f1):.3f} ± {sd(f1):.3f} | {statistics.mean(calls):.2f} | {collapses} |"
             )
         r = c.rl
+        per_run = [
+            "| run | EM | F1 | tool calls | answered | training minutes | collapsed |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        minutes = []
+        for method, seed in runs:
+            k = f"{method}-s{seed}"
+            mins = sum(h.get("step_time", 0.0) for h in hist.get(k, [])) / 60
+            minutes.append(mins)
+            per_run.append(
+                f"| {k} | {metrics[k + '/em']:.3f} | {metrics[k + '/f1']:.3f} | {metrics[k + '/tool_calls']:.2f} | "
+                f"{metrics[k + '/answered']:.2f} | {mins:.1f} | {_collapsed(hist.get(k, []), metrics[k + '/em'], base)} |"
+            )
         self.ctx.add_section(
             "Held-out questions after RL (greedy agent)",
             "\n".join(lines)
             + f"\n\n{len(self.test_tasks)} held-out questions; each run: {r.steps} steps × {r.questions_per_step} "
-            f"questions × G={r.group_size}, lr {r.learning_rate}, {r.loss_type} loss, β={r.beta}.",
+            f"questions × G={r.group_size}, lr {r.learning_rate}, {r.loss_type} loss, β={r.beta}"
+            + (f", LoRA r={r.lora_r}" if r.lora_r else "")
+            + f". Training time, all runs: {sum(minutes):.0f} min on {_machine()}.\n\n"
+            + "\n".join(per_run),
         )
         self._plot(hist)
         return out
@@ -327,6 +343,17 @@ def _collapsed(history: list[dict[str, Any]], em: float, base: float) -> bool:
         zeros = zeros + 1 if h.get("reward", 1.0) == 0 else 0
         longest = max(longest, zeros)
     return longest >= 5 or em < base - 0.1
+
+
+def _machine() -> str:
+    """The CPU or GPU this ran on, in a few words (the report's budget line)."""
+    import os
+
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return f"{os.cpu_count()} CPU cores, torch {torch.get_num_threads()} threads"
 
 
 def _lora(r: int):
