@@ -127,6 +127,22 @@ def test_toollight_tiny_preset_on_vllm(tmp_path):
     assert "| dpo-2 | arithmetic |" in (tmp_path / "run" / "report.md").read_text()
 
 
+def test_tips_tiny_preset_with_vllm_rollouts_and_teacher(tmp_path):
+    """GRPO steps whose rollouts come from vLLM (the policy's weights reloaded every step) and whose TIPS
+    potentials a vLLM teacher scores."""
+    r = subprocess.run(
+        [sys.executable, "-m", "agentkit", "run", "tips", "--preset", "tiny", "--quiet", "--set", "engine=vllm"]
+        + ["--set", "teacher_engine=vllm", "--set", "methods=[tips]", "--output-dir", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    steps = [x for x in rows if x.get("run") == "tips-s0" and "tips/alpha" in x]
+    assert [x["step"] for x in steps] == [1, 2] and all(x["rollout/seconds"] > 0 for x in steps)
+
+
 @pytest.mark.slow
 def test_uncertainty_generate_with_a_vllm_member(tmp_path):
     gens = tmp_path / "gens.jsonl"
