@@ -146,11 +146,40 @@ class VLLMEngine(LocalTokenizer):
     def score(
         self, contexts: list[Prompt], continuations: list[str | list[int]], entropy: bool = False
     ) -> list[Scored]:
+        """Teacher forcing through ``prompt_logprobs``, reading vLLM's prefix cache where it is safe.
+
+        vLLM skips its prefix cache for requests that ask for prompt logprobs, as a cached token gets none. Only
+        the continuation's tokens are needed here, so the cache may serve any prefix that ends before the last
+        context token: the rows go in two waves (the first row of each distinct context, then the rest, which
+        find its blocks cached), and a row whose cache hit reached into its continuation (``num_cached_tokens``)
+        is scored again without the cache.
+        """
         ctx_ids = [self.encode(c) for c in contexts]
         cont_ids = self.continuation_ids(continuations)
         k = self.entropy_top_k if entropy else 1
-        sp = self._vllm.SamplingParams(max_tokens=1, prompt_logprobs=k, temperature=0)
-        res = self.llm.generate([{"prompt_token_ids": a + b} for a, b in zip(ctx_ids, cont_ids)], sp, use_tqdm=False)
+        # detokenize=False: vLLM leaves a cached position's entry unset, and decoding it would fail
+        cached = self._vllm.SamplingParams(
+            max_tokens=1, prompt_logprobs=k, temperature=0, skip_reading_prefix_cache=False, detokenize=False
+        )
+        seen: set[tuple[int, ...]] = set()
+        first = [i for i, c in enumerate(ctx_ids) if not (tuple(c) in seen or seen.add(tuple(c)))]
+        rest = [i for i in range(len(ctx_ids)) if i not in set(first)]
+        res: list = [None] * len(ctx_ids)
+        for wave in (first, rest):
+            if wave:
+                outs = self.llm.generate(
+                    [{"prompt_token_ids": ctx_ids[i] + cont_ids[i]} for i in wave], cached, use_tqdm=False
+                )
+                for i, r in zip(wave, outs):
+                    res[i] = r
+        redo = [i for i, r in enumerate(res) if (r.num_cached_tokens or 0) > len(ctx_ids[i]) - 1]
+        if redo:
+            plain = self._vllm.SamplingParams(max_tokens=1, prompt_logprobs=k, temperature=0, detokenize=False)
+            outs = self.llm.generate(
+                [{"prompt_token_ids": ctx_ids[i] + cont_ids[i]} for i in redo], plain, use_tqdm=False
+            )
+            for i, r in zip(redo, outs):
+                res[i] = r
         out = []
         for r, a, b in zip(res, ctx_ids, cont_ids):
             steps = (r.prompt_logprobs or [])[len(a) :]

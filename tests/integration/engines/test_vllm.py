@@ -127,6 +127,21 @@ def test_toollight_tiny_preset_on_vllm(tmp_path):
     assert "| dpo-2 | arithmetic |" in (tmp_path / "run" / "report.md").read_text()
 
 
+def test_nested_scoring_reads_the_prefix_cache(tiny_vllm, tiny_engine):
+    """TIPS potentials with vLLM as teacher: the same values as HFEngine's, with most context tokens served from
+    vLLM's prefix cache (which prompt-logprob requests skip by default)."""
+    from agentkit.eval.bench.tips_potentials import workload
+    from agentkit.tips.potentials import PotentialScorer
+
+    trajs, answers = workload(tiny_engine, 3)
+    before = tiny_vllm.stats().get("cached_prompt_tokens", 0)
+    got = PotentialScorer(tiny_vllm).potentials(trajs, answers)
+    want = PotentialScorer(tiny_engine).potentials(trajs, answers)
+    assert max(abs(a - b) for p, q in zip(got, want) for a, b in zip(p, q)) < 1e-3
+    pairs_tokens = sum(len(s) * 2 for t in trajs for s in PotentialScorer(tiny_engine)._states(t))
+    assert tiny_vllm.stats()["cached_prompt_tokens"] - before > 0.5 * pairs_tokens
+
+
 def test_tips_tiny_preset_with_vllm_rollouts_and_teacher(tmp_path):
     """GRPO steps whose rollouts come from vLLM (the policy's weights reloaded every step) and whose TIPS
     potentials a vLLM teacher scores."""
