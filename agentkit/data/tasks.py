@@ -29,6 +29,20 @@ class Task:
         return asdict(self)
 
 
+def split_held_out(train: list[Task], test: list[Task]) -> tuple[list[Task], list[Task]]:
+    """(train without any question of the test set, the test set without repeats): seeded suites draw questions
+    from a finite world, so two seeds can ask the same question.
+
+    >>> a, b, c = (Task(i, q, "x") for i, q in (("1", "p?"), ("2", "q?"), ("3", "q?")))
+    >>> [[t.id for t in part] for part in split_held_out([a, b], [c, c])]
+    [['1'], ['3']]
+    """
+    seen: dict[str, Task] = {}
+    for t in test:
+        seen.setdefault(t.question, t)
+    return [t for t in train if t.question not in seen], list(seen.values())
+
+
 def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
     atomic_write(Path(path), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 

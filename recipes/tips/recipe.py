@@ -20,6 +20,7 @@ from typing import Any
 
 from agentkit.agent import AgentConfig, rollout
 from agentkit.data.multihop import MultiHopKB
+from agentkit.data.tasks import split_held_out
 from agentkit.files import atomic_dir
 from agentkit.models import load_model
 from agentkit.plots import pyplot
@@ -45,9 +46,10 @@ class TipsRecipe(Recipe[TipsConfig]):
         corpus = kb.corpus()
         self.titles = {d["id"]: d["title"] for d in corpus}
         self.tool = SearchTool(corpus, top_k=c.search_top_k)
-        self.sft_tasks = kb.questions(c.sft_questions, c.sft_seed)
-        self.train_tasks = kb.questions(c.train_questions, c.train_seed)
-        self.test_tasks = kb.questions(c.test_questions, c.test_seed)
+        # held out for real: no test question is trained on, in SFT or in RL (two seeds can draw the same one)
+        test = kb.questions(c.test_questions, c.test_seed)
+        self.sft_tasks, test = split_held_out(kb.questions(c.sft_questions, c.sft_seed), test)
+        self.train_tasks, self.test_tasks = split_held_out(kb.questions(c.train_questions, c.train_seed), test)
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is TRL's documented hook
 
     # ---- the outer loop -----------------------------------------------------------------------------------
@@ -299,7 +301,7 @@ class TipsRecipe(Recipe[TipsConfig]):
         self.ctx.add_section(
             "Held-out questions after RL (greedy agent)",
             "\n".join(lines)
-            + f"\n\n{len(self.test_tasks)} held-out questions; each run: {r.steps} steps × {r.questions_per_step} "
+            + f"\n\n{len(self.test_tasks)} held-out questions (distinct, none of them in the SFT or RL questions); each run: {r.steps} steps × {r.questions_per_step} "
             f"questions × G={r.group_size}, lr {r.learning_rate}, {r.loss_type} loss, β={r.beta}"
             + (f", LoRA r={r.lora_r}" if r.lora_r else "")
             + f". Training time, all runs: {sum(minutes):.0f} min on {_machine()}.\n\n"
