@@ -19,7 +19,7 @@ from typing import Any
 
 from agentkit.agent import AgentConfig
 from agentkit.agent.trajectory import from_dataset, load_jsonl, to_dataset
-from agentkit.data.tasks import load_task_file
+from agentkit.data.tasks import load_task_file, split_held_out
 from agentkit.eval.metrics import necessity
 from agentkit.files import atomic_dir, atomic_write
 from agentkit.models import load_model
@@ -69,9 +69,17 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
                     Group("multihop", suite_tasks("multihop", n_mh, seed, kb), [self.tools["search"]]),
                 ]
 
-            self.sft_groups = groups(c.train_arithmetic, c.train_easy, c.train_multihop, c.train_seed)
-            self.pool = groups(c.pool_arithmetic, c.pool_easy, c.pool_multihop, c.pool_seed)
             self.test = groups(c.test_arithmetic, 0, c.test_multihop, c.test_seed)
+            held = [t for g in self.test for t in g.tasks]
+            # no test question in SFT or in the DPO pool (two seeds over one world can draw the same question)
+            self.sft_groups = [
+                Group(g.name, split_held_out(g.tasks, held)[0], g.tools)
+                for g in groups(c.train_arithmetic, c.train_easy, c.train_multihop, c.train_seed)
+            ]
+            self.pool = [
+                Group(g.name, split_held_out(g.tasks, held)[0], g.tools)
+                for g in groups(c.pool_arithmetic, c.pool_easy, c.pool_multihop, c.pool_seed)
+            ]
             return
 
         self.tools = build_tools(c.tools, c.corpus, top_k=c.search_top_k)  # (corpus checked with the config)
