@@ -3,8 +3,8 @@
 Same model (the embedded SmolLM2-135M, chat template set to TRL's Qwen-2.5 one, which TRL can parse tool calls
 from and whose ``<|im_start|>`` tokens SmolLM2 has), same questions (8 multi-hop questions of suite (b)), same
 search tool, G = 4, up to 3 tool turns (4 model turns), 64 new tokens per turn, temperature 1, the same
-optimizer settings, in the same process. Both prompts carry the same hermes-style worked example (two
-``<tool_call>`` searches, then the answer), which the untuned model imitates. TRL generates with
+optimizer settings, in the same process. Both prompts carry the same worked example as chat messages (two
+searches with their results, then the answer), which the untuned model imitates. TRL generates with
 ``model.generate`` and re-encodes the whole conversation at every tool turn; ``agentkit.rl`` rolls out with
 ``HFEngine`` (KV cache reused across turns, finished rows dropped).
 
@@ -26,16 +26,28 @@ from agentkit.agent.suites import agent_suite
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
+
+def _call(query: str) -> dict:
+    return {"type": "function", "function": {"name": "search", "arguments": {"query": query}}}
+
+
+# A worked two-search exchange as chat messages (tool calls and tool results as the chat template renders them),
+# the same on both sides, so the untuned model calls the tool in the format each trainer parses.
 EXAMPLE = [
     {"role": "user", "content": "In which city was the founder of Morvane Optics born?"},
+    {"role": "assistant", "content": "", "tool_calls": [_call("founder of Morvane Optics")]},
     {
-        "role": "assistant",
-        "content": '<tool_call>\n{"name": "search", "arguments": {"query": "founder of Morvane Optics"}}\n'
-        "</tool_call>\n<tool_response>\n[1] Morvane Optics (doc-morvane-optics)\nMorvane Optics is a company "
-        'founded in 1971 by Tessa Kulir.\n</tool_response>\n<tool_call>\n{"name": "search", "arguments": '
-        '{"query": "Tessa Kulir born"}}\n</tool_call>\n<tool_response>\n[1] Tessa Kulir (doc-tessa-kulir)\n'
-        "Tessa Kulir is an architect born in 1940 in the city of Brevik.\n</tool_response>\nBrevik",
+        "role": "tool",
+        "name": "search",
+        "content": "[1] Morvane Optics (doc-morvane-optics)\nMorvane Optics is a company founded in 1971 by Tessa Kulir.",
     },
+    {"role": "assistant", "content": "", "tool_calls": [_call("Tessa Kulir born")]},
+    {
+        "role": "tool",
+        "name": "search",
+        "content": "[1] Tessa Kulir (doc-tessa-kulir)\nTessa Kulir is an architect born in 1940 in the city of Brevik.",
+    },
+    {"role": "assistant", "content": "Brevik"},
 ]
 
 
