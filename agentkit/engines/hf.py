@@ -526,9 +526,12 @@ class HFEngine(LocalTokenizer):
         if self.share_prefix and len(ctx) > 1:
             trunks = group_trunks(ctx, cont)
             shared = [t for t in trunks if len(t.rows) > 1]
-            if shared:
+            single = [t.rows[0] for t in trunks if len(t.rows) == 1]
+            if shared and growing_only(make_cache(self.model.config)):
+                for trunk in shared:
+                    self._score_trunk(trunk, entropy, results)
+            elif shared:  # sliding-window layers keep only the window in a cache: one masked pass instead
                 self._score_packed(shared, entropy, results)
-                single = [t.rows[0] for t in trunks if len(t.rows) == 1]
         self._score_rows(ctx, cont, single, entropy, results)
         return results  # type: ignore[return-value]
 
@@ -553,6 +556,62 @@ class HFEngine(LocalTokenizer):
                 lp = rows.gather(-1, tok[:, None])[:, 0].tolist() if c else []
                 ent = (-(rows.exp() * rows).sum(-1)).tolist() if entropy else None
                 results[i] = Scored(token_ids=cont[i], logprobs=lp, entropies=ent)
+
+    def _score_trunk(self, trunk: Trunk, entropy: bool, results: list) -> None:
+        """Rows whose contexts are prefixes of ``trunk.ids``: one causal pass over the trunk keeps its keys/values
+        (attention's fast path, no mask), then all rows' continuations go in one batched pass over copies of that
+        cache, each row seeing the trunk up to its own context and its own earlier tokens (a mask over the cache).
+        The first token of a continuation is read from the trunk's logits at its context's last position."""
+        cfg = self.model.config
+        n = len(trunk.ids)
+        firsts = sorted({ln - 1 for ln, c in zip(trunk.ctx_lens, trunk.conts) if c})
+        cache = make_cache(cfg)
+        out = self.model(
+            input_ids=torch.tensor([trunk.ids], device=self.device),
+            use_cache=True,
+            logits_to_keep=torch.tensor(firsts or [n - 1], device=self.device),
+            **{self._cache_kw: cache},
+        )
+        first = out.logits[0].float().log_softmax(-1)  # [len(firsts), V]
+        self.scored_tokens += n
+        rows = [(i, ln, c) for i, ln, c in zip(trunk.rows, trunk.ctx_lens, trunk.conts) if len(c) > 1]
+        rest = None
+        if rows:
+            width = max(len(c) for _, _, c in rows) - 1  # continuation tokens fed (the last is only predicted)
+            ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+            pos = torch.zeros((len(rows), width), dtype=torch.long)
+            allowed = torch.zeros((len(rows), 1, width, n + width), dtype=torch.bool)
+            for b, (_, ln, c) in enumerate(rows):
+                k = len(c) - 1
+                ids[b, :k], pos[b, :k] = torch.tensor(c[:-1]), torch.arange(ln, ln + k)
+                allowed[b, 0, :k, :ln] = True
+                allowed[b, 0, :, n:] = torch.ones(width, width, dtype=torch.bool).tril()
+                self.scored_tokens += k
+            branches = repeat_rows(cache, len(rows), cfg, width)
+            rest = (
+                self.model(
+                    input_ids=ids.to(self.device),
+                    attention_mask=self._mask(allowed, next(self.model.parameters()).dtype),
+                    position_ids=pos.to(self.device),
+                    use_cache=True,
+                    **{self._cache_kw: branches},
+                )
+                .logits.float()
+                .log_softmax(-1)
+            )  # [rows, width, V]
+        slot = {i: b for b, (i, _, _) in enumerate(rows)}
+        for i, ln, c in zip(trunk.rows, trunk.ctx_lens, trunk.conts):
+            if not c:
+                results[i] = Scored(token_ids=[], logprobs=[], entropies=[] if entropy else None)
+                continue
+            parts = [first[firsts.index(ln - 1)][None]]
+            if i in slot:
+                parts.append(rest[slot[i], : len(c) - 1])
+            logp = torch.cat(parts)
+            tok = torch.tensor(c, device=self.device)
+            lp = logp.gather(-1, tok[:, None])[:, 0].tolist()
+            ent = (-(logp.exp() * logp).sum(-1)).tolist() if entropy else None
+            results[i] = Scored(token_ids=c, logprobs=lp, entropies=ent)
 
     def _score_packed(self, trunks: list[Trunk], entropy: bool, results: list) -> None:
         """Score rows whose contexts nest: one packed forward per trunk (``agentkit.engines.packed``), the

@@ -139,7 +139,17 @@ def test_score_nested_contexts_packed(tiny_engine):
         assert g.token_ids == w.token_ids
         assert g.logprobs == pytest.approx(w.logprobs, abs=1e-4)
         assert g.entropies == pytest.approx(w.entropies, abs=1e-4)
-    assert tiny_engine.scored_tokens - before == len(trunk) + 6 + 5  # the trunk once, branches, the lone row
+    # the trunk once, then the continuation tokens fed after it (a continuation's last token is only predicted),
+    # and the lone row in full
+    assert tiny_engine.scored_tokens - before == len(trunk) + 3 + 5
+    # the one-pass packed form (models whose sliding-window layers cannot share a cache) gives the same values
+    from agentkit.engines.packed import group_trunks
+
+    packed: list = [None] * len(ctxs)
+    tiny_engine._score_packed([t for t in group_trunks(ctxs, conts) if len(t.rows) > 1], True, packed)
+    for g, w in zip(packed[:4], want[:4]):
+        assert g.logprobs == pytest.approx(w.logprobs, abs=1e-4)
+        assert g.entropies == pytest.approx(w.entropies, abs=1e-4)
 
 
 def test_context_limit(tiny_engine):
