@@ -269,8 +269,14 @@ def outcome_reward(prompts=None, completions=None, outcome_score=None, **_) -> l
 
 
 def snapshot(model) -> Any:
-    """A frozen copy of a policy for a lagged teacher (of a PEFT model: its merged weights)."""
+    """A frozen copy of a policy for a lagged teacher (of a PEFT model: its merged weights).
+
+    Trainers wrap a model's ``forward`` on the instance (TRL's fused head, accelerate's precision wrappers), in
+    closures that hold the original module: a deep copy would still run the live policy. The copy gets its
+    classes' own ``forward`` back."""
     copied = copy.deepcopy(model)
+    for module in copied.modules():
+        module.__dict__.pop("forward", None)
     if hasattr(copied, "merge_and_unload"):
         copied = copied.merge_and_unload()
     for p in copied.parameters():

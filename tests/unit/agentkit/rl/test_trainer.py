@@ -191,6 +191,25 @@ def test_bad_configuration(tmp_path):
         agent_dataset([{"id": "q9", "question": "?", "answer": ""}], [Search()], AgentConfig())
 
 
+def test_snapshot_of_a_trainer_patched_policy_is_frozen():
+    """TRL patches the policy's forward on the instance (a closure over the original module): the snapshot must
+    run its own copied weights, not the live policy's."""
+    from trl.trainer.utils import add_fused_lm_head
+
+    from agentkit.rl.trainer import snapshot
+
+    model, _ = load_model("tiny-random")
+    add_fused_lm_head(model, outputs=("log_probs", "entropy"))
+    frozen = snapshot(model)
+    ids = torch.tensor([[5, 6, 7, 8]])
+    before = frozen(input_ids=ids).logits
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5)
+    assert torch.equal(frozen(input_ids=ids).logits, before)
+    assert not torch.equal(model(input_ids=ids).logits, before)
+
+
 def test_teacher_refresh_copies_the_policy():
     from agentkit.engines.hf import HFEngine
     from agentkit.rl.trainer import refresh_teacher
