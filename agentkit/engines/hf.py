@@ -47,7 +47,8 @@ class HFEngine(LocalTokenizer):
             (the agent's next turn) encodes only its new tokens; 0 turns it off.
         share_prefix: encode the longest common prefix of a call's prompts (a shared system prompt) once, and
             in ``score`` encode contexts that are prefixes of one another (a trajectory after each of its turns)
-            in one packed pass; False encodes every prompt in full (a baseline for benchmarks).
+            once, scoring every continuation over their keys/values; False encodes every prompt in full (a
+            baseline for benchmarks).
         speculate: draft tokens per row and step by prompt lookup (``_draft``), checked in the same forward pass;
             0 turns it off. Outputs keep their distribution (greedy: the same tokens).
         speculate_tokens: speculate only while rows × (speculate + 1) is at most this (the default: batches of
@@ -551,11 +552,7 @@ class HFEngine(LocalTokenizer):
             logp = logits[:, :-1].float().log_softmax(-1)  # kept index j predicts position L-K+j
             for r, i in enumerate(batch):
                 c = len(cont[i])
-                rows = logp[r, k - 1 - c : k - 1]
-                tok = torch.tensor(cont[i], device=self.device)
-                lp = rows.gather(-1, tok[:, None])[:, 0].tolist() if c else []
-                ent = (-(rows.exp() * rows).sum(-1)).tolist() if entropy else None
-                results[i] = Scored(token_ids=cont[i], logprobs=lp, entropies=ent)
+                results[i] = _scored(logp[r, k - 1 - c : k - 1], cont[i], entropy)
 
     def _score_trunk(self, trunk: Trunk, entropy: bool, results: list) -> None:
         """Rows whose contexts are prefixes of ``trunk.ids``: one causal pass over the trunk keeps its keys/values
@@ -607,11 +604,7 @@ class HFEngine(LocalTokenizer):
             parts = [first[firsts.index(ln - 1)][None]]
             if i in slot:
                 parts.append(rest[slot[i], : len(c) - 1])
-            logp = torch.cat(parts)
-            tok = torch.tensor(c, device=self.device)
-            lp = logp.gather(-1, tok[:, None])[:, 0].tolist()
-            ent = (-(logp.exp() * logp).sum(-1)).tolist() if entropy else None
-            results[i] = Scored(token_ids=c, logprobs=lp, entropies=ent)
+            results[i] = _scored(torch.cat(parts), c, entropy)
 
     def _score_packed(self, trunks: list[Trunk], entropy: bool, results: list) -> None:
         """Score rows whose contexts nest: one packed forward per trunk (``agentkit.engines.packed``), the
@@ -643,18 +636,22 @@ class HFEngine(LocalTokenizer):
             at = 0
             for trunk, rows in zip(batch, reads):
                 for i, cont, idx in zip(trunk.rows, trunk.conts, rows):
-                    part = logp[at : at + len(idx)]
+                    results[i] = _scored(logp[at : at + len(idx)], cont, entropy)
                     at += len(idx)
-                    tok = torch.tensor(cont, device=self.device, dtype=torch.long)
-                    lp = part.gather(-1, tok[:, None])[:, 0].tolist() if cont else []
-                    ent = (-(part.exp() * part).sum(-1)).tolist() if entropy else None
-                    results[i] = Scored(token_ids=cont, logprobs=lp, entropies=ent)
 
     def _mask(self, allowed: torch.Tensor, dtype):
         """A boolean mask as the attention implementation takes it: as is for SDPA, additive for eager."""
         if self.model.config._attn_implementation == "sdpa":
             return allowed.to(self.device)
         return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min).to(self.device)
+
+
+def _scored(logp: torch.Tensor, cont: list[int], entropy: bool) -> Scored:
+    """A continuation's ``Scored`` from the log-probabilities ``[len(cont), V]`` that predict its tokens."""
+    tok = torch.tensor(cont, device=logp.device, dtype=torch.long)
+    lp = logp.gather(-1, tok[:, None])[:, 0].tolist() if cont else []
+    ent = (-(logp.exp() * logp).sum(-1)).tolist() if entropy else None
+    return Scored(token_ids=cont, logprobs=lp, entropies=ent)
 
 
 def _length_groups(lengths: list[int], overhead: int = 48) -> list[list[int]]:

@@ -215,17 +215,15 @@ class AgentGRPOTrainer(GRPOTrainer):
         return out
 
     def _log_batch(self, mode: str, rewards: list[TurnRewards], trajs: list[Trajectory]) -> None:
-        local = self._scores
-        stats = {
-            "outcome/em": [s["em"] for s in local],
-            "outcome/f1": [s["f1"] for s in local],
-            "outcome/format": [float(s["format"] > 0) for s in local],
-            "tools/calls": [float(t.tool_calls) for t in trajs],
-            "tools/turns": [float(_model_turns(t)) for t in trajs],
-        }
-        for name, values in stats.items():
-            everywhere = gather_object(values)
-            self._metrics[mode][name].append(sum(everywhere) / max(1, len(everywhere)))
+        names = ("outcome/em", "outcome/f1", "outcome/format", "tools/calls", "tools/turns")
+        rows = gather_object(  # one collective for all of them: a row per trajectory, every process
+            [
+                (s["em"], s["f1"], float(s["format"] > 0), float(t.tool_calls), float(_model_turns(t)))
+                for s, t in zip(self._scores, trajs)
+            ]
+        )
+        for name, values in zip(names, zip(*rows)):
+            self._metrics[mode][name].append(sum(values) / len(values))
         self._metrics[mode]["reward/shaped_return"].append(sum(r.total for r in rewards) / max(1, len(rewards)))
 
     def close(self) -> None:

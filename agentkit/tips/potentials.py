@@ -125,6 +125,14 @@ class PotentialScorer:
 
     def potentials(self, trajectories: Sequence[Trajectory], answers: Sequence[Sequence[str]]) -> list[list[float]]:
         """``[Φ(s_0), …, Φ(s_{T-1})]`` for each trajectory; ``answers[i]``: trajectory i's gold answers."""
+        contexts, conts, where = self.queries(trajectories, answers)
+        scored = self.teacher.score(contexts, conts) if contexts else []
+        return self.reduce(where, scored, len(trajectories))
+
+    def queries(
+        self, trajectories: Sequence[Trajectory], answers: Sequence[Sequence[str]]
+    ) -> tuple[list[list[int]], list[list[int]], list[tuple[int, int]]]:
+        """Every (state, gold answer) to score: contexts, answer ids, and (trajectory, state) of each."""
         if len(trajectories) != len(answers):
             raise ValueError(f"{len(trajectories)} trajectories but {len(answers)} answer lists")
         limit = self.teacher.max_model_len
@@ -140,17 +148,21 @@ class PotentialScorer:
                         "shorten the answer or use a teacher with a longer context",
                     )
             for k, state in enumerate(self._states(traj)):
-                for m, ids in enumerate(wrapped):
+                for ids in wrapped:
                     keep = limit - len(ids)
                     contexts.append(state[-keep:] if len(state) > keep else state)
                     conts.append(ids)
-                    where.append((i, k, m))
-        scored = self.teacher.score(contexts, conts) if contexts else []
+                    where.append((i, k))
+        return contexts, conts, where
+
+    def reduce(self, where: Sequence[tuple[int, int]], scored: Sequence, n: int) -> list[list[float]]:
+        """The potentials of ``n`` trajectories from the scored ``queries``: log-sum-exp over each state's
+        answers of their (mean or summed) log-probability."""
         per: dict[tuple[int, int], list[float]] = {}
-        for (i, k, _), s in zip(where, scored):
+        for key, s in zip(where, scored):
             total = sum(s.logprobs)
-            per.setdefault((i, k), []).append(total / max(1, len(s.logprobs)) if self.normalize == "mean" else total)
-        out: list[list[float]] = [[] for _ in trajectories]
+            per.setdefault(key, []).append(total / max(1, len(s.logprobs)) if self.normalize == "mean" else total)
+        out: list[list[float]] = [[] for _ in range(n)]
         for (i, _k), values in per.items():  # dict order: states in order within each trajectory
             out[i].append(logsumexp(values))
         return out

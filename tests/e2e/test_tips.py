@@ -5,22 +5,15 @@ trajectories in its own tokens."""
 import math
 
 from agentkit.engines.hf import HFEngine
-from agentkit.eval.bench.tips_potentials import workload
+from agentkit.eval.bench.tips_potentials import per_pair, workload
 from agentkit.tips.potentials import PotentialScorer
-
-
-def _per_pair(engine, scorer, trajs, answers):
-    from agentkit.eval.bench.tips_potentials import _pairs, _potentials
-
-    pairs = _pairs(scorer, trajs, answers)
-    return _potentials(pairs, [engine.score([c], [a])[0] for _, _, c, a in pairs], len(trajs))
 
 
 def test_packed_potentials_equal_per_pair_on_smollm2(smol_engine):
     trajs, answers = workload(smol_engine, 3)
     scorer = PotentialScorer(smol_engine)
     got = scorer.potentials(trajs, answers)
-    want = _per_pair(smol_engine.variant(share_prefix=False), scorer, trajs, answers)
+    want = per_pair(smol_engine.variant(share_prefix=False), scorer, trajs, answers)
     assert [len(p) for p in got] == [4, 4, 4]
     assert max(abs(x - y) for p, q in zip(got, want) for x, y in zip(p, q)) < 1e-3
 
@@ -35,7 +28,7 @@ def test_gemma_teacher_for_a_smollm2_policy(smol_engine):
     assert scorer.same_tokens(trajs[0]) is False
     states = [scorer._states(t) for t in trajs]
     assert max(len(s) for st in states for s in st) > gemma.model.config.get_text_config().sliding_window
-    want = _per_pair(gemma.variant(share_prefix=False), scorer, trajs, answers)
+    want = per_pair(gemma.variant(share_prefix=False), scorer, trajs, answers)
     assert all(math.isfinite(x) for p in got for x in p)
     assert max(abs(x - y) for p, q in zip(got, want) for x, y in zip(p, q)) < 1e-3
     # the gold answer becomes likelier as the searches find it (on average over the trajectories)
