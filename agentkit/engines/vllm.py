@@ -20,7 +20,8 @@ import json
 import os
 import sys
 import tempfile
-from contextlib import contextmanager
+import weakref
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored, topk_entropy
@@ -29,6 +30,11 @@ from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 # llguidance, compact JSON (vLLM writes no spaces: {"a":1}), no properties a schema does not name
 STRUCTURED_OUTPUTS = {"backend": "guidance", "disable_any_whitespace": True, "disable_additional_properties": True}
+
+# Engines whose core runs in this process. They share vLLM's process-wide parallel groups, which an in-process
+# core's shutdown tears down: closing one would break the others ("pipeline model parallel group is not
+# initialized"), so only the last one to close does.
+_IN_PROCESS: weakref.WeakSet = weakref.WeakSet()
 
 
 class VLLMEngine(LocalTokenizer):
@@ -68,7 +74,6 @@ class VLLMEngine(LocalTokenizer):
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "4")  # GiB; vLLM-CPU otherwise takes most of the RAM
         llm_kwargs.setdefault("max_logprobs", max(entropy_top_k, 20))
         llm_kwargs.setdefault("enable_prefix_caching", True)
-        llm_kwargs.setdefault("disable_log_stats", False)  # stats() reads the engine's counters
         llm_kwargs.setdefault("structured_outputs_config", STRUCTURED_OUTPUTS)
         if not torch.cuda.is_available():
             llm_kwargs.setdefault("enforce_eager", True)
@@ -77,10 +82,13 @@ class VLLMEngine(LocalTokenizer):
             llm_kwargs.setdefault("gpu_memory_utilization", 0.3)
         self._llm_kwargs = llm_kwargs
         self.llm = self._load(str(model))
+        if os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0":
+            _IN_PROCESS.add(self)
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = self.llm.llm_engine.model_config.max_model_len
         self.default_stop = stop_strings_for(self.model_name, self.tokenizer)
-        self.counts = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        kinds = "requests prompt_tokens completion_tokens prefill_tokens scored_tokens cached_prompt_tokens"
+        self.counts = dict.fromkeys(kinds.split(), 0)
 
     def _load(self, source: str):
         with _modules_vllm_can_scan():
@@ -137,7 +145,10 @@ class VLLMEngine(LocalTokenizer):
                         stop_reason=o.stop_reason,
                     )
                 )
-            self.counts["prompt_tokens"] += len(r.prompt_token_ids or [])
+            n, hit = len(r.prompt_token_ids or []), r.num_cached_tokens or 0
+            self.counts["prompt_tokens"] += n
+            self.counts["prefill_tokens"] += n - hit
+            self.counts["cached_prompt_tokens"] += hit
             self.counts["completion_tokens"] += sum(c.completion_tokens for c in comps)
             out.append(comps)
         self.counts["requests"] += 1
@@ -172,6 +183,7 @@ class VLLMEngine(LocalTokenizer):
                 )
                 for i, r in zip(wave, outs):
                     res[i] = r
+                self._count_scored(outs)
         redo = [i for i, r in enumerate(res) if (r.num_cached_tokens or 0) > len(ctx_ids[i]) - 1]
         if redo:
             plain = self._vllm.SamplingParams(max_tokens=1, prompt_logprobs=k, temperature=0, detokenize=False)
@@ -180,6 +192,7 @@ class VLLMEngine(LocalTokenizer):
             )
             for i, r in zip(redo, outs):
                 res[i] = r
+            self._count_scored(outs)
         out = []
         for r, a, b in zip(res, ctx_ids, cont_ids):
             steps = (r.prompt_logprobs or [])[len(a) :]
@@ -192,19 +205,17 @@ class VLLMEngine(LocalTokenizer):
             )
         return out
 
+    def _count_scored(self, outs) -> None:
+        for r in outs:
+            hit = r.num_cached_tokens or 0
+            self.counts["scored_tokens"] += len(r.prompt_token_ids or []) - hit
+            self.counts["cached_prompt_tokens"] += hit
+
     def stats(self) -> dict[str, int]:
-        """Our own counts, and vLLM's prefix-cache counters (``cached_prompt_tokens``: prompt tokens whose
-        keys/values came from its cache)."""
-        out = dict(self.counts)
-        try:
-            metrics = {m.name: m for m in self.llm.get_metrics()}
-        except Exception:  # noqa: BLE001 - stats must not fail a run; older vLLM has no get_metrics
-            return out
-        hits = metrics.get("vllm:prefix_cache_hits")
-        if hits is not None and hasattr(hits, "value"):
-            out["cached_prompt_tokens"] = int(hits.value)
-            out["prefill_tokens"] = max(0, out["prompt_tokens"] - out["cached_prompt_tokens"])
-        return out
+        """Our own counts, from each request's output: ``cached_prompt_tokens`` (prompt tokens whose keys/values
+        came from vLLM's prefix cache, in ``generate`` and ``score``). Not vLLM's metrics: their registry is
+        process-wide, and a second engine in the process resets it."""
+        return dict(self.counts)
 
     def load_weights(self, model=None, path: str | None = None) -> None:
         """Reload the weights in place from ``path`` (a saved model directory), or from ``model`` saved to a
@@ -223,9 +234,12 @@ class VLLMEngine(LocalTokenizer):
         llm = self.__dict__.pop("llm", None)
         if llm is None:
             return
+        shared = self in _IN_PROCESS and len(_IN_PROCESS) > 1
+        _IN_PROCESS.discard(self)
         core = getattr(llm.llm_engine, "engine_core", None)
         if core is not None and hasattr(core, "shutdown"):
-            core.shutdown()
+            with _keeping_parallel_groups() if shared else nullcontext():
+                core.shutdown()
         del llm
         if self._tmp is not None:
             self._tmp.cleanup()
@@ -298,3 +312,16 @@ def _modules_vllm_can_scan():
         yield
     finally:
         sys.modules.update(hidden)
+
+
+@contextmanager
+def _keeping_parallel_groups():
+    """An in-process core's shutdown without its teardown of the process-wide groups other engines still use."""
+    from vllm.v1.engine import core
+
+    teardown = core.cleanup_dist_env_and_memory
+    core.cleanup_dist_env_and_memory = lambda *a, **k: None
+    try:
+        yield
+    finally:
+        core.cleanup_dist_env_and_memory = teardown
