@@ -286,6 +286,12 @@ def _parser() -> argparse.ArgumentParser:
     br.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id")
     br.add_argument("--questions", type=POS_INT, default=8, help="questions per step")
     br.add_argument("--group", type=_number(int, 2), default=4, help="trajectories per question (G, at least 2)")
+    br.add_argument(
+        "--warm-start",
+        type=NONNEG_INT,
+        default=96,
+        help="SFT questions that first teach the model the format (0: none)",
+    )
     br.add_argument("--out", help="also write the results as JSON here")
     bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
     bs.add_argument("-n", type=POS_INT, default=50, help="calls per side")
@@ -603,7 +609,7 @@ def _cmd_bench(a) -> int:
     if a.target == "rl-step":
         from agentkit.eval.bench.rl_step import main as bench_rl
 
-        return bench_rl(model=a.model, questions=a.questions, group=a.group, out=a.out)
+        return bench_rl(model=a.model, questions=a.questions, group=a.group, warm_start=a.warm_start, out=a.out)
     if a.target == "tips-potentials":
         from agentkit.eval.bench.tips_potentials import main as bench_tips
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentkit.agent.trajectory import Segment, Trajectory
-from agentkit.engines.base import SamplingParams
+from agentkit.engines.base import SamplingParams, tool_turn_suffix
 from agentkit.tools.base import Tool, ToolResult, openai_schema
 from agentkit.tools.parsers import (
     ToolCall,
@@ -95,6 +95,11 @@ class AgentConfig:
     style: ``tags`` (``<python>…</python>``, the TIR papers) or ``json`` (hermes ``<tool_call>{…}</tool_call>``,
     results in ``<tool_response>``; the tools' JSON schemas are added to the system prompt, and a turn without
     a call is the final answer).
+    tool_turns: where json-style results go. ``inline``: in ``<tool_response>`` tags inside the model's turn,
+    which goes on (generation stops at each ``</tool_call>``). ``chat``: the model ends its turn (end-of-turn
+    token) after its calls, the results go in as the chat template's tool messages and the model goes on in a
+    new assistant turn: what models tuned for native tool calling (Qwen 2.5,
+    Llama 3.1) expect, and how TRL's ``GRPOTrainer(tools=…)`` builds its conversations. Needs a local tokenizer.
     examples: few-shot demonstrations, chat messages placed between the system prompt and the question (small
     models that were never tuned for tools follow the format only when shown it; see ``TIR_EXAMPLES``).
     """
@@ -114,6 +119,7 @@ class AgentConfig:
     system_prompt: str = TIR_SYSTEM_PROMPT
     tool_workers: int = 8
     style: str = "tags"
+    tool_turns: str = "inline"
     examples: list[dict[str, str]] = field(default_factory=list)
 
 
@@ -183,7 +189,14 @@ def continue_rollout(
     start = time.perf_counter()
     if cfg.style not in ("tags", "json"):
         raise ValueError(f"unknown tool-call style {cfg.style!r} (tags or json)")
-    stops = tag_stop_strings(tuple(tools)) if cfg.style == "tags" else ["</tool_call>"]
+    if cfg.tool_turns not in ("inline", "chat") or (cfg.tool_turns == "chat" and cfg.style != "json"):
+        raise ValueError(f"tool_turns={cfg.tool_turns!r}: inline, or chat with style='json'")
+    if cfg.tool_turns == "chat" and getattr(engine, "tokenizer", None) is None:
+        raise ValueError("tool_turns='chat' renders tool messages with the chat template: the engine has no tokenizer")
+    # chat: a turn runs to its end-of-turn token, which the model writes after its calls as the template has it
+    stops = (
+        tag_stop_strings(tuple(tools)) if cfg.style == "tags" else [] if cfg.tool_turns == "chat" else ["</tool_call>"]
+    )
     with ThreadPoolExecutor(max_workers=cfg.tool_workers) as pool:
         for turn in range(cfg.max_turns):
             active = [t for t in trajs if t.finish == "running" and t.meta["turns"] < cfg.max_turns]
@@ -251,8 +264,8 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
         if t.finish == "running" and len(t.completion_ids) >= cfg.max_total_tokens:
             t.finish = "max_tokens"
     results = list(pool.map(lambda tc: _call_tool(tools, *tc), calls))
-    for (t, call), (res, secs) in zip(calls, results):
-        text = format_tag_result(res.output) if cfg.style == "tags" else format_hermes_result(res.output)
+    texts = result_texts(getattr(engine, "tokenizer", None), calls, [res for res, _ in results], cfg)
+    for (t, call), (res, secs), text in zip(calls, results, texts):
         ids = engine.tokenize(text)
         t.segments.append(Segment("tool", text, ids, tool=call.name, arguments=call.arguments, ok=res.ok, seconds=secs))
         t.meta["seconds_tools"] += secs
@@ -269,6 +282,44 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
         )
         if len(t.completion_ids) >= cfg.max_total_tokens:
             t.finish = "max_tokens"
+
+
+def result_texts(tokenizer, calls: list[tuple[Trajectory, ToolCall]], results: list[ToolResult], cfg) -> list[str]:
+    """The text fed back for each call (its trajectory's last segment is the model turn that made it). Inline:
+    each result in its tags, inside the model's turn. Chat: a turn's results together as the chat template's
+    tool messages and the next assistant turn's opening (``tool_turn_suffix``; without the end-of-turn token
+    when the model wrote it), cut into one piece per call at the start of each later result, so that the pieces
+    join to exactly the template's text."""
+    if cfg.style == "tags":
+        return [format_tag_result(r.output) for r in results]
+    if cfg.tool_turns == "inline":
+        return [format_hermes_result(r.output) for r in results]
+    texts = [""] * len(calls)
+    by_traj: dict[int, list[int]] = {}
+    for i, (t, _) in enumerate(calls):
+        by_traj.setdefault(id(t), []).append(i)
+    for idx in by_traj.values():
+        outs = [results[i].output for i in idx]
+        suffix = tool_turn_suffix(tokenizer, [(calls[i][1].name, o) for i, o in zip(idx, outs)])
+        last = calls[idx[0]][0].segments[-1].token_ids[-1:]
+        end = tokenizer.decode(last) if last and last[0] in tokenizer.all_special_ids else ""
+        suffix = suffix[len(end) :] if end and suffix.startswith(end) else suffix
+        for i, piece in zip(idx, _split_at(suffix, [o.strip() for o in outs])):
+            texts[i] = piece
+    return texts
+
+
+def _split_at(text: str, parts: list[str]) -> list[str]:
+    """``text`` cut into ``len(parts)`` pieces, each later piece starting where its part is next found (or, not
+    found, where the part before it ended)."""
+    cuts, pos = [0], 0
+    for part in parts:
+        at = text.find(part, pos)
+        at = pos if at < 0 else at
+        cuts.append(at)
+        pos = at + len(part)
+    cuts = cuts[:1] + cuts[2:]  # the first piece starts at 0, not at its part
+    return [text[a:b] for a, b in zip(cuts, cuts[1:] + [len(text)])]
 
 
 def _over_tool_budget(t: Trajectory, found: list[ToolCall], cfg: AgentConfig) -> bool:

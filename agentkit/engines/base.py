@@ -245,6 +245,34 @@ def encode_prompt(tokenizer, prompt: Prompt) -> list[int]:
     return tokenizer(text, add_special_tokens=False).input_ids
 
 
+_TURN = "AGENTKIT-TURN-7f3a"  # stands for the model's turn, whose own text is already in the sequence
+
+
+def tool_turn_suffix(tokenizer, results: list[tuple[str, str]]) -> str:
+    """The text the chat template puts after an assistant turn that called tools: its end-of-turn, the results
+    as tool messages (``(tool name, output)`` each), and the next assistant turn's opening. For chat-style tool
+    turns (``AgentConfig.tool_turns="chat"``), what TRL's ``GRPOTrainer(tools=…)`` appends too.
+
+    >>> tool_turn_suffix(tok, [("search", "Paris")])  # Qwen 2.5's template  # doctest: +SKIP
+    '<|im_end|>\\n<|im_start|>user\\n<tool_response>\\nParis\\n</tool_response><|im_end|>\\n<|im_start|>assistant\\n'
+    """
+    from agentkit.errors import AgentkitError
+
+    chat = [{"role": "user", "content": "?"}, {"role": "assistant", "content": _TURN}]
+    tools = [{"role": "tool", "name": name, "content": out} for name, out in results]
+    try:
+        text = tokenizer.apply_chat_template(chat + tools, add_generation_prompt=True, tokenize=False)
+    except Exception as e:  # jinja's own errors: templates raise on roles they do not know
+        raise AgentkitError(
+            f"the chat template cannot render tool messages: {e}", "use tool_turns='inline' with this model"
+        ) from e
+    if _TURN not in text or any(out.strip() not in text for _, out in results):
+        raise AgentkitError(
+            "the chat template drops the assistant's text or the tool results", "use tool_turns='inline'"
+        )
+    return text[text.index(_TURN) + len(_TURN) :]
+
+
 def topk_entropy(logprobs: list[float]) -> float:
     """Entropy estimate from the top-k logprobs only: -Σ_{i≤k} p_i log p_i (unnormalised, as Tool-Light does).
 

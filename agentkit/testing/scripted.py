@@ -2,7 +2,7 @@
 
 ``ScriptedEngine({"question text": ["turn 1 reply", "turn 2 reply", ...]})`` answers a prompt whose user
 message contains the question with the reply for the current turn: the number of ``<result>`` or
-``<tool_response>`` blocks already in the assistant's part of the prompt. A question may instead map to a list of
+``<tool_response>`` blocks already after the question. A question may instead map to a list of
 such scripts (``{"q": [["a1", "a2"], ["b1"]]}``): the seed of the first turn picks one (seed mod their number; the agent loop
 seeds each sample of a question differently, so a group gets different trajectories), later turns follow the
 script whose earlier replies the prompt holds. Token ids
@@ -47,8 +47,8 @@ class ScriptedEngine(LocalTokenizer):
             text = self.tokenizer.decode(self.encode(p))
             key = next(k for k in self.script if k in text)
             turns = self.script[key]
-            tail = text.split("<|im_start|>assistant")[-1]
-            done = tail.count("<result>") + tail.count("<tool_response>")  # tool results fed back so far
+            tail = text[text.rindex(key) :]  # after the question: the rollout so far, in one turn or many
+            done = sum(tail.count(m) for m in ("<result>", "<tool_response>", "<|im_start|>tool"))  # results so far
             if turns and isinstance(turns[0], list):  # alternatives: those whose earlier replies are in the
                 fits = [a for a in turns if all(r in tail for r in a[:done])] or turns  # prompt; the seed picks
                 turns = fits[(seed or 0) % len(fits)]

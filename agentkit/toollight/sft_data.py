@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentkit.agent.loop import TIR_SYSTEM_PROMPT
+from agentkit.agent.loop import AgentConfig, agent_prompt, result_texts
 from agentkit.agent.trajectory import Segment, Trajectory
 from agentkit.data.tasks import Task
 from agentkit.engines.base import encode_prompt
-from agentkit.tools.parsers import format_tag_result, parse_tag_call
+from agentkit.tools.parsers import format_hermes_call, parse_answer, parse_tag_call
 
 
 def plan(task: Task, titles: dict[str, str] | None = None) -> list[tuple[str, str | None]]:
@@ -42,27 +42,32 @@ def make_trajectories(
     tokenizer,
     tools: dict[str, Any],
     titles: dict[str, str] | None = None,
-    system_prompt: str = TIR_SYSTEM_PROMPT,
+    agent: AgentConfig | None = None,
     end_token: str | None = None,
 ) -> list[Trajectory]:
-    """Run each task's plan with the real tools and record it as a ``Trajectory``."""
+    """Run each task's plan with the real tools and record it as a ``Trajectory``, in the prompt and tool-call
+    format ``agent`` gives the rollouts (tags by default; ``style="json"``: hermes calls and a plain answer, the
+    results inline or, with ``tool_turns="chat"``, as the chat template's tool messages)."""
+    cfg = agent or AgentConfig()
     end = end_token if end_token is not None else (tokenizer.eos_token or "")
     out = []
     for task in tasks:
-        prompt = [{"role": "system", "content": system_prompt}, {"role": "user", "content": task.question}]
+        prompt = agent_prompt(task.question, tools, cfg)
         traj = Trajectory(task.id, prompt, encode_prompt(tokenizer, prompt), meta={"kind": task.kind, "sft": True})
         steps = plan(task, titles)
         for i, (text, tool) in enumerate(steps):
-            if i == len(steps) - 1:
+            call = parse_tag_call(text, tuple(tools)) if tool else None
+            if cfg.style == "json":
+                text = format_hermes_call(call) if call else parse_answer(text)
+            if i == len(steps) - 1 or (call and cfg.tool_turns == "chat"):  # chat: each turn ends with its token
                 text += end
             traj.segments.append(Segment("model", text, tokenizer(text, add_special_tokens=False).input_ids))
-            if tool is None:
+            if call is None:
                 continue
-            call = parse_tag_call(text, tuple(tools))
             res = tools[tool](**call.arguments)
             if not res.ok:
                 raise RuntimeError(f"task {task.id}: the planned {tool} call failed: {res.output[:200]}")
-            result = format_tag_result(res.output)
+            (result,) = result_texts(tokenizer, [(traj, call)], [res], cfg)
             traj.segments.append(
                 Segment(
                     "tool",

@@ -100,15 +100,21 @@ def parse_answer(text: str) -> str | None:
 
 # ---- JSON style -----------------------------------------------------------------------------------------------
 _HERMES = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.S)
+# The hermes tools block in the words of Qwen 2.5's chat template (tool-tuned models widely share it), so a
+# prompt built here reads as that template's own rendering of the same tools.
 HERMES_TOOLS_PROMPT = (
-    "You can call these functions:\n<tools>\n{tools}\n</tools>\nTo call one, reply with "
-    '<tool_call>{{"name": <function name>, "arguments": <JSON object>}}</tool_call>.'
+    "{intro}\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{tools}\n</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> "
+    'XML tags:\n<tool_call>\n{{"name": <function-name>, "arguments": <args-json-object>}}\n</tool_call>'
 )
 
 
-def hermes_tools_prompt(functions: list[dict[str, Any]]) -> str:
-    """The system text that describes ``functions`` (OpenAI ``function`` objects) in the hermes format."""
-    return HERMES_TOOLS_PROMPT.format(tools="\n".join(json.dumps(f) for f in functions))
+def hermes_tools_prompt(functions: list[dict[str, Any]], intro: str = "You are a helpful assistant.") -> str:
+    """The system text that describes ``functions`` (OpenAI ``function`` objects) in the hermes format, after
+    ``intro``."""
+    tools = "\n".join(json.dumps({"type": "function", "function": f}) for f in functions)
+    return HERMES_TOOLS_PROMPT.format(intro=intro, tools=tools)
 
 
 def format_hermes_result(output: str) -> str:

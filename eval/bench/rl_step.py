@@ -1,12 +1,16 @@
 """``agentkit bench rl-step``: one multi-turn GRPO step of ``agentkit.rl`` against TRL's ``GRPOTrainer(tools=…)``.
 
-Same model (the embedded SmolLM2-135M, chat template set to TRL's Qwen-2.5 one, which TRL can parse tool calls
-from and whose ``<|im_start|>`` tokens SmolLM2 has), same questions (8 multi-hop questions of suite (b)), same
-search tool, G = 4, up to 3 tool turns (4 model turns), 64 new tokens per turn, temperature 1, the same
-optimizer settings, in the same process. Both prompts carry the same worked example as chat messages (two
-searches with their results, then the answer), which the untuned model imitates. TRL generates with
-``model.generate`` and re-encodes the whole conversation at every tool turn; ``agentkit.rl`` rolls out with
-``HFEngine`` (KV cache reused across turns, finished rows dropped).
+Same model, same prompts token for token, same questions (8 multi-hop questions of suite (b)), same search
+tool, G = 4, up to 3 tool turns (4 model turns), 64 new tokens per turn, temperature 1, the same optimizer
+settings, in the same process. The conversation is the chat template's on both sides (Qwen 2.5's, which TRL
+parses tool calls from and whose ``<|im_start|>`` tokens SmolLM2 has): hermes calls, each turn ended by the
+model's end-of-turn token, results as tool messages (``AgentConfig(style="json", tool_turns="chat")``).
+
+The untuned SmolLM2 barely calls tools in this format, so the bench first tunes it to (``warm_start``
+questions, disjoint from the bench's, one SFT epoch on planned trajectories in this very format, the shared
+Tool-Light SFT code); ``warm_start=0`` skips that. TRL generates with ``model.generate`` and re-encodes the
+whole conversation at every tool turn; ``agentkit.rl`` rolls out with ``HFEngine`` (KV cache reused across
+turns, finished rows dropped).
 
 Reported per side: rollout seconds, model-written tokens, rollout tokens/s, step seconds, tool calls per
 trajectory. Then TRL is given agentkit's rollouts (``rollout_func`` replaying them): with outcome GRPO both
@@ -20,35 +24,31 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
+from typing import Any
 
 from agentkit.agent import AgentConfig
 from agentkit.agent.suites import agent_suite
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
-
-def _call(query: str) -> dict:
-    return {"type": "function", "function": {"name": "search", "arguments": {"query": query}}}
+SYSTEM = "You are a helpful assistant."
 
 
-# A worked two-search exchange as chat messages (tool calls and tool results as the chat template renders them),
-# the same on both sides, so the untuned model calls the tool in the format each trainer parses.
-EXAMPLE = [
-    {"role": "user", "content": "In which city was the founder of Morvane Optics born?"},
-    {"role": "assistant", "content": "", "tool_calls": [_call("founder of Morvane Optics")]},
-    {
-        "role": "tool",
-        "name": "search",
-        "content": "[1] Morvane Optics (doc-morvane-optics)\nMorvane Optics is a company founded in 1971 by Tessa Kulir.",
-    },
-    {"role": "assistant", "content": "", "tool_calls": [_call("Tessa Kulir born")]},
-    {
-        "role": "tool",
-        "name": "search",
-        "content": "[1] Tessa Kulir (doc-tessa-kulir)\nTessa Kulir is an architect born in 1940 in the city of Brevik.",
-    },
-    {"role": "assistant", "content": "Brevik"},
-]
+@dataclass
+class SameSchema:
+    """Our side's search tool described by the schema TRL derives from its function, so both prompts match."""
+
+    tool: Any
+    name: str
+    description: str
+    parameters: dict
+
+    def __call__(self, **arguments):
+        return self.tool(**arguments)
+
+    def close(self) -> None:
+        pass
 
 
 def budget(turns: int, max_tokens: int) -> int:
@@ -67,7 +67,8 @@ def _args(out: str, questions: int, group: int, max_tokens: int, turns: int):
         num_generations=group,
         per_device_train_batch_size=questions * group,
         learning_rate=1e-6,
-        loss_type="grpo",
+        loss_type="dapo",  # TRL's default; unlike "grpo" (mean of per-sequence means: −mean A = 0 at the first
+        # iteration) its loss is not zero by construction, so the same-rollouts check compares real values
         max_completion_length=budget(turns, max_tokens),
         max_tool_calling_iterations=turns - 1,
         temperature=1.0,
@@ -81,14 +82,23 @@ def _args(out: str, questions: int, group: int, max_tokens: int, turns: int):
     )
 
 
-def run(model: str = DEFAULT_CHAT_MODEL, questions: int = 8, group: int = 4, turns: int = 4, max_tokens: int = 64):
+def run(
+    model: str = DEFAULT_CHAT_MODEL,
+    questions: int = 8,
+    group: int = 4,
+    turns: int = 4,
+    max_tokens: int = 64,
+    warm_start: int = 96,
+):
     import tempfile
 
     import datasets
     import torch
+    from transformers.utils import get_json_schema
     from trl import GRPOTrainer
     from trl.chat_template_utils import qwen2_5_chat_template
 
+    from agentkit.data.multihop import MultiHopKB
     from agentkit.models import load_model
     from agentkit.rl.rewards import OutcomeReward
     from agentkit.rl.trainer import AgentGRPOTrainer, agent_dataset
@@ -98,7 +108,7 @@ def run(model: str = DEFAULT_CHAT_MODEL, questions: int = 8, group: int = 4, tur
     tok.chat_template = qwen2_5_chat_template
     agent = AgentConfig(
         style="json",
-        examples=EXAMPLE,
+        tool_turns="chat",
         max_turns=turns,
         max_tool_calls=turns - 1,
         max_tokens_per_turn=max_tokens,
@@ -109,20 +119,33 @@ def run(model: str = DEFAULT_CHAT_MODEL, questions: int = 8, group: int = 4, tur
     )
     outcome = OutcomeReward()
     res: dict = {"model": model, "questions": questions, "group": group, "max_model_turns": turns}
+    kb = MultiHopKB.build(0)
     with (
-        agent_suite("multihop", questions, seed=5, few_shot=False, top_k=1) as suite,
+        agent_suite("multihop", questions, seed=5, few_shot=False, kb=kb, top_k=1) as suite,
         tempfile.TemporaryDirectory() as tmp,
     ):
-        tool = suite.tool
-        data = agent_dataset(suite.tasks, [tool], agent)
 
-        def search(query: str) -> str:
+        def search(query: str):
             """Search the documents.
 
             Args:
                 query: what to look for.
             """
-            return tool(query=query).output
+            return suite.tool(query=query).output
+
+        fn = get_json_schema(search)["function"]
+        tool = SameSchema(suite.tool, fn["name"], fn["description"], fn["parameters"])
+        data = agent_dataset(suite.tasks, [tool], agent)
+        trl_prompts = [
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": t.question}] for t in suite.tasks
+        ]
+        ours_text = tok.apply_chat_template(data[0]["prompt"], add_generation_prompt=True, tokenize=False)
+        trl_text = tok.apply_chat_template(trl_prompts[0], tools=[search], add_generation_prompt=True, tokenize=False)
+        if ours_text != trl_text:
+            raise RuntimeError("the two trainers' prompts differ:\n" + ours_text + "\n---\n" + trl_text)
+        res["prompt_tokens"] = len(tok(ours_text, add_special_tokens=False).input_ids)
+        if warm_start:
+            res["warm_start"] = _warm_start(policy, tok, kb, suite, tool, agent, warm_start, f"{tmp}/sft")
 
         # ---- agentkit.rl ----
         print("agentkit.rl: one step …", file=sys.stderr, flush=True)
@@ -152,7 +175,7 @@ def run(model: str = DEFAULT_CHAT_MODEL, questions: int = 8, group: int = 4, tur
         # ---- TRL's GRPOTrainer(tools=…) ----
         print(f"agentkit.rl: {res['agentkit']}\nTRL GRPOTrainer(tools=…): one step …", file=sys.stderr, flush=True)
         trl_data = datasets.Dataset.from_list(
-            [{"prompt": [*EXAMPLE, {"role": "user", "content": t.question}], "answer": t.answer} for t in suite.tasks]
+            [{"prompt": p, "answer": t.answer} for p, t in zip(trl_prompts, suite.tasks)]
         )
 
         def reward(completions, answer, **_):
@@ -210,6 +233,23 @@ def run(model: str = DEFAULT_CHAT_MODEL, questions: int = 8, group: int = 4, tur
     return res
 
 
+def _warm_start(policy, tok, kb, suite, tool, agent, n: int, out: str) -> dict:
+    """Tune ``policy`` in place to call the tool in the bench's format: one SFT epoch on ``n`` planned
+    trajectories of other questions of the same world (the shared Tool-Light SFT code)."""
+    from agentkit.data.tasks import split_held_out
+    from agentkit.toollight.sft import SFTSettings, to_sft_dataset, train_sft
+    from agentkit.toollight.sft_data import make_trajectories
+
+    print(f"warm start: one SFT epoch on {n} planned trajectories …", file=sys.stderr, flush=True)
+    train, _ = split_held_out(kb.questions(n, 300), suite.tasks)
+    titles = {d["id"]: d["title"] for d in kb.corpus()}
+    trajs = make_trajectories(train, tok, {tool.name: tool}, titles, agent)
+    t0 = time.perf_counter()
+    history, _ = train_sft(policy, tok, to_sft_dataset(trajs), SFTSettings(epochs=1), out, progress=False)
+    losses = [h["loss"] for h in history if "loss" in h]
+    return {"examples": len(trajs), "seconds": round(time.perf_counter() - t0, 1), "loss": [losses[0], losses[-1]]}
+
+
 def _same_loss(ours, trajs, policy, tok, data, out, questions, group, max_tokens, turns) -> dict:
     """Our batch from ``trajs`` and TRL's batch from the same trajectories (replayed through ``rollout_func``,
     rewards = our outcome), both losses on the same weights."""
@@ -246,17 +286,22 @@ def _same_loss(ours, trajs, policy, tok, data, out, questions, group, max_tokens
     with torch.no_grad():
         la, lb = ours.compute_loss(ours.model, a).item(), theirs.compute_loss(theirs.model, b).item()
     ours._rollout = real
-    return {"agentkit": la, "trl": lb, "abs_diff": abs(la - lb)}
+    mask = (b["completion_mask"] * b.get("tool_mask", 1)).bool()  # the model's tokens, where TRL's loss reads
+    adv = (a["advantages"] - b["advantages"][:, None])[mask].abs().max().item()  # ours (B, T), TRL's (B,)
+    return {"agentkit": la, "trl": lb, "abs_diff": abs(la - lb), "max_token_advantage_diff": adv}
 
 
-def main(model: str = DEFAULT_CHAT_MODEL, questions: int = 8, group: int = 4, out: str | None = None) -> int:
-    res = run(model, questions, group)
+def main(
+    model: str = DEFAULT_CHAT_MODEL, questions: int = 8, group: int = 4, warm_start: int = 96, out: str | None = None
+) -> int:
+    res = run(model, questions, group, warm_start=warm_start)
     print(json.dumps(res, indent=2))
     a, b = res["agentkit"], res["trl"]
     print(
         f"\nrollouts: agentkit.rl {a['rollout_tokens_per_s']} tokens/s vs TRL {b['rollout_tokens_per_s']} tokens/s "
         f"({res['rollout_throughput_ratio']}x); step {a['step_seconds']} s vs {b['step_seconds']} s; "
-        f"same-rollout loss difference {res['same_rollouts_loss']['abs_diff']:.1e}"
+        f"same-rollout loss difference {res['same_rollouts_loss']['abs_diff']:.1e}, "
+        f"token advantages {res['same_rollouts_loss']['max_token_advantage_diff']:.1e}"
     )
     write_json(out, res)
     return 0

@@ -157,6 +157,50 @@ def test_json_style_tool_calls(python_tool):
         rollout(eng, ["json please"], [python_tool], AgentConfig(style="xml"))
 
 
+def test_chat_tool_turns_follow_the_chat_template(python_tool):
+    """tool_turns="chat": the model's turn ends after its call, the result comes back as the template's tool
+    message, the answer is a new assistant turn; the ids are the template's rendering of that conversation."""
+    call = '<tool_call>{"name": "python", "arguments": {"code": "print(17 * 23)"}}</tool_call><|im_end|>'
+    eng = ScriptedEngine({"json please": [call, "The result is 391.<|im_end|>"]})
+    cfg = AgentConfig(style="json", tool_turns="chat", max_turns=4)
+    (t,) = rollout(eng, ["json please"], [python_tool], cfg)
+    assert (
+        t.finish == "answer"
+        and t.tool_calls == 1
+        and t.mask
+        == [1] * len(t.segments[0].token_ids) + [0] * len(t.segments[1].token_ids) + [1] * len(t.segments[2].token_ids)
+    )
+    assert t.segments[1].text == "\n<|im_start|>tool\n391\n<|im_end|>\n<|im_start|>assistant\n"
+    chat = t.prompt + [
+        {"role": "assistant", "content": call.removesuffix("<|im_end|>")},
+        {"role": "tool", "name": "python", "content": "391\n"},
+    ]
+    n = len(t.prompt_ids) + len(t.segments[0].token_ids) + len(t.segments[1].token_ids)
+    assert (t.prompt_ids + t.completion_ids)[:n] == eng.encode(chat)
+    for bad in (AgentConfig(tool_turns="chat"), AgentConfig(style="json", tool_turns="turns")):
+        with pytest.raises(ValueError, match="tool_turns"):
+            rollout(eng, ["json please"], [python_tool], bad)
+
+
+def test_tool_turn_suffix_errors_and_pieces(tiny_engine):
+    from agentkit.agent.loop import _split_at
+    from agentkit.engines.base import tool_turn_suffix
+    from agentkit.errors import AgentkitError
+
+    text = tool_turn_suffix(tiny_engine.tokenizer, [("search", "A"), ("python", "B")])
+    assert text == "<|im_end|>\n<|im_start|>tool\nA<|im_end|>\n<|im_start|>tool\nB<|im_end|>\n<|im_start|>assistant\n"
+    pieces = _split_at(text, ["A", "B"])
+    assert "".join(pieces) == text and pieces[1].startswith("B") and pieces[0].endswith("tool\n")
+    assert "".join(_split_at(text, ["A", "missing"])) == text
+
+    class NoTools:  # like Gemma 3's template, which raises on roles other than user and model
+        def apply_chat_template(self, chat, **_):
+            raise ValueError("Conversation roles must alternate user/assistant/user/assistant/...")
+
+    with pytest.raises(AgentkitError, match="cannot render tool messages"):
+        tool_turn_suffix(NoTools(), [("search", "A")])
+
+
 def test_few_shot_examples_sit_between_system_and_question(python_tool):
     shots = [{"role": "user", "content": "What is 1+1?"}, {"role": "assistant", "content": "<answer>2</answer>"}]
     (t,) = rollout(ScriptedEngine(SCRIPT), ["17 x 23"], [python_tool], AgentConfig(examples=shots))

@@ -111,3 +111,32 @@ def test_train_sft_leaves_a_plain_model_that_copies_safely(trajs, tiny_engine, t
         twin.lm_head.weight.mul_(2.0)
         ids = torch.tensor([[1, 2, 3]])
         assert not torch.allclose(twin(input_ids=ids).logits, trained(input_ids=ids).logits)
+
+
+def test_json_chat_style_is_the_rollout_format(tiny_engine):
+    """With the rollout's json/chat format the planned calls are hermes calls, the results the template's tool
+    messages, the answer plain text: the same ids as the template's rendering of that conversation."""
+    from agentkit.agent import AgentConfig
+    from agentkit.engines.base import encode_prompt
+
+    kb = MultiHopKB.build(0)
+    corpus = kb.corpus()
+    tool = SearchTool(corpus, top_k=1)
+    (task,) = kb.questions(1, 5)
+    cfg = AgentConfig(style="json", tool_turns="chat")
+    (t,) = make_trajectories(
+        [task], tiny_engine.tokenizer, {"search": tool}, {d["id"]: d["title"] for d in corpus}, cfg
+    )
+    hops = len(task.meta["support"])
+    assert t.tool_calls == hops and t.segments[-1].text == task.answer + tiny_engine.tokenizer.eos_token
+    assert t.segments[0].text.startswith('<tool_call>{"name": "search", "arguments": {"query": ')
+    chat = list(t.prompt)
+    for call, result in zip(t.segments[0:-1:2], t.segments[1::2]):
+        assert call.text.endswith(tiny_engine.tokenizer.eos_token)  # the model ends its turn after the call
+        chat += [
+            {"role": "assistant", "content": call.text.removesuffix(tiny_engine.tokenizer.eos_token)},
+            {"role": "tool", "name": "search", "content": ""},
+        ]
+        chat[-1]["content"] = tool(**result.arguments).output
+    n = len(t.prompt_ids + t.completion_ids) - len(t.segments[-1].token_ids)
+    assert (t.prompt_ids + t.completion_ids)[:n] == encode_prompt(tiny_engine.tokenizer, chat)
