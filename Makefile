@@ -77,6 +77,8 @@ bench: setup
 	$(VENV)/bin/agentkit bench uncertainty --out outputs/bench/uncertainty.json
 	$(VENV)/bin/agentkit bench toollight-sampling --out outputs/bench/toollight-sampling.json
 	$(VENV)/bin/agentkit bench structured --out outputs/bench/structured.json
+	$(VENV)/bin/agentkit bench tips-potentials --out outputs/bench/tips-potentials.json
+	$(VENV)/bin/agentkit bench rl-step --out outputs/bench/rl-step.json
 
 # ruff check, and the formatter in check mode (ruff is pinned to a minor version: its style changes only there)
 lint: setup

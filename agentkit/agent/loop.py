@@ -98,8 +98,8 @@ class AgentConfig:
     tool_turns: where json-style results go. ``inline``: in ``<tool_response>`` tags inside the model's turn,
     which goes on (generation stops at each ``</tool_call>``). ``chat``: the model ends its turn (end-of-turn
     token) after its calls, the results go in as the chat template's tool messages and the model goes on in a
-    new assistant turn: what models tuned for native tool calling (Qwen 2.5,
-    Llama 3.1) expect, and how TRL's ``GRPOTrainer(tools=…)`` builds its conversations. Needs a local tokenizer.
+    new assistant turn: what models tuned for native tool calling (Qwen 2.5, Llama 3.1) expect, and how TRL's
+    ``GRPOTrainer(tools=…)`` builds its conversations. Needs a local tokenizer.
     examples: few-shot demonstrations, chat messages placed between the system prompt and the question (small
     models that were never tuned for tools follow the format only when shown it; see ``TIR_EXAMPLES``).
     """
