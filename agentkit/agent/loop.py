@@ -88,7 +88,9 @@ class AgentConfig:
 
     max_turns: model turns per trajectory. max_tool_calls: tool calls per trajectory. max_tokens_per_turn:
     new tokens per model turn. max_total_tokens: completion tokens per trajectory, tool results included.
-    max_wall_s: wall time of the whole rollout; unfinished trajectories end as ``wall_time``.
+    max_wall_s: wall time of the whole rollout; unfinished trajectories end as ``wall_time``. No limit by default:
+    turns and tokens bound the work, and a batch job on a slow or busy machine must not lose its trajectories
+    (the server sets 600 s per request).
     max_calls_per_tool: calls of each named tool per trajectory (Tool-Light samples with at most 4 python and
     4 search calls); a call over either budget ends the trajectory as ``max_tool_calls``.
     n: trajectories per task. tool_workers: tool calls run at once.
@@ -108,7 +110,7 @@ class AgentConfig:
     max_tool_calls: int = 4
     max_tokens_per_turn: int = 256
     max_total_tokens: int = 1024
-    max_wall_s: float = 600.0
+    max_wall_s: float = float("inf")
     max_calls_per_tool: dict[str, int] = field(default_factory=dict)
     n: int = 1
     temperature: float = 0.0

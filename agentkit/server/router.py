@@ -128,7 +128,7 @@ def create_app(
         return _respond(req, resp)
 
     async def run_agent(req: ChatCompletionRequest):
-        cfg = agent_config or AgentConfig()
+        cfg = agent_config or AgentConfig(max_wall_s=600.0)  # a request's agent gives up after 10 minutes
         for field in ("response_format", "structured_outputs", "tools"):
             if getattr(req, field) is not None:  # its turns are the agent's own format; its answer is text
                 raise RequestError(400, f"the agent model {req.model!r} does not take {field}", param=field)

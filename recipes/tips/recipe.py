@@ -103,12 +103,9 @@ class TipsRecipe(Recipe[TipsConfig]):
         return path
 
     def _agent(self, rollout_turns: bool = True) -> AgentConfig:
-        # No wall-time limit: turns and tokens bound the work, and a slow or suspended machine must not end
-        # every trajectory of a step (zero reward, no update) or of the evaluation early.
-        c, r, wall = self.config, self.config.rl, float("inf")
+        c, r = self.config, self.config.rl
         if rollout_turns:
             return AgentConfig(
-                max_wall_s=wall,
                 max_turns=r.max_turns,
                 max_tool_calls=r.max_turns,
                 max_tokens_per_turn=r.max_tokens_per_turn,
@@ -118,7 +115,6 @@ class TipsRecipe(Recipe[TipsConfig]):
                 entropy=False,
             )
         return AgentConfig(
-            max_wall_s=wall,
             max_turns=c.eval_max_turns,
             max_tool_calls=c.eval_max_turns,
             max_tokens_per_turn=c.eval_max_tokens_per_turn,

@@ -206,3 +206,11 @@ def test_few_shot_examples_sit_between_system_and_question(python_tool):
     (t,) = rollout(ScriptedEngine(SCRIPT), ["17 x 23"], [python_tool], AgentConfig(examples=shots))
     assert [m["role"] for m in t.prompt] == ["system", "user", "assistant", "user"]
     assert t.prompt[1:3] == shots and t.answer == "391"
+
+
+def test_wall_time_limit_is_opt_in(python_tool):
+    """No wall-time limit unless asked (a batch job on a busy machine keeps its trajectories); with one, the
+    trajectories still running when it passes end as wall_time."""
+    assert AgentConfig().max_wall_s == float("inf")
+    (t,) = rollout(ScriptedEngine(SCRIPT), ["17 x 23"], [python_tool], AgentConfig(max_wall_s=0.0))
+    assert t.finish == "wall_time" and not t.segments
