@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentkit.errors import AgentkitError
-from agentkit.models import resolve
 from agentkit.tools.base import ToolResult
 
 Mode = Literal["bm25", "dense", "hybrid"]
@@ -76,9 +75,10 @@ class SearchIndex:
         if self._faiss is not None:
             return
         import faiss
-        from sentence_transformers import SentenceTransformer
 
-        self._encoder = SentenceTransformer(str(resolve(self.embedder_name)), device="cpu")
+        from agentkit.models.embedder import sentence_model
+
+        self._encoder = sentence_model(self.embedder_name)
         emb = self._encoder.encode(
             [self._full(d) for d in self.docs],
             batch_size=64,

@@ -23,7 +23,7 @@ from rapidfuzz.process import cpdist
 
 from agentkit.errors import AgentkitError
 from agentkit.eval.metrics import extract_answer, normalize_answer
-from agentkit.models.catalog import resolve
+from agentkit.models.embedder import embed
 
 BACKENDS = ("embedding", "rougeL", "exact", "nli")
 _WORD = re.compile(r"\w+", re.U)
@@ -63,12 +63,7 @@ def embed_texts(
     texts: list[str], embedder: str = "minilm-l6", batch_size: int = 256, progress: bool = False
 ) -> np.ndarray:
     """L2-normalised sentence embeddings ``[len(texts), D]`` of the embedded MiniLM (or any sentence-transformer)."""
-    from sentence_transformers import SentenceTransformer
-
-    model = SentenceTransformer(str(resolve(embedder)), device="cpu")
-    return model.encode(
-        texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=progress
-    ).astype(np.float32)
+    return embed(texts, embedder, batch_size, progress)
 
 
 def _embedding(texts, index, embedder, batch_size, progress) -> np.ndarray:
