@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from agentkit.ace import cli as ace_cli
 from agentkit.agent.loop import TIR_TOKENS_PER_TURN
 from agentkit.config import build_config, describe
 from agentkit.engines import make_engine
@@ -33,8 +34,10 @@ EPILOG = """examples:
   agentkit bench structured
   agentkit bench tips-potentials
   agentkit bench rl-step
+  agentkit bench ace
   agentkit uncertainty generate --models smollm2-135m,gemma3-270m --tasks multihop-open:200 --out gens.jsonl
   agentkit uncertainty score gens.jsonl --similarity embedding
+  agentkit ace history playbook.json                every version of an ACE playbook; `ace rollback --to N`
 """
 
 
@@ -191,7 +194,15 @@ def _parser() -> argparse.ArgumentParser:
         help="openai engine: a local tokenizer of the upstream's model (default: the "
         "upstream's /tokenize and /detokenize)",
     )
-    sv.add_argument("--agent", choices=["tir"], help="also serve the tool-using agent as 'agentkit/tir'")
+    sv.add_argument(
+        "--agent",
+        choices=["tir", "ace"],
+        help="also serve an agent: tir (the tool-using agent, 'agentkit/tir') or ace (answers with a playbook, "
+        "'agentkit/ace'; needs --playbook)",
+    )
+    sv.add_argument("--playbook", help="ace: the playbook's JSON file (created empty with --learn)")
+    sv.add_argument("--learn", action="store_true", help="ace: update the playbook from feedback in requests")
+    sv.add_argument("--top-k", type=NONNEG_INT, default=0, help="ace: send the k nearest bullets (0: all)")
     sv.add_argument("--tools", default="python", help="agent tools, comma-separated: python,search")
     sv.add_argument("--corpus", help="search tool: JSONL of {id, title, text}")
     sv.add_argument("--host", default="127.0.0.1", help="interface to bind (loopback unless you say otherwise)")
@@ -293,10 +304,15 @@ def _parser() -> argparse.ArgumentParser:
         help="SFT questions that first teach the model the format (0: none)",
     )
     br.add_argument("--out", help="also write the results as JSON here")
+    bk = b.add_parser("ace", help="100 deltas into a 10,000-bullet playbook with de-duplication and the budget")
+    bk.add_argument("--bullets", type=POS_INT, default=10_000, help="bullets in the playbook")
+    bk.add_argument("--steps", type=POS_INT, default=5, help="batches of 100 deltas timed (median reported)")
+    bk.add_argument("--out", help="also write the results as JSON here")
     bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
     bs.add_argument("-n", type=POS_INT, default=50, help="calls per side")
     bs.add_argument("--out", help="also write the results as JSON here")
     _uncertainty_parser(sub)
+    ace_cli.add_parser(sub)
     _show_defaults(p)
     return p
 
@@ -505,19 +521,39 @@ def _cmd_serve(a) -> int:
     }[a.engine]
     if a.engine == "openai" and not a.upstream:
         raise AgentkitError("--engine openai needs --upstream URL", "the base URL of the server that runs the model")
-    if not a.agent and (a.tools != "python" or a.corpus):
+    if a.agent != "tir" and (a.tools != "python" or a.corpus):
         raise AgentkitError("--tools and --corpus need --agent tir", "add --agent tir to serve the tool-using agent")
-    tools = _agent_tools(a) if a.agent else None  # every argument is checked before the model loads
+    if (a.playbook or a.learn or a.top_k) and a.agent != "ace":
+        raise AgentkitError("--playbook, --learn and --top-k need --agent ace", "add --agent ace")
+    if a.agent == "ace" and not a.playbook:
+        raise AgentkitError("--agent ace needs --playbook FILE", "a playbook JSON file (with --learn it may be new)")
+    if a.agent == "ace" and not a.learn and not Path(a.playbook).is_file():
+        raise AgentkitError(f"{a.playbook} does not exist", "pass an existing playbook, or --learn to start one")
+    tools = _agent_tools(a) if a.agent == "tir" else None  # every argument is checked before the model loads
     if a.engine == "vllm":
         import torch
 
         if not torch.cuda.is_available():
             options = {}  # vLLM on CPU: VLLMEngine's defaults (bf16, eager)
     engine = make_engine(a.engine, a.model, **options)
-    app = create_app(engine, a.model, api_key=key, tools=tools)
-    print(f"serving {a.model}{' and agentkit/tir' if tools else ''} on http://{a.host}:{a.port}/v1", flush=True)
+    services = {"agentkit/ace": _ace_service(a, engine)} if a.agent == "ace" else None
+    app = create_app(engine, a.model, api_key=key, tools=tools, services=services)
+    extra = " and agentkit/tir" if tools else " and agentkit/ace" if services else ""
+    print(f"serving {a.model}{extra} on http://{a.host}:{a.port}/v1", flush=True)
     uvicorn.run(app, host=a.host, port=a.port, log_level="warning")
     return 0
+
+
+def _ace_service(a, engine):
+    from agentkit.ace.refine import RefineConfig, Refiner
+    from agentkit.ace.roles import RoleConfig
+    from agentkit.ace.serve import AceService
+    from agentkit.ace.store import PlaybookStore
+
+    path = Path(a.playbook)
+    store = PlaybookStore(path) if path.is_file() else PlaybookStore.create(path)
+    refiner = Refiner(RefineConfig(top_k=a.top_k), lambda text: len(engine.tokenize(text)))
+    return AceService(store, refiner, RoleConfig(), learn=a.learn, top_k=a.top_k)
 
 
 def _agent_tools(a) -> dict:
@@ -614,6 +650,10 @@ def _cmd_bench(a) -> int:
         from agentkit.eval.bench.tips_potentials import main as bench_tips
 
         return bench_tips(model=a.model, trajectories=a.trajectories, out=a.out)
+    if a.target == "ace":
+        from agentkit.eval.bench.ace import main as bench_ace
+
+        return bench_ace(bullets=a.bullets, steps=a.steps, out=a.out)
     if a.target == "sandbox":
         from agentkit.eval.bench.sandbox import main as bench_sandbox
 
@@ -639,6 +679,7 @@ def main(argv: list[str] | None = None) -> int:
         "tool-server": _cmd_tool_server,
         "serve": _cmd_serve,
         "uncertainty": _cmd_uncertainty,
+        "ace": ace_cli.run,
     }
     try:
         return handlers[args.command](args)
