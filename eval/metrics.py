@@ -112,11 +112,13 @@ def score_task(metric: str, prediction: str, gold: str) -> dict[str, float]:
     """Scores for one prediction by the task's metric: ``{"correct": …}`` plus ``em``/``f1`` for text answers."""
     if metric == "numeric":
         return {"correct": numeric_match(prediction, gold)}
+    if metric == "exact":  # the whole answer, as written (spacing aside): the units suite's house style
+        return {"correct": float(" ".join(extract_answer(prediction).split()) == " ".join(gold.split()))}
     if metric == "em_f1":
         ans = extract_answer(prediction)
         em = exact_match(ans, gold)
         return {"correct": em, "em": em, "f1": token_f1(ans, gold)}
-    raise ValueError(f"unknown metric {metric!r} (numeric or em_f1)")
+    raise ValueError(f"unknown metric {metric!r} (numeric, em_f1 or exact)")
 
 
 # ---- tool-use efficiency (Tool-Light, arXiv 2509.23285; official evaluation/calculate_metrics.py) -------------

@@ -4,7 +4,8 @@
 - ``arithmetic-easy`` — its small-number kinds (add, sub, small_mul), where small models are right part of the time;
 - ``steps`` — four dependent operations, one tool call each (multi-turn rollouts for benchmarks);
 - ``multihop`` — suite (b): multi-hop questions over a generated world, closed-book unless a search tool is given;
-- ``multihop-open`` — the same questions with their supporting documents before the question.
+- ``multihop-open`` — the same questions with their supporting documents before the question;
+- ``units`` — suite (c): unit conversions whose answer style only feedback teaches (exact-string scorer).
 
 The i-th task of a suite depends only on (name, seed, i) and, for the multi-hop suites, on the world ``kb``.
 """
@@ -14,9 +15,10 @@ from __future__ import annotations
 from agentkit.data.arithmetic import EASY_KINDS, arithmetic_suite
 from agentkit.data.multihop import MultiHopKB
 from agentkit.data.tasks import Task
+from agentkit.data.units import units_suite
 from agentkit.errors import AgentkitError, did_you_mean
 
-SUITE_NAMES = ("arithmetic", "arithmetic-easy", "steps", "multihop", "multihop-open")
+SUITE_NAMES = ("arithmetic", "arithmetic-easy", "steps", "multihop", "multihop-open", "units")
 
 
 def suite_tasks(name: str, n: int, seed: int = 0, kb: MultiHopKB | int = 0) -> list[Task]:
@@ -29,6 +31,8 @@ def suite_tasks(name: str, n: int, seed: int = 0, kb: MultiHopKB | int = 0) -> l
         return arithmetic_suite(n, seed, kinds=EASY_KINDS)
     if name == "steps":
         return arithmetic_suite(n, seed, kinds=("steps",))
+    if name == "units":
+        return units_suite(n, seed)
     if isinstance(kb, int):
         kb = MultiHopKB.build(kb)
     tasks = kb.questions(n, seed)

@@ -15,7 +15,8 @@ from agentkit.files import atomic_write
 class Task:
     """One problem: ``question`` for the model, the gold ``answer`` (a string), and how to score it.
 
-    ``metric`` is ``"numeric"`` (numbers compared after normalisation) or ``"em_f1"`` (exact match / token F1).
+    ``metric`` is ``"numeric"`` (numbers compared after normalisation), ``"em_f1"`` (exact match / token F1) or
+    ``"exact"`` (the answer string as written, spacing aside).
     """
 
     id: str
@@ -85,8 +86,8 @@ def read_jsonl(path: str | Path, required: tuple[str, ...] = ()) -> list[dict[st
 
 def load_task_file(path: str | Path) -> list[Task]:
     """Questions a user brings: a JSONL file, a Parquet file or a saved HF dataset directory, one row per question
-    with ``id``, ``question`` and ``answer`` (optional ``kind``, ``metric`` — ``numeric`` or ``em_f1``, the
-    default — and ``meta``). A bad row is an error naming the file and row."""
+    with ``id``, ``question`` and ``answer`` (optional ``kind``, ``metric`` — ``numeric``, ``em_f1`` (the
+    default) or ``exact``, and ``meta``). A bad row is an error naming the file and row."""
     path = Path(path)
     if path.is_dir() or path.suffix == ".parquet":
         import datasets
@@ -106,8 +107,8 @@ def load_task_file(path: str | Path) -> list[Task]:
         if missing:
             raise AgentkitError(f"{path}:{where} {n}: missing field(s) {', '.join(missing)}")
         metric = r.get("metric") or "em_f1"
-        if metric not in ("numeric", "em_f1"):
-            raise AgentkitError(f"{path}:{where} {n}: field 'metric': {metric!r} is not numeric or em_f1")
+        if metric not in ("numeric", "em_f1", "exact"):
+            raise AgentkitError(f"{path}:{where} {n}: field 'metric': {metric!r} is not numeric, em_f1 or exact")
         # Arrow gives every row every meta key of the file, None where a row had none: drop those
         meta = {k: v for k, v in (r.get("meta") or {}).items() if v is not None}
         tasks.append(Task(str(r["id"]), str(r["question"]), str(r["answer"]), str(r.get("kind") or ""), metric, meta))

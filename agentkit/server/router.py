@@ -44,11 +44,15 @@ def create_app(
     agent_name: str = "agentkit/tir",
     agent_config=None,
     window_s: float = 0.01,
+    services: dict[str, Any] | None = None,
 ) -> FastAPI:
+    """``services``: more agent models, name → an object with ``answer(engine, question, system, extension) ->
+    (text, extension out, usage)``, run in a worker thread with the batched engine (``agentkit.ace.serve``)."""
     app = FastAPI(title="agentkit", version="1", description="OpenAI-compatible API over agentkit engines and agents")
     batcher = Batcher(engine, window_s=window_s)
     app.state.batcher = batcher
     agents = {agent_name: tools} if tools else {}
+    services = services or {}
     max_len = getattr(engine, "max_model_len", None)
 
     require_bearer_key(app, api_key)
@@ -65,7 +69,7 @@ def create_app(
             "object": "list",
             "data": [
                 {"id": m, "object": "model", "created": now, "owned_by": "agentkit", "max_model_len": max_len}
-                for m in [model_name, *agents]
+                for m in [model_name, *agents, *services]
             ],
         }
 
@@ -93,7 +97,7 @@ def create_app(
         return {"prompt": engine.decode(req.tokens, skip_special_tokens=False)}
 
     def check(model: str, prompt_ids: list[int], params) -> None:
-        if model != model_name and model not in agents:
+        if model != model_name and model not in agents and model not in services:
             raise RequestError(
                 404,
                 f"the model {model!r} does not exist; see GET /v1/models",
@@ -117,6 +121,8 @@ def create_app(
         req = await _parse(request, ChatCompletionRequest)
         if req.model in agents:
             return await run_agent(req)
+        if req.model in services:
+            return await run_service(req)
         msgs, prefill, constraint = to_messages(req)
         ids = engine.encode(msgs) + (engine.tokenize(prefill) if prefill else [])
         params = sampling(req, constraint=constraint)
@@ -125,6 +131,22 @@ def create_app(
             return StreamingResponse(live_stream(req, ids, params), media_type="text/event-stream")
         (outs,) = await generate([ids], params)
         resp = chat_response(req, prefill, outs, len(ids), engine, req.model)
+        return _respond(req, resp)
+
+    async def run_service(req: ChatCompletionRequest):
+        for field in ("response_format", "structured_outputs", "tools"):
+            if getattr(req, field) is not None:
+                raise RequestError(400, f"the agent model {req.model!r} does not take {field}", param=field)
+        if req.n != 1:
+            raise RequestError(400, f"the agent model {req.model!r} answers with n=1", param="n")
+        question, _history, system = agent_conversation(req.messages)
+        ext = (req.model_extra or {}).get("agentkit")
+        text, ext_out, usage = await run_in_threadpool(
+            services[req.model].answer, BatchedEngine(batcher), question, system, ext
+        )
+        plain = req.model_copy(update={"logprobs": False, "tools": None})
+        resp = chat_response(plain, "", [Completion(text, [], [], "stop", 0)], 0, engine, req.model)
+        resp.update({"agentkit": ext_out, "usage": usage})
         return _respond(req, resp)
 
     async def run_agent(req: ChatCompletionRequest):

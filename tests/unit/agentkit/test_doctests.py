@@ -4,6 +4,10 @@ import doctest
 
 import pytest
 
+import agentkit.ace.playbook
+import agentkit.ace.refine
+import agentkit.ace.roles
+import agentkit.data.units
 import agentkit.engines.base
 import agentkit.engines.hf
 import agentkit.engines.sampling
@@ -19,6 +23,10 @@ import agentkit.tools.search
     "mod",
     [
         metrics,
+        agentkit.ace.playbook,
+        agentkit.ace.refine,
+        agentkit.ace.roles,
+        agentkit.data.units,
         agentkit.engines.base,
         agentkit.engines.hf,
         agentkit.engines.sampling,

@@ -1,0 +1,190 @@
+"""The ACE adaptation loop (the official ``_train_single_sample``, batched).
+
+One step on a batch of questions:
+
+1. **generate** every answer with the playbook in context (all of it, or each question's top-k bullets);
+2. **judge**: the feedback function gives a verdict (or None) and a text; with labels the reflector also sees
+   the reference, label-free it sees only the feedback;
+3. **reflect** on every sample; a wrong one is answered again with the reflection as notes and reflected on
+   again, up to ``max_rounds`` reflections, stopping once right (official: 3);
+4. **curate**: one curator call per sample; its operations, the reflections' bullet tags and the generator's
+   citations (``used``) are merged as one batch (``agentkit.ace.deltas``: order-free, replayable) and
+   committed as one version, tagged with the step;
+5. **refine**: de-duplication and eviction (``agentkit.ace.refine``), as their own versions.
+
+A step's playbook change is one log entry, so a run killed mid-step resumes from the last finished step
+(``last_step``) and never applies a step's tags twice.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agentkit.ace.deltas import Delta, apply_batch
+from agentkit.ace.refine import Refiner, retrieve, touched
+from agentkit.ace.roles import Curator, Generator, Reflector, RoleStats, Sample, cited_ids
+from agentkit.ace.store import PlaybookStore
+from agentkit.config import NonNegInt, PosInt
+from agentkit.eval.metrics import score_task
+
+# (task, sample) -> (verdict: True / False / None for "no verdict", feedback text for the reflector)
+Feedback = Callable[[Any, Sample], tuple[bool | None, str]]
+
+
+def checker_feedback(task, s: Sample) -> tuple[bool | None, str]:
+    """A verifier's verdict (the task's scorer) and nothing more: what a unit test tells an agent. With
+    ``labels=False`` the reflector gets this and never the reference."""
+    ok = bool(s.answer) and score_task(task.metric, s.answer, task.answer)["correct"] == 1.0
+    return ok, "A checker accepted the answer." if ok else "A checker rejected the answer."
+
+
+@dataclass
+class AdaptConfig:
+    """labels: the reflector sees the reference answer (False: label-free, feedback only). max_rounds: reflections
+    per wrong sample, each but the last followed by a new answer (official: 3). curate_correct: also curate
+    after right answers (official: every sample)."""
+
+    labels: bool = True
+    max_rounds: PosInt = 1
+    curate_correct: bool = True
+    top_k: NonNegInt = 0
+
+
+class Adapter:
+    """Generator, reflector and curator over a ``PlaybookStore``: ``answer(tasks)`` (evaluation) and
+    ``step(tasks, step)`` (adaptation on one batch)."""
+
+    def __init__(
+        self,
+        generator: Generator,
+        reflector: Reflector,
+        curator: Curator,
+        store: PlaybookStore,
+        refiner: Refiner,
+        cfg: AdaptConfig | None = None,
+        feedback: Feedback = checker_feedback,
+    ):
+        self.generator, self.reflector, self.curator = generator, reflector, curator
+        self.store, self.refiner = store, refiner
+        self.cfg = cfg or AdaptConfig()
+        self.feedback = feedback
+
+    @property
+    def usage(self) -> dict[str, dict[str, int]]:
+        return {r: vars(getattr(self, r).stats).copy() for r in ("generator", "reflector", "curator")}
+
+    def contexts(self, tasks: list[Any]) -> list[str]:
+        pb = self.store.playbook
+        if not self.cfg.top_k or len(pb) <= self.cfg.top_k:
+            return [pb.to_text()] * len(tasks)
+        picks = retrieve(pb, self.refiner.cache, [t.question for t in tasks], self.cfg.top_k)
+        return [pb.to_text(ids) for ids in picks]
+
+    def answer(
+        self, tasks: list[Any], notes: list[str] | None = None, samples: list[Sample] | None = None
+    ) -> list[Sample]:
+        """Generate and judge (``samples`` given: answer those again, in place, with ``notes``)."""
+        samples = samples or [Sample(t) for t in tasks]
+        ctx = self.contexts([s.task for s in samples])
+        notes = notes or [""] * len(samples)
+        objs = self.generator.call([self.generator.chat(s.task.question, c, n) for s, c, n in zip(samples, ctx, notes)])
+        known = set(self.store.playbook.bullets)
+        for s, c, obj in zip(samples, ctx, objs):
+            s.context = c
+            s.reasoning = (obj or {}).get("reasoning", "")
+            s.answer = str((obj or {}).get("final_answer", "")).strip()
+            ids = [str(i) for i in (obj or {}).get("bullet_ids", [])]
+            s.bullet_ids = [i for i in dict.fromkeys(ids + cited_ids(s.reasoning, known)) if i in known]
+            s.correct, s.feedback = self.feedback(s.task, s)
+        return samples
+
+    def _reflect(self, samples: list[Sample]) -> None:
+        pb = self.store.playbook
+        chats = [
+            self.reflector.chat(s, pb.to_text(set(s.bullet_ids)) if s.bullet_ids else "", self.cfg.labels)
+            for s in samples
+        ]
+        for s, obj in zip(samples, self.reflector.call(chats)):
+            s.reflection = obj
+
+    def step(self, tasks: list[Any], step: int) -> dict[str, Any]:
+        samples = self.answer(tasks)
+        first = [s.correct for s in samples]
+        self._reflect(samples)
+        for _ in range(1, self.cfg.max_rounds):
+            wrong = [s for s in samples if s.correct is False and s.reflection]
+            if not wrong:
+                break
+            self.answer([], [_notes(s.reflection) for s in wrong], wrong)
+            self._reflect(wrong)
+        deltas = [Delta("TAG", id=i, tag="used") for s in samples for i in s.bullet_ids]
+        for s in samples:
+            for t in (s.reflection or {}).get("bullet_tags", []):
+                if (
+                    isinstance(t, dict)
+                    and t.get("id") in s.bullet_ids
+                    and t.get("tag") in ("helpful", "harmful", "neutral")
+                ):
+                    deltas.append(Delta("TAG", id=t["id"], tag=t["tag"]))
+        # the curator sees the counters after this step's tags
+        view = copy.deepcopy(self.store.playbook)
+        apply_batch(view, deltas)
+        curate = [s for s in samples if s.reflection and (self.cfg.curate_correct or s.correct is not True)]
+        stats, text = view.stats(), view.to_text()
+        budget = self.refiner.cfg.budget_tokens
+        proposed = invalid = 0
+        for obj in self.curator.call([self.curator.chat(s, text, stats, budget) for s in curate]):
+            for op in (obj or {}).get("operations", []) or []:
+                proposed += 1
+                try:
+                    deltas.append(Delta.parse(op))
+                except ValueError:
+                    invalid += 1
+        res = self.store.commit(deltas, source="curator", meta={"step": step})
+        refined = self.refiner.refine(self.store, touched(res))
+        return {
+            "step": step,
+            "accuracy_first": _mean(first),
+            "accuracy_final": _mean([s.correct for s in samples]),
+            "ops_proposed": proposed,
+            "ops_invalid": invalid,
+            "ops_rejected": sum(d.op != "TAG" for d, _ in res.rejected),
+            "bullets_added": len(res.added),
+            **{f"refine_{k}": v for k, v in refined.items()},
+            "bullets": len(self.store.playbook),
+            "version": self.store.playbook.version,
+        }
+
+    def evaluate(self, tasks: list[Any]) -> dict[str, float]:
+        samples = self.answer(tasks)
+        return {"accuracy": _mean([s.correct for s in samples]), "answered": _mean([bool(s.answer) for s in samples])}
+
+    def last_step(self) -> int:
+        """The last step whose curator batch is in the log (-1: none): a resumed run starts after it."""
+        steps = [
+            e["meta"]["step"] for e in self.store.entries if isinstance(e.get("meta"), dict) and "step" in e["meta"]
+        ]
+        return max(steps, default=-1)
+
+    def total_usage(self) -> RoleStats:
+        total = RoleStats()
+        for r in (self.generator, self.reflector, self.curator):
+            total.add(r.stats)
+        return total
+
+
+def _notes(reflection: dict[str, Any] | None) -> str:
+    r = reflection or {}
+    return "\n".join(
+        f"{k.replace('_', ' ')}: {r[k]}"
+        for k in ("error_identification", "correct_approach", "key_insight")
+        if r.get(k)
+    )
+
+
+def _mean(xs: list[Any]) -> float:
+    vals = [float(bool(x)) for x in xs if x is not None]
+    return sum(vals) / len(vals) if vals else 0.0

@@ -1,0 +1,78 @@
+"""The Dynamic Cheatsheet baseline (DC-Cu, Suzgun et al. 2025), the one ACE is measured against: after each batch
+one model call rewrites the whole cheatsheet from the old one and the batch's outcomes. Rewrites are where
+context collapse comes from (ACE §2.2: 18,282 tokens to 122), so the recipe tracks the cheatsheet's size next to
+the playbook's.
+
+The generator is ACE's (same prompt, same JSON), with the cheatsheet in the playbook's place, so the two differ
+only in how the context evolves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentkit.ace.adapt import Feedback, _mean, checker_feedback
+from agentkit.ace.roles import Generator, RoleConfig, RoleStats, Sample
+from agentkit.engines.base import SamplingParams
+
+REWRITE_SYSTEM = (
+    "You keep a cheatsheet of strategies for answering questions of one kind. Given the current cheatsheet and "
+    "how the latest answers went, write the complete updated cheatsheet: keep what helps, fix what misled, add "
+    "what was missing. Reply with the cheatsheet only."
+)
+
+
+class Cheatsheet:
+    """``answer(tasks)``, ``step(tasks, step)``, ``evaluate(tasks)`` like ``Adapter``; ``text`` is the
+    cheatsheet (rewritten whole each step)."""
+
+    def __init__(
+        self,
+        generator: Generator,
+        engine,
+        cfg: RoleConfig | None = None,
+        labels: bool = True,
+        feedback: Feedback = checker_feedback,
+        text: str = "",
+    ):
+        self.generator, self.engine = generator, engine
+        self.cfg = cfg or RoleConfig()
+        self.labels, self.feedback = labels, feedback
+        self.text = text
+        self.rewriter = RoleStats()
+
+    @property
+    def usage(self) -> dict[str, dict[str, int]]:
+        return {"generator": vars(self.generator.stats).copy(), "rewriter": vars(self.rewriter).copy()}
+
+    def answer(self, tasks: list[Any]) -> list[Sample]:
+        samples = [Sample(t, context=self.text) for t in tasks]
+        objs = self.generator.call([self.generator.chat(t.question, self.text) for t in tasks])
+        for s, obj in zip(samples, objs):
+            s.reasoning = (obj or {}).get("reasoning", "")
+            s.answer = str((obj or {}).get("final_answer", "")).strip()
+            s.correct, s.feedback = self.feedback(s.task, s)
+        return samples
+
+    def step(self, tasks: list[Any], step: int) -> dict[str, Any]:
+        samples = self.answer(tasks)
+        lines = []
+        for s in samples:
+            verdict = {True: "correct", False: "wrong", None: "not judged"}[s.correct]
+            ref = f"; reference: {s.task.answer}" if self.labels else ""
+            lines.append(f"- Q: {s.task.question}\n  A: {s.answer or '(none)'} ({verdict}{ref}) {s.feedback}".rstrip())
+        body = f"Current cheatsheet:\n{self.text or '(empty)'}\n\nLatest answers:\n" + "\n".join(lines)
+        chat = [{"role": "system", "content": REWRITE_SYSTEM}, {"role": "user", "content": body}]
+        params = SamplingParams(
+            temperature=self.cfg.temperature, max_tokens=self.cfg.max_tokens, seed=self.cfg.seed + step
+        )
+        (c,) = self.engine.generate([chat], params)[0]
+        self.rewriter.calls += 1
+        self.rewriter.prompt_tokens += c.prompt_tokens
+        self.rewriter.completion_tokens += c.completion_tokens
+        self.text = c.text.strip()
+        return {"step": step, "accuracy_first": _mean([s.correct for s in samples]), "chars": len(self.text)}
+
+    def evaluate(self, tasks: list[Any]) -> dict[str, float]:
+        samples = self.answer(tasks)
+        return {"accuracy": _mean([s.correct for s in samples]), "answered": _mean([bool(s.answer) for s in samples])}

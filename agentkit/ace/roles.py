@@ -1,0 +1,289 @@
+"""ACE's three roles as prompts with JSON answers, batched through any Engine.
+
+- **Generator** → ``{reasoning, bullet_ids, final_answer}``: answers with the playbook (or its top-k bullets) in
+  context and names the bullets it used. With tools it runs the agent loop instead (``agentkit.agent``), the
+  playbook in the system prompt; the bullets used are the ids its turns cite.
+- **Reflector** → ``{error_identification, root_cause_analysis, correct_approach, key_insight, bullet_tags}``:
+  what went wrong and a helpful / harmful / neutral tag for each bullet the generator used. It sees the
+  reference answer, or in the label-free variant only the execution feedback (a verifier's verdict, tool
+  errors), never the reference.
+- **Curator** → ``{reasoning, operations}``: delta operations (``agentkit.ace.deltas``) for the playbook.
+
+Every call asks for JSON under a schema: engines that take a ``Constraint`` (all of ours; for a remote server,
+one that accepts vLLM's ``structured_outputs``) decode under it, so the answer parses. Without it, the text is
+parsed, repaired (``json_repair``: a missing brace, a trailing comma, prose around the object), retried with a
+new seed, and at last skipped and counted (``RoleStats.failed``), never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkit.engines.base import SamplingParams
+from agentkit.engines.structured import Constraint
+
+Message = dict[str, str]
+
+
+@dataclass
+class RoleConfig:
+    """structured: decode under the role's JSON schema (off: free text, parsed and repaired). max_chars: caps every
+    string of the schema (its own caps fit the answers in ~400 tokens of a 4-characters-per-token tokenizer; a
+    smaller tokenizer or ``max_tokens`` needs smaller caps, or answers get cut and fail). retries: new samples
+    for answers that still do not parse. max_tokens: per answer. temperature: of the first sample (retries sample
+    at ``retry_temperature``)."""
+
+    structured: bool = True
+    max_chars: int | None = None
+    retries: int = 1
+    max_tokens: int = 384
+    temperature: float = 0.0
+    retry_temperature: float = 0.7
+    seed: int = 0
+
+
+@dataclass
+class RoleStats:
+    """Calls and tokens of a role (the ACE cost), and what became of its JSON."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    repaired: int = 0
+    retried: int = 0
+    failed: int = 0
+
+    def add(self, other: RoleStats) -> None:
+        for k, v in vars(other).items():
+            setattr(self, k, getattr(self, k) + v)
+
+
+def _str(max_len: int) -> dict[str, Any]:
+    return {"type": "string", "maxLength": max_len}
+
+
+GENERATOR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "reasoning": _str(800),
+        "bullet_ids": {"type": "array", "items": _str(24), "maxItems": 8},
+        "final_answer": _str(120),
+    },
+    "required": ["reasoning", "bullet_ids", "final_answer"],
+}
+REFLECTOR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "error_identification": _str(300),
+        "root_cause_analysis": _str(300),
+        "correct_approach": _str(300),
+        "key_insight": _str(300),
+        "bullet_tags": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"id": _str(24), "tag": {"enum": ["helpful", "harmful", "neutral"]}},
+                "required": ["id", "tag"],
+            },
+            "maxItems": 8,
+        },
+    },
+    "required": ["error_identification", "root_cause_analysis", "correct_approach", "key_insight", "bullet_tags"],
+}
+CURATOR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "reasoning": _str(400),
+        "operations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "type": {"enum": ["ADD", "UPDATE", "MERGE", "REMOVE"]},
+                    "section": _str(40),
+                    "content": _str(300),
+                    "id": _str(24),
+                    "ids": {"type": "array", "items": _str(24), "maxItems": 4},
+                },
+                "required": ["type"],
+            },
+            "maxItems": 4,
+        },
+    },
+    "required": ["reasoning", "operations"],
+}
+
+
+def capped(schema: Any, max_chars: int | None) -> Any:
+    """``schema`` with every string's ``maxLength`` at most ``max_chars``."""
+    if max_chars is None or not isinstance(schema, (dict, list)):
+        return schema
+    if isinstance(schema, list):
+        return [capped(x, max_chars) for x in schema]
+    out = {k: capped(v, max_chars) for k, v in schema.items()}
+    if out.get("type") == "string":
+        out["maxLength"] = min(out.get("maxLength", max_chars), max_chars)
+    return out
+
+
+def parse_json(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
+    """(the object, whether it needed repair), or (None, …) when no object with the schema's required keys can be
+    read from ``text``. Types of the required keys are coerced where that is safe (a lone string for a list)."""
+    repaired = False
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        import json_repair
+
+        obj, repaired = json_repair.repair_json(text, return_objects=True), True
+    if not isinstance(obj, dict):
+        return None, repaired
+    for key in schema["required"]:
+        want = schema["properties"][key].get("type")
+        value = obj.get(key)
+        if value is None:
+            return None, repaired
+        if want == "array" and not isinstance(value, list):
+            obj[key] = [value]
+        elif want == "string" and not isinstance(value, str):
+            obj[key] = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+    return obj, repaired
+
+
+class JSONRole:
+    """One role: ``call(chats)`` → one parsed object (or None) per chat, in one engine call per attempt."""
+
+    schema: dict[str, Any] = {}
+
+    def __init__(self, engine, cfg: RoleConfig | None = None):
+        self.engine = engine
+        self.cfg = cfg or RoleConfig()
+        self.stats = RoleStats()
+        self._calls = 0
+
+    def call(self, chats: list[list[Message]]) -> list[dict[str, Any] | None]:
+        out: list[dict[str, Any] | None] = [None] * len(chats)
+        todo = list(range(len(chats)))
+        for attempt in range(self.cfg.retries + 1):
+            if not todo:
+                break
+            if attempt:
+                self.stats.retried += len(todo)
+            self._calls += 1
+            params = SamplingParams(
+                temperature=self.cfg.temperature if attempt == 0 else self.cfg.retry_temperature,
+                max_tokens=self.cfg.max_tokens,
+                seeds=[self.cfg.seed + 7919 * self._calls + i for i in todo],
+                constraint=Constraint.schema(capped(self.schema, self.cfg.max_chars)) if self.cfg.structured else None,
+            )
+            comps = self.engine.generate([chats[i] for i in todo], params)
+            left = []
+            for i, (c,) in zip(todo, comps):
+                self.stats.calls += 1
+                self.stats.prompt_tokens += c.prompt_tokens
+                self.stats.completion_tokens += c.completion_tokens
+                obj, repaired = parse_json(c.text, self.schema)
+                if obj is None:
+                    left.append(i)
+                else:
+                    out[i] = obj
+                    self.stats.repaired += repaired
+            todo = left
+        self.stats.failed += len(todo)
+        return out
+
+
+@dataclass
+class Sample:
+    """One question through the roles: what the generator answered, what the feedback said."""
+
+    task: Any  # agentkit.data.tasks.Task
+    context: str = ""  # the playbook text the generator saw
+    reasoning: str = ""
+    answer: str = ""
+    bullet_ids: list[str] = field(default_factory=list)
+    correct: bool | None = None  # None: the feedback gives no verdict (label-free without a checker)
+    feedback: str = ""
+    reflection: dict[str, Any] | None = None
+
+
+_JSON_ONLY = "Reply with one JSON object only."
+
+
+class Generator(JSONRole):
+    schema = GENERATOR_SCHEMA
+    system = (
+        "You answer questions. A playbook of strategies learned from earlier questions comes with each question: "
+        "use the bullets that apply and name their ids. " + _JSON_ONLY
+    )
+
+    def chat(self, question: str, playbook: str, reflection: str = "") -> list[Message]:
+        parts = [f"Playbook:\n{playbook}" if playbook.strip() else "Playbook: (empty)"]
+        if reflection:
+            parts.append(f"Notes on your previous attempt:\n{reflection}")
+        parts.append(
+            f"Question: {question}\n\nJSON keys: reasoning (short), bullet_ids (ids of the playbook bullets you "
+            'used, e.g. ["calc-00001"]), final_answer (the answer only).'
+        )
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+class Reflector(JSONRole):
+    schema = REFLECTOR_SCHEMA
+    system = (
+        "You review an answer to a question: find what went wrong and why, what the right approach is, and the "
+        "key insight to remember. Tag each playbook bullet the answer used as helpful, harmful or neutral. "
+        + _JSON_ONLY
+    )
+
+    def chat(self, s: Sample, bullets: str, with_reference: bool) -> list[Message]:
+        verdict = {True: "the answer is correct.", False: "the answer is wrong.", None: ""}[s.correct]
+        lines = [
+            f"Question: {s.task.question}",
+            f"Reasoning: {s.reasoning}" if s.reasoning else "",
+            f"Answer given: {s.answer or '(none)'}",
+            f"Reference answer: {s.task.answer}" if with_reference else "",
+            f"Feedback: {verdict} {s.feedback}".strip() if verdict or s.feedback else "",
+            f"Bullets used:\n{bullets}" if bullets else "Bullets used: none",
+        ]
+        body = "\n".join(x for x in lines if x)
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": body}]
+
+
+class Curator(JSONRole):
+    schema = CURATOR_SCHEMA
+    system = (
+        "You maintain a playbook of short, reusable strategies. From a reflection on one answer, propose only what "
+        "the playbook lacks: ADD a new bullet (section, content), UPDATE a bullet (id, content), MERGE bullets "
+        "that say the same (ids, content) or REMOVE a wrong one (id). Do not repeat what the playbook already "
+        "says; an empty list is fine. " + _JSON_ONLY
+    )
+
+    def chat(self, s: Sample, playbook: str, stats: dict[str, Any], budget: int) -> list[Message]:
+        r = s.reflection or {}
+        reflection = "\n".join(
+            f"{k}: {r.get(k, '')}" for k in ("error_identification", "correct_approach", "key_insight")
+        )
+        body = (
+            f"Token budget of the playbook: {budget}. Bullets: {stats['bullets']} "
+            f"({stats['problematic']} problematic, {stats['unused']} unused).\n\n"
+            f"Playbook:\n{playbook}\n\nQuestion: {s.task.question}\nAnswer given: {s.answer or '(none)'} "
+            f"({ {True: 'correct', False: 'wrong', None: 'not judged'}[s.correct] })\n\nReflection:\n{reflection}\n\n"
+            'JSON keys: reasoning, operations (a list of {"type", "section", "content", "id", "ids"}).'
+        )
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": body}]
+
+
+_CITED = re.compile(r"\[?([a-z][a-z0-9]{0,7}-\d{5})\]?")
+
+
+def cited_ids(text: str, known: set[str]) -> list[str]:
+    """Bullet ids a text mentions (``[calc-00012]`` or bare), in order, only ids the playbook has.
+
+    >>> cited_ids("Using [calc-00012] and err-00003, not x-1.", {"calc-00012", "err-00003"})
+    ['calc-00012', 'err-00003']
+    """
+    return list(dict.fromkeys(i for i in _CITED.findall(text) if i in known))

@@ -1,0 +1,267 @@
+"""ace: ACE (arXiv 2510.04618) against the base prompt and a Dynamic-Cheatsheet baseline, as one resumable recipe.
+
+Runs, one per method and seed, all with ``engine``'s model in every role:
+
+- ``base``: the generator with an empty context (once: greedy decoding does not depend on the seed);
+- ``dc``: the cheatsheet rewritten whole after each training batch (``agentkit.ace.cheatsheet``), then test;
+- ``ace_offline``: playbook adaptation over the training questions (``epochs``), validated every
+  ``eval_every`` steps, the best version on validation restored, then test;
+- ``ace_online``: the test questions in windows: answer a window (its accuracy is the score), then adapt on it.
+
+Each step is recorded as it finishes (``state/steps-<run>.jsonl``) and each playbook keeps its own delta log
+(``playbooks/<run>.json``), so ``--resume`` continues mid-run. The report: test accuracy (mean ± std over
+seeds), context size (tokens in the generator's tokenizer) over the steps — the collapse / bloat comparison —
+and cost (model calls and tokens of every role).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from typing import Any
+
+from agentkit.ace.adapt import AdaptConfig, Adapter
+from agentkit.ace.cheatsheet import Cheatsheet
+from agentkit.ace.refine import EmbeddingCache, Refiner
+from agentkit.ace.roles import Curator, Generator, Reflector
+from agentkit.ace.store import PlaybookStore
+from agentkit.data.suites import suite_tasks
+from agentkit.data.tasks import split_held_out
+from agentkit.plots import pyplot
+from agentkit.recipe import Recipe
+from agentkit.recipes.ace.config import AceConfig
+
+
+class AceRecipe(Recipe[AceConfig]):
+    name = "ace"
+    config_cls = AceConfig
+    description = "ACE playbooks vs the base prompt and Dynamic Cheatsheet: accuracy, context size, cost"
+
+    def setup(self) -> None:
+        c = self.config
+        self.test = suite_tasks(c.suite, c.test_questions, seed=0)
+        self.val = split_held_out(suite_tasks(c.suite, c.val_questions, seed=2000), self.test)[0]
+        self.engine = c.engine.build()
+        self.cache = EmbeddingCache(c.refine.embedder)
+
+    def count(self, text: str) -> int:
+        return len(self.engine.tokenize(text))
+
+    # ---- the outer loop -----------------------------------------------------------------------------------
+    def train(self) -> dict[str, Any]:
+        c = self.config
+        runs = [(m, s) for m in c.methods for s in (c.seeds[:1] if m == "base" else c.seeds)]
+        results = self.ctx.done("runs")
+        for method, seed in runs:
+            key = f"{method}-s{seed}"
+            if key not in results:
+                t0 = time.perf_counter()
+                results[key] = {**getattr(self, f"_{method}")(key, seed), "minutes": (time.perf_counter() - t0) / 60}
+                self.ctx.record("runs", {key: results[key]})
+        return self._compare(runs, results)
+
+    def _train_tasks(self, seed: int) -> list[Any]:
+        c = self.config
+        tasks = split_held_out(suite_tasks(c.suite, c.train_questions, seed=1000 + seed), self.test)[0]
+        return split_held_out(tasks, self.val)[0]
+
+    def _batches(self, tasks: list[Any], seed: int, epochs: int) -> list[tuple[int, list[Any]]]:
+        bs, out = self.config.batch_size, []
+        for epoch in range(epochs):
+            order = list(tasks)
+            random.Random(f"{seed}-{epoch}").shuffle(order)
+            out += [order[i : i + bs] for i in range(0, len(order), bs)]
+        return list(enumerate(out))
+
+    def _roles(self) -> tuple[Generator, Reflector, Curator]:
+        r = self.config.roles
+        return Generator(self.engine, r), Reflector(self.engine, r), Curator(self.engine, r)
+
+    def _adapter(self, key: str) -> Adapter:
+        c = self.config
+        path = self.ctx.run_dir / "playbooks" / f"{key}.json"
+        store = PlaybookStore(path) if path.exists() else PlaybookStore.create(path, overwrite=True)
+        refiner = Refiner(c.refine, self.count, self.cache)
+        cfg = AdaptConfig(labels=c.labels, max_rounds=c.max_rounds, top_k=c.top_k)
+        return Adapter(*self._roles(), store, refiner, cfg)
+
+    def _steps(self, key: str, jobs: list[tuple[int, list[Any]]], run_step, desc: str) -> list[dict[str, Any]]:
+        """``run_step(step, tasks) -> metrics`` for every step not yet recorded; all steps' metrics, in order."""
+        done = self.ctx.done(f"steps-{key}")
+        for step, tasks in self.ctx.progress([j for j in jobs if str(j[0]) not in done], desc=desc):
+            m = run_step(step, tasks)
+            done[str(step)] = m
+            self.ctx.record(f"steps-{key}", {str(step): m})
+            self.ctx.log({f"{key}/{k}": v for k, v in m.items() if isinstance(v, (int, float))}, step=step)
+        return [done[str(s)] for s, _ in jobs if str(s) in done]
+
+    # ---- the methods --------------------------------------------------------------------------------------
+    def _base(self, key: str, seed: int) -> dict[str, Any]:
+        dc = Cheatsheet(self._roles()[0], self.engine, self.config.roles)
+        accuracy = dc.evaluate(self.test)["accuracy"]
+        return {**self._cost(dc.usage), "test_accuracy": accuracy, "context_tokens": 0}
+
+    def _dc(self, key: str, seed: int) -> dict[str, Any]:
+        c = self.config
+        gen = self._roles()[0]
+        done = self.ctx.done(f"steps-{key}")
+        last = max(done, key=int) if done else None
+        dc = Cheatsheet(gen, self.engine, c.roles, c.labels, text=done[last]["text"] if last else "")
+
+        def step(i: int, tasks: list[Any]) -> dict[str, Any]:
+            before = self._cost(dc.usage)
+            m = dc.step(tasks, i)
+            return {**m, "text": dc.text, "context_tokens": self.count(dc.text), **_minus(self._cost(dc.usage), before)}
+
+        hist = self._steps(key, self._batches(self._train_tasks(seed), seed, c.epochs), step, key)
+        test = dc.evaluate(self.test)["accuracy"]
+        return {**_sums(hist), "test_accuracy": test, "context_tokens": self.count(dc.text), "history": _curve(hist)}
+
+    def _ace_offline(self, key: str, seed: int) -> dict[str, Any]:
+        c = self.config
+        ace = self._adapter(key)
+        jobs = self._batches(self._train_tasks(seed), seed, c.epochs)
+
+        def step(i: int, tasks: list[Any]) -> dict[str, Any]:
+            if i <= ace.last_step():  # its batch is in the playbook already (a crash came before the record)
+                return {"step": i, "resumed": True}
+            before = self._cost(ace.usage)
+            m = ace.step(tasks, i)
+            if (c.eval_every and (i + 1) % c.eval_every == 0) or i == len(jobs) - 1:
+                m["val_accuracy"] = ace.evaluate(self.val)["accuracy"]
+            m["context_tokens"] = ace.refiner.tokens.playbook(ace.store.playbook)
+            return {**m, **_minus(self._cost(ace.usage), before)}
+
+        hist = self._steps(key, jobs, step, key)
+        validated = [h for h in hist if "val_accuracy" in h]
+        best = max(validated, key=lambda h: h["val_accuracy"], default=None)  # the first of equals: smaller
+        if best and best["version"] != ace.store.playbook.version:
+            ace.store.rollback(best["version"])  # recorded as a new version; the later ones stay in the log
+        test = ace.evaluate(self.test)["accuracy"]
+        tokens = ace.refiner.tokens.playbook(ace.store.playbook)
+        return {
+            **_sums(hist),
+            "test_accuracy": test,
+            "val_best": best["val_accuracy"] if best else None,
+            "version_kept": ace.store.playbook.version,
+            "bullets": len(ace.store.playbook),
+            "context_tokens": tokens,
+            "history": _curve(hist),
+        }
+
+    def _ace_online(self, key: str, seed: int) -> dict[str, Any]:
+        c = self.config
+        ace = self._adapter(key)
+        order = list(self.test)
+        random.Random(f"online-{seed}").shuffle(order)
+        windows = [order[i : i + c.window] for i in range(0, len(order), c.window)]
+
+        def window(i: int, tasks: list[Any]) -> dict[str, Any]:
+            before = self._cost(ace.usage)
+            # the window's score is recorded before adapting on it, so a resumed window is not scored again
+            # with a playbook that has already seen part of it
+            scored = self.ctx.done(f"online-{key}")
+            if str(i) not in scored:
+                scored[str(i)] = ace.evaluate(tasks)["accuracy"]
+                self.ctx.record(f"online-{key}", {str(i): scored[str(i)]})
+            m = {"window": i, "online_accuracy": scored[str(i)], "n": len(tasks)}
+            for j in range(0, len(tasks), c.batch_size):
+                if i * 1000 + j > ace.last_step():  # not yet in the playbook
+                    ace.step(tasks[j : j + c.batch_size], i * 1000 + j)
+            m["context_tokens"] = ace.refiner.tokens.playbook(ace.store.playbook)
+            m["version"] = ace.store.playbook.version
+            return {**m, **_minus(self._cost(ace.usage), before)}
+
+        hist = self._steps(key, list(enumerate(windows)), window, key)
+        n = sum(h["n"] for h in hist)
+        online = sum(h["online_accuracy"] * h["n"] for h in hist) / max(1, n)
+        return {
+            **_sums(hist),
+            "test_accuracy": online,
+            "bullets": len(ace.store.playbook),
+            "context_tokens": ace.refiner.tokens.playbook(ace.store.playbook),
+            "history": _curve(hist),
+        }
+
+    # ---- cost, comparison, report -------------------------------------------------------------------------
+    @staticmethod
+    def _cost(usage: dict[str, dict[str, int]]) -> dict[str, int]:
+        return {
+            "calls": sum(u["calls"] for u in usage.values()),
+            "tokens": sum(u["prompt_tokens"] + u["completion_tokens"] for u in usage.values()),
+            "json_failures": sum(u.get("failed", 0) for u in usage.values()),
+        }
+
+    def _compare(self, runs: list[tuple[str, int]], results: dict[str, Any]) -> dict[str, Any]:
+        c = self.config
+        out: dict[str, Any] = {}
+        sd = lambda xs: statistics.stdev(xs) if len(xs) > 1 else 0.0  # noqa: E731
+        lines = [
+            "| method | runs | test accuracy (mean ± std) | context tokens at the end | model calls | tokens | JSON failures |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for method in c.methods:
+            rs = [results[f"{m}-s{s}"] for m, s in runs if m == method]
+            acc = [r["test_accuracy"] for r in rs]
+            out[f"{method}/accuracy_mean"], out[f"{method}/accuracy_std"] = statistics.mean(acc), sd(acc)
+            out[f"{method}/context_tokens"] = statistics.mean(r["context_tokens"] for r in rs)
+            lines.append(
+                f"| {method} | {len(rs)} | {statistics.mean(acc):.3f} ± {sd(acc):.3f} | "
+                f"{out[f'{method}/context_tokens']:.0f} | {statistics.mean(r.get('calls', 0) for r in rs):.0f} | "
+                f"{statistics.mean(r.get('tokens', 0) for r in rs):,.0f} | "
+                f"{statistics.mean(r.get('json_failures', 0) for r in rs):.1f} |"
+            )
+        minutes = sum(r.get("minutes", 0.0) for r in results.values())
+        self.ctx.add_section(
+            f"Held-out accuracy on {c.suite} ({len(self.test)} test questions)",
+            "\n".join(lines) + f"\n\nOne model in every role: {c.engine.model}. Labels: {c.labels}. Batch "
+            f"{c.batch_size}, {c.epochs} epoch(s), budget {c.refine.budget_tokens} tokens, de-duplication "
+            f"{c.refine.dedup} at {c.refine.dedup_threshold}. ace_online's accuracy is the windows' accuracy before "
+            f"adapting on each. Wall time of all runs: {minutes:.0f} min.",
+        )
+        self._plot({k: v for k, v in results.items() if v.get("history")})
+        return out
+
+    def _plot(self, results: dict[str, Any]) -> None:
+        if not results:
+            return
+        plt = pyplot()
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
+        colors = {"dc": "tab:red", "ace_offline": "tab:blue", "ace_online": "tab:green"}
+        for key, r in sorted(results.items()):
+            method = key.rsplit("-s", 1)[0]
+            h = r["history"]
+            a1.plot(
+                [p["x"] for p in h], [p["context_tokens"] for p in h], color=colors.get(method), alpha=0.7, label=method
+            )
+            val = [(p["x"], p["val_accuracy"]) for p in h if p.get("val_accuracy") is not None]
+            if val:
+                a2.plot(*zip(*val), color=colors.get(method), marker="o", alpha=0.7, label=method)
+        a1.set_title("context size (tokens) over steps")
+        a2.set_title("validation accuracy (ace_offline)")
+        for ax in (a1, a2):
+            ax.set_xlabel("step")
+            handles = {h.get_label(): h for h in ax.get_lines()}
+            if handles:
+                ax.legend(handles.values(), handles.keys())
+        fig.tight_layout()
+        self.ctx.save_plot(
+            fig, "context", "Context size over adaptation steps (collapse / bloat) and validation accuracy"
+        )
+
+
+def _minus(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    return {k: a[k] - b.get(k, 0) for k in a}
+
+
+def _sums(hist: list[dict[str, Any]]) -> dict[str, int]:
+    return {k: sum(h.get(k, 0) for h in hist) for k in ("calls", "tokens", "json_failures")}
+
+
+def _curve(hist: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"x": i, "context_tokens": h.get("context_tokens", 0), "val_accuracy": h.get("val_accuracy")}
+        for i, h in enumerate(hist)
+        if not h.get("resumed")
+    ]

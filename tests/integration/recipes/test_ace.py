@@ -1,0 +1,78 @@
+"""The ace recipe on the tiny model: every method runs and is reported; a run interrupted in the middle of its
+offline adaptation resumes after the last finished step, and its playbook's log replays byte for byte."""
+
+import json
+
+import pytest
+
+from agentkit.ace.adapt import Adapter
+from agentkit.ace.store import PlaybookStore
+from agentkit.errors import AgentkitError
+from agentkit.runner import run_recipe
+
+SMALL = ["train_questions=4", "val_questions=2", "test_questions=4", "batch_size=2", "window=2"]
+
+
+def test_ace_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch):
+    real = Adapter.step
+    steps = []
+
+    def step(self, tasks, i, crash=[True]):  # noqa: B006 - one crash per test
+        if self.store.path.name.startswith("ace_offline") and i == 1 and crash[0]:
+            crash[0] = False
+            raise KeyboardInterrupt
+        steps.append((self.store.path.name, i))
+        return real(self, tasks, i)
+
+    monkeypatch.setattr(Adapter, "step", step)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_recipe("ace", SMALL, output_dir=str(out), preset="tiny", quiet=True)
+    assert steps == [("ace_offline-s0.json", 0)]
+    steps.clear()
+    metrics, run_dir = run_recipe("ace", SMALL, output_dir=str(out), preset="tiny", resume=True, quiet=True)
+    assert steps[0] == ("ace_offline-s0.json", 1) and ("ace_offline-s0.json", 0) not in steps
+    assert [s for s in steps if s[0].startswith("ace_online")]  # then the online run, windows of two
+    for method in ("base", "dc", "ace_offline", "ace_online"):
+        assert 0.0 <= metrics[f"{method}/accuracy_mean"] <= 1.0
+    runs = {
+        json.loads(x)["key"]: json.loads(x)["value"]
+        for x in (run_dir / "state" / "runs.jsonl").read_text().splitlines()
+    }
+    assert runs["base-s0"]["calls"] == 4 and runs["dc-s0"]["calls"] > 0 and runs["ace_offline-s0"]["calls"] > 0
+    for name in ("ace_offline-s0.json", "ace_online-s0.json"):
+        PlaybookStore(run_dir / "playbooks" / name).verify()
+    report = (run_dir / "report.md").read_text()
+    assert "| ace_offline | 1 |" in report and "| dc | 1 |" in report and "context.png" in report
+
+
+def test_ace_bad_config_fails_before_loading(tmp_path):
+    with pytest.raises(AgentkitError, match="methods"):
+        run_recipe("ace", ["methods=[ace]"], output_dir=str(tmp_path / "a"), preset="tiny", quiet=True)
+    with pytest.raises(AgentkitError, match="dedup_threshold"):
+        run_recipe("ace", ["refine.dedup_threshold=1.5"], output_dir=str(tmp_path / "b"), preset="tiny", quiet=True)
+
+
+def test_ace_recipe_against_a_model_behind_an_openai_compatible_endpoint(tmp_path, tiny_engine):
+    """The same recipe with every role answered by another server (agentkit serve as the stand-in for a larger
+    model): chats, JSON schemas as structured_outputs and token counts all go over HTTP."""
+    from agentkit.server import create_app
+    from agentkit.testing.servers import serve_in_thread
+
+    with serve_in_thread(create_app(tiny_engine, "tiny-remote", api_key="k")) as url:
+        sets = [
+            *SMALL,
+            "methods=[base,ace_offline]",
+            "engine.kind=openai",
+            f"engine.base_url={url}/v1",
+            "engine.model=tiny-remote",
+            "engine.api_key=k",
+        ]
+        metrics, run_dir = run_recipe("ace", sets, output_dir=str(tmp_path / "remote"), preset="tiny", quiet=True)
+    runs = {
+        json.loads(x)["key"]: json.loads(x)["value"]
+        for x in (run_dir / "state" / "runs.jsonl").read_text().splitlines()
+    }
+    assert runs["base-s0"]["calls"] == 4 and runs["ace_offline-s0"]["calls"] >= 4 * 3  # generate, reflect, curate
+    assert runs["ace_offline-s0"]["tokens"] > 0 and 0.0 <= metrics["ace_offline/accuracy_mean"] <= 1.0
+    PlaybookStore(run_dir / "playbooks" / "ace_offline-s0.json").verify()

@@ -1,0 +1,106 @@
+"""``agentkit/ace`` behind the OpenAI-compatible endpoint (real server on loopback, the official client, scripted
+roles): the playbook goes into the answer, feedback in the extension field becomes a new version, concurrent
+learning requests leave a log that replays, and bad feedback is a 400 naming the field."""
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import openai
+import pytest
+from transformers import AutoTokenizer
+
+from agentkit.ace.deltas import Delta
+from agentkit.ace.refine import EmbeddingCache, RefineConfig, Refiner
+from agentkit.ace.roles import RoleConfig
+from agentkit.ace.serve import AceService
+from agentkit.ace.store import PlaybookStore
+from agentkit.models import resolve
+from agentkit.server import create_app
+from agentkit.testing.scripted import ScriptedEngine
+from agentkit.testing.servers import serve_in_thread
+
+GEN = {"reasoning": "By [calc-00001], 12 mi is 19.31 km.", "bullet_ids": ["calc-00001"], "final_answer": "19.31 km"}
+REFL = {
+    "error_identification": "",
+    "root_cause_analysis": "",
+    "correct_approach": "multiply by 1.609344",
+    "key_insight": "two decimals and the symbol",
+    "bullet_tags": [{"id": "calc-00001", "tag": "helpful"}],
+}
+CUR = {
+    "reasoning": "add the format",
+    "operations": [
+        {"type": "ADD", "section": "OTHERS", "content": "Answer as a number with two decimals, a space, the symbol."}
+    ],
+}
+SCRIPT = {"Token budget": [json.dumps(CUR)], "Answer given": [json.dumps(REFL)], "Convert": [json.dumps(GEN)]}
+
+
+@pytest.fixture
+def served(tmp_path):
+    store = PlaybookStore.create(tmp_path / "pb.json")
+    store.commit([Delta("ADD", section="FORMULAS & CALCULATIONS", content="1 mile = 1.609344 km.")])
+    engine = ScriptedEngine(SCRIPT)
+    tok = AutoTokenizer.from_pretrained(str(resolve("smollm2-135m")))
+    refiner = Refiner(RefineConfig(budget_tokens=4000), lambda t: len(tok(t).input_ids), EmbeddingCache())
+
+    def start(learn: bool):
+        service = AceService(store, refiner, RoleConfig(structured=False, retries=0), learn=learn)
+        app = create_app(engine, "scripted", api_key="k", services={"agentkit/ace": service})
+        return serve_in_thread(app)
+
+    return store, start
+
+
+def test_answers_with_the_playbook_and_learns_from_references(served):
+    store, start = served
+    with start(learn=True) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        assert "agentkit/ace" in [m.id for m in client.models.list().data]
+        r = client.chat.completions.create(
+            model="agentkit/ace", messages=[{"role": "user", "content": "Convert 12 miles to km."}]
+        )
+        assert r.choices[0].message.content == "19.31 km"
+        ext = r.model_extra["agentkit"]
+        assert ext["bullets_used"] == ["calc-00001"] and ext["playbook_version"] == 1 and "learned" not in ext
+        assert r.usage.model_extra["model_calls"] == 1
+        r = client.chat.completions.create(
+            model="agentkit/ace",
+            messages=[{"role": "user", "content": "Convert 12 miles to km."}],
+            extra_body={"agentkit": {"reference": "19.31 km", "metric": "exact"}},
+        )
+        learned = r.model_extra["agentkit"]["learned"]
+        assert learned["correct"] is True and learned["version"] == 2 and learned["added"] == ["misc-00002"]
+        assert r.usage.model_extra["model_calls"] == 3  # generator, reflector, curator
+        b = store.playbook.bullets["calc-00001"]
+        assert (b.used, b.helpful) == (1, 1)
+
+        def ask(i):  # concurrent learning requests: each a clean batch, whatever the order
+            return client.chat.completions.create(
+                model="agentkit/ace",
+                messages=[{"role": "user", "content": f"Convert {i} miles to km."}],
+                extra_body={"agentkit": {"feedback": {"correct": False, "text": "the checker rejected it"}}},
+            )
+
+        with ThreadPoolExecutor(6) as pool:
+            outs = list(pool.map(ask, range(6)))
+        assert all(o.model_extra["agentkit"]["learned"]["correct"] is False for o in outs)
+    assert store.playbook.bullets["calc-00001"].used == 7
+    PlaybookStore(store.path).verify()
+
+
+def test_bad_feedback_is_a_400_naming_the_field(served):
+    _, start = served
+    with start(learn=False) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        msgs = [{"role": "user", "content": "Convert 3 feet to metres."}]
+        for body, param in [
+            ({"agentkit": {"reference": "0.91 m"}}, "agentkit"),  # not a learning server
+            ({"agentkit": {"feedback": {"correct": "yes"}}}, "agentkit.feedback"),
+            ({"agentkit": {"reference": 3}}, "agentkit.reference"),
+            ({"agentkit": {"reference": "x", "metric": "bleu"}}, "agentkit.metric"),
+            ({"n": 2}, "n"),
+        ]:
+            with pytest.raises(openai.BadRequestError) as e:
+                client.chat.completions.create(model="agentkit/ace", messages=msgs, extra_body=body)
+            assert e.value.body["param"] == param, body
