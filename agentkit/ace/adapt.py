@@ -25,7 +25,7 @@ from typing import Any
 
 from agentkit.ace.deltas import Delta, apply_batch
 from agentkit.ace.refine import Refiner, retrieve, touched
-from agentkit.ace.roles import Curator, Generator, Reflector, RoleStats, Sample, cited_ids
+from agentkit.ace.roles import Curator, Generator, Reflector, RoleStats, Sample
 from agentkit.ace.store import PlaybookStore
 from agentkit.config import NonNegInt, PosInt
 from agentkit.eval.metrics import score_task
@@ -94,10 +94,7 @@ class Adapter:
         known = set(self.store.playbook.bullets)
         for s, c, obj in zip(samples, ctx, objs):
             s.context = c
-            s.reasoning = (obj or {}).get("reasoning", "")
-            s.answer = str((obj or {}).get("final_answer", "")).strip()
-            ids = [str(i) for i in (obj or {}).get("bullet_ids", [])]
-            s.bullet_ids = [i for i in dict.fromkeys(ids + cited_ids(s.reasoning, known)) if i in known]
+            s.read(obj, known)
             s.correct, s.feedback = self.feedback(s.task, s)
         return samples
 
@@ -120,15 +117,7 @@ class Adapter:
                 break
             self.answer([], [_notes(s.reflection) for s in wrong], wrong)
             self._reflect(wrong)
-        deltas = [Delta("TAG", id=i, tag="used") for s in samples for i in s.bullet_ids]
-        for s in samples:
-            for t in (s.reflection or {}).get("bullet_tags", []):
-                if (
-                    isinstance(t, dict)
-                    and t.get("id") in s.bullet_ids
-                    and t.get("tag") in ("helpful", "harmful", "neutral")
-                ):
-                    deltas.append(Delta("TAG", id=t["id"], tag=t["tag"]))
+        deltas = [d for s in samples for d in s.tags()]
         # the curator sees the counters after this step's tags
         view = copy.deepcopy(self.store.playbook)
         apply_batch(view, deltas)

@@ -49,8 +49,7 @@ class Cheatsheet:
         samples = [Sample(t, context=self.text) for t in tasks]
         objs = self.generator.call([self.generator.chat(t.question, self.text) for t in tasks])
         for s, obj in zip(samples, objs):
-            s.reasoning = (obj or {}).get("reasoning", "")
-            s.answer = str((obj or {}).get("final_answer", "")).strip()
+            s.read(obj)
             s.correct, s.feedback = self.feedback(s.task, s)
         return samples
 

@@ -209,6 +209,30 @@ class Sample:
     feedback: str = ""
     reflection: dict[str, Any] | None = None
 
+    def read(self, obj: dict[str, Any] | None, known: set[str] | None = None) -> None:
+        """Take the generator's answer (None: it failed); ``known``: the playbook's ids, the only ones kept of
+        those it listed and cited in its reasoning."""
+        obj = obj or {}
+        self.reasoning = obj.get("reasoning", "")
+        self.answer = str(obj.get("final_answer", "")).strip()
+        if known is not None:
+            ids = [str(i) for i in obj.get("bullet_ids", [])] + cited_ids(self.reasoning, known)
+            self.bullet_ids = [i for i in dict.fromkeys(ids) if i in known]
+
+    def tags(self) -> list[Any]:
+        """TAG deltas: ``used`` for each bullet the generator used, and the reflector's tags of those bullets."""
+        from agentkit.ace.deltas import Delta
+
+        out = [Delta("TAG", id=i, tag="used") for i in self.bullet_ids]
+        for t in (self.reflection or {}).get("bullet_tags", []):
+            if (
+                isinstance(t, dict)
+                and t.get("id") in self.bullet_ids
+                and t.get("tag") in ("helpful", "harmful", "neutral")
+            ):
+                out.append(Delta("TAG", id=t["id"], tag=t["tag"]))
+        return out
+
 
 _JSON_ONLY = "Reply with one JSON object only."
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from agentkit.ace.deltas import Delta
 from agentkit.ace.refine import Refiner, retrieve, touched
-from agentkit.ace.roles import Curator, Generator, Reflector, RoleConfig, RoleStats, Sample, cited_ids
+from agentkit.ace.roles import Curator, Generator, Reflector, RoleConfig, RoleStats, Sample
 from agentkit.ace.store import PlaybookStore
 from agentkit.data.tasks import Task
 from agentkit.eval.metrics import score_task
@@ -92,10 +92,7 @@ class AceService:
             chat[0]["content"] += "\n\n" + system
         (obj,) = gen.call([chat])
         s = Sample(Task("request", question, (feedback.reference if feedback else None) or "", "", "em_f1"), text)
-        s.reasoning = (obj or {}).get("reasoning", "")
-        s.answer = str((obj or {}).get("final_answer", "")).strip()
-        ids = [str(i) for i in (obj or {}).get("bullet_ids", [])] + cited_ids(s.reasoning, known)
-        s.bullet_ids = [i for i in dict.fromkeys(ids) if i in known]
+        s.read(obj, known)
         ext_out: dict[str, Any] = {"bullets_used": s.bullet_ids, "playbook_version": version, "reasoning": s.reasoning}
         stats = [gen.stats]
         if feedback:
@@ -117,12 +114,7 @@ class AceService:
         with self.lock:
             bullets = self.store.playbook.to_text(set(s.bullet_ids)) if s.bullet_ids else ""
         (s.reflection,) = refl.call([refl.chat(s, bullets, with_reference=fb.reference is not None)])
-        deltas = [Delta("TAG", id=i, tag="used") for i in s.bullet_ids]
-        deltas += [
-            Delta("TAG", id=t["id"], tag=t["tag"])
-            for t in (s.reflection or {}).get("bullet_tags", [])
-            if isinstance(t, dict) and t.get("id") in s.bullet_ids and t.get("tag") in ("helpful", "harmful", "neutral")
-        ]
+        deltas = s.tags()
         with self.lock:
             pb = self.store.playbook
             chat = cur.chat(s, pb.to_text(), pb.stats(), self.refiner.cfg.budget_tokens)
