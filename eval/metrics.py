@@ -108,6 +108,21 @@ def numeric_match(prediction: str, gold: str, rel_tol: float = 1e-6) -> float:
     return float(abs(p - g) <= rel_tol * max(1.0, abs(g)))
 
 
+def value_match(prediction: str, gold: str) -> float:
+    """1.0 when the answer's last number, rounded to as many decimals as the gold's, equals the gold's: the value
+    right whatever the format (the units suite's answers are exact strings; this is their number alone).
+
+    >>> value_match("19.312128", "19.31 km"), value_match("19.3 kilometres", "19.31 km"), value_match("-", "1")
+    (1.0, 0.0, 0.0)
+    """
+    p, g = parse_number(extract_answer(prediction)), parse_number(gold)
+    if p is None or g is None:
+        return 0.0
+    nums = _NUM.findall(gold)
+    decimals = len(nums[-1].partition(".")[2]) if nums else 0
+    return float(round(p, decimals) == g)
+
+
 def score_task(metric: str, prediction: str, gold: str) -> dict[str, float]:
     """Scores for one prediction by the task's metric: ``{"correct": …}`` plus ``em``/``f1`` for text answers."""
     if metric == "numeric":

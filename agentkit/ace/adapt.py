@@ -23,12 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentkit.ace.deltas import Delta, apply_batch
+from agentkit.ace.deltas import apply_batch
 from agentkit.ace.refine import Refiner, retrieve, touched
 from agentkit.ace.roles import Curator, Generator, Reflector, RoleStats, Sample
 from agentkit.ace.store import PlaybookStore
+from agentkit.ace.toolgen import ToolGenerator
 from agentkit.config import NonNegInt, PosInt
-from agentkit.eval.metrics import score_task
+from agentkit.eval.metrics import score_task, value_match
 
 # (task, sample) -> (verdict: True / False / None for "no verdict", feedback text for the reflector)
 Feedback = Callable[[Any, Sample], tuple[bool | None, str]]
@@ -59,7 +60,7 @@ class Adapter:
 
     def __init__(
         self,
-        generator: Generator,
+        generator: Generator | ToolGenerator,
         reflector: Reflector,
         curator: Curator,
         store: PlaybookStore,
@@ -89,12 +90,8 @@ class Adapter:
         """Generate and judge (``samples`` given: answer those again, in place, with ``notes``)."""
         samples = samples or [Sample(t) for t in tasks]
         ctx = self.contexts([s.task for s in samples])
-        notes = notes or [""] * len(samples)
-        objs = self.generator.call([self.generator.chat(s.task.question, c, n) for s, c, n in zip(samples, ctx, notes)])
-        known = set(self.store.playbook.bullets)
-        for s, c, obj in zip(samples, ctx, objs):
-            s.context = c
-            s.read(obj, known)
+        self.generator.answer(samples, ctx, notes, set(self.store.playbook.bullets))
+        for s in samples:
             s.correct, s.feedback = self.feedback(s.task, s)
         return samples
 
@@ -125,13 +122,11 @@ class Adapter:
         stats, text = view.stats(), view.to_text()
         budget = self.refiner.cfg.budget_tokens
         proposed = invalid = 0
-        for obj in self.curator.call([self.curator.chat(s, text, stats, budget) for s in curate]):
-            for op in (obj or {}).get("operations", []) or []:
-                proposed += 1
-                try:
-                    deltas.append(Delta.parse(op))
-                except ValueError:
-                    invalid += 1
+        chats = [self.curator.chat(s, text, stats, budget) for s in curate]
+        for obj in self.curator.call(chats, self.curator.schema_for(list(view.bullets))):
+            ops, bad = Curator.deltas(obj)
+            deltas += ops
+            proposed, invalid = proposed + len(ops) + bad, invalid + bad
         res = self.store.commit(deltas, source="curator", meta={"step": step})
         refined = self.refiner.refine(self.store, touched(res))
         return {
@@ -148,8 +143,7 @@ class Adapter:
         }
 
     def evaluate(self, tasks: list[Any]) -> dict[str, float]:
-        samples = self.answer(tasks)
-        return {"accuracy": _mean([s.correct for s in samples]), "answered": _mean([bool(s.answer) for s in samples])}
+        return summary(self.answer(tasks))
 
     def last_step(self) -> int:
         """The last step whose curator batch is in the log (-1: none): a resumed run starts after it."""
@@ -172,6 +166,16 @@ def _notes(reflection: dict[str, Any] | None) -> str:
         for k in ("error_identification", "correct_approach", "key_insight")
         if r.get(k)
     )
+
+
+def summary(samples: list[Sample]) -> dict[str, float]:
+    """accuracy (the feedback's verdicts), answered (an answer at all), value_accuracy (the number right whatever
+    the format: ``value_match``)."""
+    return {
+        "accuracy": _mean([s.correct for s in samples]),
+        "answered": _mean([bool(s.answer) for s in samples]),
+        "value_accuracy": _mean([value_match(s.answer, s.task.answer) for s in samples]),
+    }
 
 
 def _mean(xs: list[Any]) -> float:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentkit.ace.adapt import Feedback, _mean, checker_feedback
+from agentkit.ace.adapt import Feedback, _mean, checker_feedback, summary
 from agentkit.ace.roles import Generator, RoleConfig, RoleStats, Sample
+from agentkit.ace.toolgen import ToolGenerator
 from agentkit.engines.base import SamplingParams
 
 REWRITE_SYSTEM = (
@@ -28,7 +29,7 @@ class Cheatsheet:
 
     def __init__(
         self,
-        generator: Generator,
+        generator: Generator | ToolGenerator,
         engine,
         cfg: RoleConfig | None = None,
         labels: bool = True,
@@ -47,9 +48,8 @@ class Cheatsheet:
 
     def answer(self, tasks: list[Any]) -> list[Sample]:
         samples = [Sample(t, context=self.text) for t in tasks]
-        objs = self.generator.call([self.generator.chat(t.question, self.text) for t in tasks])
-        for s, obj in zip(samples, objs):
-            s.read(obj)
+        self.generator.answer(samples, [self.text] * len(samples))
+        for s in samples:
             s.correct, s.feedback = self.feedback(s.task, s)
         return samples
 
@@ -73,5 +73,4 @@ class Cheatsheet:
         return {"step": step, "accuracy_first": _mean([s.correct for s in samples]), "chars": len(self.text)}
 
     def evaluate(self, tasks: list[Any]) -> dict[str, float]:
-        samples = self.answer(tasks)
-        return {"accuracy": _mean([s.correct for s in samples]), "answered": _mean([bool(s.answer) for s in samples])}
+        return summary(self.answer(tasks))

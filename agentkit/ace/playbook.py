@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from agentkit.errors import AgentkitError
@@ -233,6 +234,15 @@ class Playbook:
         except json.JSONDecodeError as e:
             raise AgentkitError(f"{where}: not valid JSON ({e.msg}, line {e.lineno})") from None
         return cls.from_dict(d, where)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Playbook:
+        """A playbook file: JSON (``.json``, lossless) or the text format (anything else)."""
+        path = Path(path)
+        if not path.is_file():
+            raise AgentkitError(f"{path} does not exist", "give a playbook .json file or one in the text format")
+        text = path.read_text(encoding="utf-8")
+        return cls.from_json(text, str(path)) if path.suffix == ".json" else cls.from_text(text, str(path))
 
     def stats(self) -> dict[str, Any]:
         """The counts the curator prompt shows (the official ``get_playbook_stats``)."""

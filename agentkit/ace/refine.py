@@ -117,21 +117,25 @@ def duplicate_groups(
         return []
     index = {b.id: i for i, b in enumerate(bullets)}
     E = cache.vectors([b.content for b in bullets])  # [N, D]
-    seeds = [index[i] for i in among if i in index] if among is not None else list(range(len(bullets)))
-    seeds.sort()
-    taken: set[int] = set()
+    # same_numbers as array arithmetic: each bullet's set of numbers as an integer key, -1 for none; two bullets
+    # may merge when either states no number or both state the same ones
+    sets: dict[frozenset[str], int] = {}
+    nums = [frozenset(m.replace(",", "") for m in _NUMBER.findall(b.content)) for b in bullets]
+    key = np.array([sets.setdefault(n, len(sets)) if n else -1 for n in nums])  # [N]
+    free = np.ones(len(bullets), dtype=bool)  # not yet in a group
+    seeds = sorted(index[i] for i in among if i in index) if among is not None else list(range(len(bullets)))
     groups = []
     for start in range(0, len(seeds), chunk):
         rows = seeds[start : start + chunk]
-        S = E[rows] @ E.T  # [rows, N] cosines
+        S = E[rows] @ E.T >= threshold  # [rows, N]
         for r, i in enumerate(rows):
-            if i in taken:
+            if not free[i]:
                 continue
-            hits = [int(j) for j in np.flatnonzero(S[r] >= threshold) if j != i and int(j) not in taken]
-            members = [j for j in hits if same_numbers(bullets[i].content, bullets[j].content)]
-            if members:
-                group = sorted([i, *members])
-                taken.update(group)
+            hit = S[r] & free & ((key == -1) | (key == key[i]) | (key[i] == -1))
+            hit[i] = False
+            if hit.any():
+                group = sorted([i, *np.flatnonzero(hit).tolist()])
+                free[group] = False
                 groups.append([bullets[j].id for j in group])
     return groups
 

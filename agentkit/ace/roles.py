@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentkit.ace.playbook import SECTIONS
 from agentkit.engines.base import SamplingParams
 from agentkit.engines.structured import Constraint
 
@@ -61,15 +62,19 @@ class RoleStats:
             setattr(self, k, getattr(self, k) + v)
 
 
-def _str(max_len: int) -> dict[str, Any]:
-    return {"type": "string", "maxLength": max_len}
+def _str(max_len: int, min_len: int = 0) -> dict[str, Any]:
+    return {"type": "string", "maxLength": max_len, **({"minLength": min_len} if min_len else {})}
 
+
+# a bullet id as the playbook writes them (``calc-00012``): under a schema a model cannot invent other shapes
+BULLET_ID = {"type": "string", "pattern": "^[a-z][a-z0-9]{0,7}-[0-9]{5}$"}
+CONTENT = _str(300, 12)  # a strategy is a sentence, not "A"
 
 GENERATOR_SCHEMA = {
     "type": "object",
     "properties": {
         "reasoning": _str(800),
-        "bullet_ids": {"type": "array", "items": _str(24), "maxItems": 8},
+        "bullet_ids": {"type": "array", "items": BULLET_ID, "maxItems": 8},
         "final_answer": _str(120),
     },
     "required": ["reasoning", "bullet_ids", "final_answer"],
@@ -85,7 +90,7 @@ REFLECTOR_SCHEMA = {
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"id": _str(24), "tag": {"enum": ["helpful", "harmful", "neutral"]}},
+                "properties": {"id": BULLET_ID, "tag": {"enum": ["helpful", "harmful", "neutral"]}},
                 "required": ["id", "tag"],
             },
             "maxItems": 8,
@@ -93,6 +98,14 @@ REFLECTOR_SCHEMA = {
     },
     "required": ["error_identification", "root_cause_analysis", "correct_approach", "key_insight", "bullet_tags"],
 }
+
+
+def _op(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": {"type": {"const": kind}, **fields}, "required": ["type", *fields]}
+
+
+# one shape per operation, each with the fields it needs (``Delta.parse``'s rules), so an operation decoded under
+# the schema is a valid one: a small model otherwise writes {"type": "ADD"} and stops
 CURATOR_SCHEMA = {
     "type": "object",
     "properties": {
@@ -100,15 +113,16 @@ CURATOR_SCHEMA = {
         "operations": {
             "type": "array",
             "items": {
-                "type": "object",
-                "properties": {
-                    "type": {"enum": ["ADD", "UPDATE", "MERGE", "REMOVE"]},
-                    "section": _str(40),
-                    "content": _str(300),
-                    "id": _str(24),
-                    "ids": {"type": "array", "items": _str(24), "maxItems": 4},
-                },
-                "required": ["type"],
+                "anyOf": [
+                    _op("ADD", section={"enum": list(SECTIONS)}, content=CONTENT),
+                    _op("UPDATE", id=BULLET_ID, content=CONTENT),
+                    _op(
+                        "MERGE",
+                        ids={"type": "array", "items": BULLET_ID, "minItems": 2, "maxItems": 4},
+                        content=CONTENT,
+                    ),
+                    _op("REMOVE", id=BULLET_ID),
+                ]
             },
             "maxItems": 4,
         },
@@ -118,7 +132,7 @@ CURATOR_SCHEMA = {
 
 
 def capped(schema: Any, max_chars: int | None) -> Any:
-    """``schema`` with every string's ``maxLength`` at most ``max_chars``."""
+    """``schema`` with every string's ``maxLength`` at most ``max_chars`` (and ``minLength`` no more than that)."""
     if max_chars is None or not isinstance(schema, (dict, list)):
         return schema
     if isinstance(schema, list):
@@ -126,6 +140,8 @@ def capped(schema: Any, max_chars: int | None) -> Any:
     out = {k: capped(v, max_chars) for k, v in schema.items()}
     if out.get("type") == "string":
         out["maxLength"] = min(out.get("maxLength", max_chars), max_chars)
+        if "minLength" in out:
+            out["minLength"] = min(out["minLength"], out["maxLength"])
     return out
 
 
@@ -164,7 +180,9 @@ class JSONRole:
         self.stats = RoleStats()
         self._calls = 0
 
-    def call(self, chats: list[list[Message]]) -> list[dict[str, Any] | None]:
+    def call(self, chats: list[list[Message]], schema: dict[str, Any] | None = None) -> list[dict[str, Any] | None]:
+        """``schema``: this call's (default: the role's)."""
+        schema = schema or self.schema
         out: list[dict[str, Any] | None] = [None] * len(chats)
         todo = list(range(len(chats)))
         for attempt in range(self.cfg.retries + 1):
@@ -177,7 +195,7 @@ class JSONRole:
                 temperature=self.cfg.temperature if attempt == 0 else self.cfg.retry_temperature,
                 max_tokens=self.cfg.max_tokens,
                 seeds=[self.cfg.seed + 7919 * self._calls + i for i in todo],
-                constraint=Constraint.schema(capped(self.schema, self.cfg.max_chars)) if self.cfg.structured else None,
+                constraint=Constraint.schema(capped(schema, self.cfg.max_chars)) if self.cfg.structured else None,
             )
             comps = self.engine.generate([chats[i] for i in todo], params)
             left = []
@@ -185,7 +203,7 @@ class JSONRole:
                 self.stats.calls += 1
                 self.stats.prompt_tokens += c.prompt_tokens
                 self.stats.completion_tokens += c.completion_tokens
-                obj, repaired = parse_json(c.text, self.schema)
+                obj, repaired = parse_json(c.text, schema)
                 if obj is None:
                     left.append(i)
                 else:
@@ -254,6 +272,18 @@ class Generator(JSONRole):
         )
         return [{"role": "system", "content": self.system}, {"role": "user", "content": "\n\n".join(parts)}]
 
+    def answer(
+        self, samples: list[Sample], contexts: list[str], notes: list[str] | None = None, known: set[str] | None = None
+    ) -> None:
+        """Answer every sample with its context (and notes on a previous attempt), in one batched call; fills
+        ``context``, ``reasoning``, ``answer`` and (``known`` given) ``bullet_ids``. The interface
+        ``ToolGenerator`` shares."""
+        notes = notes or [""] * len(samples)
+        objs = self.call([self.chat(s.task.question, c, n) for s, c, n in zip(samples, contexts, notes)])
+        for s, c, obj in zip(samples, contexts, objs):
+            s.context = c
+            s.read(obj, known)
+
 
 class Reflector(JSONRole):
     schema = REFLECTOR_SCHEMA
@@ -299,6 +329,40 @@ class Curator(JSONRole):
             'JSON keys: reasoning, operations (a list of {"type", "section", "content", "id", "ids"}).'
         )
         return [{"role": "system", "content": self.system}, {"role": "user", "content": body}]
+
+    def schema_for(self, ids: list[str], max_enum: int = 512) -> dict[str, Any]:
+        """The schema with the playbook's own ids as the only ones an operation may name (up to ``max_enum`` of
+        them; beyond, any well-formed id); an empty playbook admits only ADD."""
+        items = CURATOR_SCHEMA["properties"]["operations"]["items"]["anyOf"]
+        if not ids:
+            kinds = [items[0]]
+        else:
+            known = {"enum": sorted(ids)} if len(ids) <= max_enum else BULLET_ID
+            kinds = [items[0], *(_with_ids(k, known) for k in items[1:])]
+        ops = {**CURATOR_SCHEMA["properties"]["operations"], "items": {"anyOf": kinds}}
+        return {**CURATOR_SCHEMA, "properties": {**CURATOR_SCHEMA["properties"], "operations": ops}}
+
+    @staticmethod
+    def deltas(obj: dict[str, Any] | None) -> tuple[list[Any], int]:
+        """The curator's operations as deltas, and how many of them were malformed (skipped, counted)."""
+        from agentkit.ace.deltas import Delta
+
+        out, invalid = [], 0
+        for op in (obj or {}).get("operations", []) or []:
+            try:
+                out.append(Delta.parse(op))
+            except ValueError:
+                invalid += 1
+        return out, invalid
+
+
+def _with_ids(op: dict[str, Any], known: dict[str, Any]) -> dict[str, Any]:
+    props = dict(op["properties"])
+    if "id" in props:
+        props["id"] = known
+    if "ids" in props:
+        props["ids"] = {**props["ids"], "items": known}
+    return {**op, "properties": props}
 
 
 _CITED = re.compile(r"\[?([a-z][a-z0-9]{0,7}-\d{5})\]?")

@@ -20,7 +20,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from agentkit.ace.deltas import Delta
 from agentkit.ace.refine import Refiner, retrieve, touched
 from agentkit.ace.roles import Curator, Generator, Reflector, RoleConfig, RoleStats, Sample
 from agentkit.ace.store import PlaybookStore
@@ -118,12 +117,9 @@ class AceService:
         with self.lock:
             pb = self.store.playbook
             chat = cur.chat(s, pb.to_text(), pb.stats(), self.refiner.cfg.budget_tokens)
-        (obj,) = cur.call([chat]) if s.reflection else (None,)
-        for op in (obj or {}).get("operations", []) or []:
-            try:
-                deltas.append(Delta.parse(op))
-            except ValueError:
-                pass
+            schema = cur.schema_for(list(pb.bullets))
+        (obj,) = cur.call([chat], schema) if s.reflection else (None,)
+        deltas += Curator.deltas(obj)[0]
         with self.lock:
             res = self.store.commit(deltas, source="serve")
             refined = self.refiner.refine(self.store, touched(res))

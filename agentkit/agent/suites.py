@@ -23,6 +23,7 @@ AGENT_SUITES: dict[str, tuple[str, list[dict[str, str]]]] = {
     "arithmetic-easy": ("python", TIR_EXAMPLES),
     "steps": ("python", STEPS_EXAMPLES),
     "multihop": ("search", SEARCH_EXAMPLES),
+    "units": ("python", TIR_EXAMPLES),
 }
 
 
@@ -60,10 +61,20 @@ def agent_suite(
     results per query."""
     if name not in AGENT_SUITES:
         raise AgentkitError(f"suite {name!r} has no agent tool", did_you_mean(name, AGENT_SUITES))
+    if isinstance(kb, int) and AGENT_SUITES[name][0] == "search":
+        kb = MultiHopKB.build(kb)  # once, for the tasks and the tool's corpus
+    tool, examples = suite_tool(name, kb, top_k=top_k, sandbox=sandbox)
+    return AgentSuite(name, suite_tasks(name, n, seed, kb), tool, examples if few_shot else [])
+
+
+def suite_tool(
+    name: str, kb: MultiHopKB | int = 0, *, top_k: int = 3, sandbox: SandboxConfig | None = None
+) -> tuple[Tool, list[dict[str, str]]]:
+    """The tool that solves suite ``name`` (the caller closes it) and its few-shot examples."""
+    if name not in AGENT_SUITES:
+        raise AgentkitError(f"suite {name!r} has no agent tool", did_you_mean(name, AGENT_SUITES))
     tool_name, examples = AGENT_SUITES[name]
     if tool_name == "search":
         kb = MultiHopKB.build(kb) if isinstance(kb, int) else kb
-        tool: Tool = SearchTool(kb.corpus(), top_k=top_k)
-    else:
-        tool = PythonTool(sandbox)
-    return AgentSuite(name, suite_tasks(name, n, seed, kb), tool, list(examples) if few_shot else [])
+        return SearchTool(kb.corpus(), top_k=top_k), list(examples)
+    return PythonTool(sandbox), list(examples)

@@ -3,6 +3,7 @@
 Runs, one per method and seed, all with ``engine``'s model in every role:
 
 - ``base``: the generator with an empty context (once: greedy decoding does not depend on the seed);
+- ``eval``: eval-only, the generator with a fixed playbook file (``playbook``), once;
 - ``dc``: the cheatsheet rewritten whole after each training batch (``agentkit.ace.cheatsheet``), then test;
 - ``ace_offline``: playbook adaptation over the training questions (``epochs``), validated every
   ``eval_every`` steps, the best version on validation restored, then test;
@@ -23,14 +24,20 @@ from typing import Any
 
 from agentkit.ace.adapt import AdaptConfig, Adapter
 from agentkit.ace.cheatsheet import Cheatsheet
+from agentkit.ace.playbook import Playbook
 from agentkit.ace.refine import EmbeddingCache, Refiner
 from agentkit.ace.roles import Curator, Generator, Reflector
 from agentkit.ace.store import PlaybookStore
+from agentkit.ace.toolgen import ToolGenerator
+from agentkit.agent.loop import AgentConfig
+from agentkit.agent.suites import suite_tool
 from agentkit.data.suites import suite_tasks
 from agentkit.data.tasks import split_held_out
+from agentkit.errors import AgentkitError
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 from agentkit.recipes.ace.config import AceConfig
+from agentkit.tools.base import Tool
 
 
 class AceRecipe(Recipe[AceConfig]):
@@ -40,10 +47,25 @@ class AceRecipe(Recipe[AceConfig]):
 
     def setup(self) -> None:
         c = self.config
+        if ("eval" in c.methods) != (c.playbook is not None):
+            raise AgentkitError(
+                "ace: method 'eval' and 'playbook' go together", "add --set playbook=FILE, or drop 'eval' from methods"
+            )
+        self.fixed = Playbook.load(c.playbook) if c.playbook else None  # a bad file fails before the model loads
         self.test = suite_tasks(c.suite, c.test_questions, seed=0)
         self.val = split_held_out(suite_tasks(c.suite, c.val_questions, seed=2000), self.test)[0]
         self.engine = c.engine.build()
         self.cache = EmbeddingCache(c.refine.embedder)
+        self.tools: dict[str, Tool] = {}
+        if c.tool:
+            tool, examples = suite_tool(c.suite)
+            self.tools = {tool.name: tool}
+            self.agent = AgentConfig(
+                max_turns=c.agent_turns,
+                max_tokens_per_turn=c.tokens_per_turn,
+                max_total_tokens=c.agent_turns * (c.tokens_per_turn + 64),
+                examples=examples,
+            )
 
     def count(self, text: str) -> int:
         return len(self.engine.tokenize(text))
@@ -51,7 +73,7 @@ class AceRecipe(Recipe[AceConfig]):
     # ---- the outer loop -----------------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
         c = self.config
-        runs = [(m, s) for m in c.methods for s in (c.seeds[:1] if m == "base" else c.seeds)]
+        runs = [(m, s) for m in c.methods for s in (c.seeds[:1] if m in ("base", "eval") else c.seeds)]
         results = self.ctx.done("runs")
         for method, seed in runs:
             key = f"{method}-s{seed}"
@@ -74,14 +96,15 @@ class AceRecipe(Recipe[AceConfig]):
             out += [order[i : i + bs] for i in range(0, len(order), bs)]
         return list(enumerate(out))
 
-    def _roles(self) -> tuple[Generator, Reflector, Curator]:
+    def _roles(self) -> tuple[Generator | ToolGenerator, Reflector, Curator]:
         r = self.config.roles
-        return Generator(self.engine, r), Reflector(self.engine, r), Curator(self.engine, r)
+        gen = ToolGenerator(self.engine, self.tools, self.agent) if self.tools else Generator(self.engine, r)
+        return gen, Reflector(self.engine, r), Curator(self.engine, r)
 
-    def _adapter(self, key: str) -> Adapter:
+    def _adapter(self, key: str, store: PlaybookStore | None = None) -> Adapter:
         c = self.config
         path = self.ctx.run_dir / "playbooks" / f"{key}.json"
-        store = PlaybookStore(path) if path.exists() else PlaybookStore.create(path, overwrite=True)
+        store = store or (PlaybookStore(path) if path.exists() else PlaybookStore.create(path, overwrite=True))
         refiner = Refiner(c.refine, self.count, self.cache)
         cfg = AdaptConfig(labels=c.labels, max_rounds=c.max_rounds, top_k=c.top_k)
         return Adapter(*self._roles(), store, refiner, cfg)
@@ -99,8 +122,14 @@ class AceRecipe(Recipe[AceConfig]):
     # ---- the methods --------------------------------------------------------------------------------------
     def _base(self, key: str, seed: int) -> dict[str, Any]:
         dc = Cheatsheet(self._roles()[0], self.engine, self.config.roles)
-        accuracy = dc.evaluate(self.test)["accuracy"]
-        return {**self._cost(dc.usage), "test_accuracy": accuracy, "context_tokens": 0}
+        test = _test(dc.evaluate(self.test))  # before the cost is read
+        return {**self._cost(dc.usage), **test, "context_tokens": 0}
+
+    def _eval(self, key: str, seed: int) -> dict[str, Any]:
+        path = self.ctx.run_dir / "playbooks" / f"{key}.json"
+        ace = self._adapter(key, PlaybookStore.create(path, self.fixed, overwrite=True))
+        m = _test(ace.evaluate(self.test))
+        return {**self._cost(ace.usage), **m, "bullets": len(self.fixed), "context_tokens": self._tokens(ace)}
 
     def _dc(self, key: str, seed: int) -> dict[str, Any]:
         c = self.config
@@ -115,8 +144,8 @@ class AceRecipe(Recipe[AceConfig]):
             return {**m, "text": dc.text, "context_tokens": self.count(dc.text), **_minus(self._cost(dc.usage), before)}
 
         hist = self._steps(key, self._batches(self._train_tasks(seed), seed, c.epochs), step, key)
-        test = dc.evaluate(self.test)["accuracy"]
-        return {**_sums(hist), "test_accuracy": test, "context_tokens": self.count(dc.text), "history": _curve(hist)}
+        test = _test(dc.evaluate(self.test))
+        return {**_sums(hist), **test, "context_tokens": self.count(dc.text), "history": _curve(hist)}
 
     def _ace_offline(self, key: str, seed: int) -> dict[str, Any]:
         c = self.config
@@ -129,24 +158,24 @@ class AceRecipe(Recipe[AceConfig]):
             before = self._cost(ace.usage)
             m = ace.step(tasks, i)
             if (c.eval_every and (i + 1) % c.eval_every == 0) or i == len(jobs) - 1:
-                m["val_accuracy"] = ace.evaluate(self.val)["accuracy"]
-            m["context_tokens"] = ace.refiner.tokens.playbook(ace.store.playbook)
+                v = ace.evaluate(self.val)
+                m["val_accuracy"], m["val_value_accuracy"] = v["accuracy"], v["value_accuracy"]
+            m["context_tokens"] = self._tokens(ace)
             return {**m, **_minus(self._cost(ace.usage), before)}
 
         hist = self._steps(key, jobs, step, key)
         validated = [h for h in hist if "val_accuracy" in h]
-        best = max(validated, key=lambda h: h["val_accuracy"], default=None)  # the first of equals: smaller
+        # the first of equals (the smaller playbook); the value accuracy breaks ties of the task's accuracy
+        best = max(validated, key=lambda h: (h["val_accuracy"], h.get("val_value_accuracy", 0)), default=None)
         if best and best["version"] != ace.store.playbook.version:
             ace.store.rollback(best["version"])  # recorded as a new version; the later ones stay in the log
-        test = ace.evaluate(self.test)["accuracy"]
-        tokens = ace.refiner.tokens.playbook(ace.store.playbook)
         return {
             **_sums(hist),
-            "test_accuracy": test,
+            **_test(ace.evaluate(self.test)),
             "val_best": best["val_accuracy"] if best else None,
             "version_kept": ace.store.playbook.version,
             "bullets": len(ace.store.playbook),
-            "context_tokens": tokens,
+            "context_tokens": self._tokens(ace),
             "history": _curve(hist),
         }
 
@@ -163,26 +192,29 @@ class AceRecipe(Recipe[AceConfig]):
             # with a playbook that has already seen part of it
             scored = self.ctx.done(f"online-{key}")
             if str(i) not in scored:
-                scored[str(i)] = ace.evaluate(tasks)["accuracy"]
+                scored[str(i)] = ace.evaluate(tasks)
                 self.ctx.record(f"online-{key}", {str(i): scored[str(i)]})
-            m = {"window": i, "online_accuracy": scored[str(i)], "n": len(tasks)}
+            m = {"window": i, "online": scored[str(i)], "n": len(tasks)}
             for j in range(0, len(tasks), c.batch_size):
                 if i * 1000 + j > ace.last_step():  # not yet in the playbook
                     ace.step(tasks[j : j + c.batch_size], i * 1000 + j)
-            m["context_tokens"] = ace.refiner.tokens.playbook(ace.store.playbook)
+            m["context_tokens"] = self._tokens(ace)
             m["version"] = ace.store.playbook.version
             return {**m, **_minus(self._cost(ace.usage), before)}
 
         hist = self._steps(key, list(enumerate(windows)), window, key)
-        n = sum(h["n"] for h in hist)
-        online = sum(h["online_accuracy"] * h["n"] for h in hist) / max(1, n)
+        n = max(1, sum(h["n"] for h in hist))
+        online = {k: sum(h["online"][k] * h["n"] for h in hist) / n for k in ("accuracy", "value_accuracy")}
         return {
             **_sums(hist),
-            "test_accuracy": online,
+            **_test(online),
             "bullets": len(ace.store.playbook),
-            "context_tokens": ace.refiner.tokens.playbook(ace.store.playbook),
+            "context_tokens": self._tokens(ace),
             "history": _curve(hist),
         }
+
+    def _tokens(self, ace: Adapter) -> int:
+        return ace.refiner.tokens.playbook(ace.store.playbook)
 
     # ---- cost, comparison, report -------------------------------------------------------------------------
     @staticmethod
@@ -198,16 +230,20 @@ class AceRecipe(Recipe[AceConfig]):
         out: dict[str, Any] = {}
         sd = lambda xs: statistics.stdev(xs) if len(xs) > 1 else 0.0  # noqa: E731
         lines = [
-            "| method | runs | test accuracy (mean ± std) | context tokens at the end | model calls | tokens | JSON failures |",
-            "|---|---|---|---|---|---|---|",
+            "| method | runs | test accuracy (mean ± std) | value accuracy | context tokens at the end | model calls "
+            "| tokens | JSON failures |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for method in c.methods:
             rs = [results[f"{m}-s{s}"] for m, s in runs if m == method]
             acc = [r["test_accuracy"] for r in rs]
+            val = [r.get("test_value_accuracy", 0.0) for r in rs]
             out[f"{method}/accuracy_mean"], out[f"{method}/accuracy_std"] = statistics.mean(acc), sd(acc)
+            out[f"{method}/value_accuracy_mean"] = statistics.mean(val)
             out[f"{method}/context_tokens"] = statistics.mean(r["context_tokens"] for r in rs)
             lines.append(
                 f"| {method} | {len(rs)} | {statistics.mean(acc):.3f} ± {sd(acc):.3f} | "
+                f"{statistics.mean(val):.3f} ± {sd(val):.3f} | "
                 f"{out[f'{method}/context_tokens']:.0f} | {statistics.mean(r.get('calls', 0) for r in rs):.0f} | "
                 f"{statistics.mean(r.get('tokens', 0) for r in rs):,.0f} | "
                 f"{statistics.mean(r.get('json_failures', 0) for r in rs):.1f} |"
@@ -218,7 +254,7 @@ class AceRecipe(Recipe[AceConfig]):
             "\n".join(lines) + f"\n\nOne model in every role: {c.engine.model}. Labels: {c.labels}. Batch "
             f"{c.batch_size}, {c.epochs} epoch(s), budget {c.refine.budget_tokens} tokens, de-duplication "
             f"{c.refine.dedup} at {c.refine.dedup_threshold}. ace_online's accuracy is the windows' accuracy before "
-            f"adapting on each. Wall time of all runs: {minutes:.0f} min.",
+            f"adapting on each. Value accuracy: the number right to the reference's decimals, whatever the format. Wall time of all runs: {minutes:.0f} min.",
         )
         self._plot({k: v for k, v in results.items() if v.get("history")})
         return out
@@ -249,6 +285,10 @@ class AceRecipe(Recipe[AceConfig]):
         self.ctx.save_plot(
             fig, "context", "Context size over adaptation steps (collapse / bloat) and validation accuracy"
         )
+
+
+def _test(m: dict[str, float]) -> dict[str, float]:
+    return {"test_accuracy": m["accuracy"], "test_value_accuracy": m["value_accuracy"]}
 
 
 def _minus(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:

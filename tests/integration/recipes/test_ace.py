@@ -26,20 +26,26 @@ def test_ace_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Adapter, "step", step)
     out = tmp_path / "run"
+    fixed = tmp_path / "fixed.txt"  # eval-only: a hand-written playbook in the paper's text format
+    fixed.write_text("## FORMULAS & CALCULATIONS\n[calc-00001] helpful=0 harmful=0 :: A mile is 1.609344 km.\n")
+    sets = [*SMALL, "methods=[base,dc,ace_offline,ace_online,eval]", f"playbook={fixed}"]
     with pytest.raises(KeyboardInterrupt):
-        run_recipe("ace", SMALL, output_dir=str(out), preset="tiny", quiet=True)
+        run_recipe("ace", sets, output_dir=str(out), preset="tiny", quiet=True)
     assert steps == [("ace_offline-s0.json", 0)]
     steps.clear()
-    metrics, run_dir = run_recipe("ace", SMALL, output_dir=str(out), preset="tiny", resume=True, quiet=True)
+    metrics, run_dir = run_recipe("ace", sets, output_dir=str(out), preset="tiny", resume=True, quiet=True)
     assert steps[0] == ("ace_offline-s0.json", 1) and ("ace_offline-s0.json", 0) not in steps
     assert [s for s in steps if s[0].startswith("ace_online")]  # then the online run, windows of two
-    for method in ("base", "dc", "ace_offline", "ace_online"):
+    for method in ("base", "dc", "ace_offline", "ace_online", "eval"):
         assert 0.0 <= metrics[f"{method}/accuracy_mean"] <= 1.0
+        assert 0.0 <= metrics[f"{method}/value_accuracy_mean"] <= 1.0
     runs = {
         json.loads(x)["key"]: json.loads(x)["value"]
         for x in (run_dir / "state" / "runs.jsonl").read_text().splitlines()
     }
-    assert runs["base-s0"]["calls"] == 4 and runs["dc-s0"]["calls"] > 0 and runs["ace_offline-s0"]["calls"] > 0
+    # the generator is an agent with the python tool here: a call per model turn, at least one per question
+    assert runs["base-s0"]["calls"] >= 4 and runs["dc-s0"]["calls"] > 0 and runs["ace_offline-s0"]["calls"] > 0
+    assert runs["eval-s0"]["bullets"] == 1 and runs["eval-s0"]["context_tokens"] > 0 and "eval-s1" not in runs
     for name in ("ace_offline-s0.json", "ace_online-s0.json"):
         PlaybookStore(run_dir / "playbooks" / name).verify()
     report = (run_dir / "report.md").read_text()
@@ -51,11 +57,18 @@ def test_ace_bad_config_fails_before_loading(tmp_path):
         run_recipe("ace", ["methods=[ace]"], output_dir=str(tmp_path / "a"), preset="tiny", quiet=True)
     with pytest.raises(AgentkitError, match="dedup_threshold"):
         run_recipe("ace", ["refine.dedup_threshold=1.5"], output_dir=str(tmp_path / "b"), preset="tiny", quiet=True)
+    with pytest.raises(AgentkitError, match="'eval' and 'playbook' go together"):
+        run_recipe("ace", ["methods=[eval]"], output_dir=str(tmp_path / "c"), preset="tiny", quiet=True)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("## OTHERS\n[x-00001] helpful=0 harmful=0 :: fine\nnot a bullet\n")
+    with pytest.raises(AgentkitError, match=r"bad.txt:3: not a section header or a bullet"):
+        run_recipe("ace", ["methods=[eval]", f"playbook={bad}"], output_dir=str(tmp_path / "d"), preset="tiny")
 
 
 def test_ace_recipe_against_a_model_behind_an_openai_compatible_endpoint(tmp_path, tiny_engine):
     """The same recipe with every role answered by another server (agentkit serve as the stand-in for a larger
-    model): chats, JSON schemas as structured_outputs and token counts all go over HTTP."""
+    model): chats, JSON schemas as structured_outputs and token counts all go over HTTP (the JSON generator:
+    ``tool=false``)."""
     from agentkit.server import create_app
     from agentkit.testing.servers import serve_in_thread
 
@@ -63,6 +76,7 @@ def test_ace_recipe_against_a_model_behind_an_openai_compatible_endpoint(tmp_pat
         sets = [
             *SMALL,
             "methods=[base,ace_offline]",
+            "tool=false",
             "engine.kind=openai",
             f"engine.base_url={url}/v1",
             "engine.model=tiny-remote",

@@ -27,6 +27,19 @@ def test_parse_json_repairs_and_coerces():
     assert parse_json('["a list"]', CURATOR_SCHEMA)[0] is None
 
 
+def test_curator_operations_become_deltas_and_malformed_ones_are_counted():
+    ops = [
+        {"type": "ADD", "section": "units", "content": "Round to two decimals."},
+        {"type": "UPDATE", "content": "no id"},  # UPDATE without an id
+        {"type": "REMOVE", "id": "units-00001"},
+        "not an object",
+    ]
+    deltas, invalid = Curator.deltas({"reasoning": "r", "operations": ops})
+    assert [d.op for d in deltas] == ["ADD", "REMOVE"] and invalid == 2
+    assert deltas[0].section == "units" and deltas[1].id == "units-00001"
+    assert Curator.deltas(None) == ([], 0) and Curator.deltas({"operations": None}) == ([], 0)
+
+
 def test_bad_json_is_retried_then_skipped_and_counted():
     good = '{"reasoning": "r", "bullet_ids": ["misc-00001"], "final_answer": "7"}'
     engine = ScriptedEngine(
@@ -62,6 +75,25 @@ def test_structured_answers_from_a_real_engine_parse(tiny_engine):
         (obj,) = role.call(chats * 1)
         assert obj is not None and set(role.schema["required"]) <= obj.keys(), role
         assert role.stats.failed == 0
+
+
+def test_under_the_curators_schema_every_operation_is_valid_and_names_only_known_ids(tiny_engine):
+    """The random tiny model writes whatever the grammar allows: each sampled operation must still parse, an empty
+    playbook admits only ADD, and ids come from the playbook."""
+    s = Sample(Task("t1", "What is 2 + 2?", "4", "add"), answer="5", reflection={"key_insight": "add"})
+    cur = Curator(tiny_engine, RoleConfig(max_tokens=1500, max_chars=20, retries=0, temperature=1.0))
+    chat = cur.chat(s, "## OTHERS", {"bullets": 0, "problematic": 0, "unused": 0}, 500)
+    for ids, allowed in (([], {"ADD"}), (["misc-00001", "calc-00002"], {"ADD", "UPDATE", "MERGE", "REMOVE"})):
+        schema = cur.schema_for(ids)
+        schema["properties"]["operations"] = {**schema["properties"]["operations"], "minItems": 2}  # make it write some
+        objs = cur.call([chat] * 6, schema)
+        ops = [op for obj in objs if obj for op in obj["operations"]]
+        assert ops  # seeded: the same draws every run
+        deltas, invalid = Curator.deltas({"operations": ops})
+        assert invalid == 0 and {d.op for d in deltas} <= allowed
+        named = {i for d in deltas for i in (d.id, *d.ids) if i and d.op != "ADD"}
+        assert named <= set(ids)
+    assert cur.stats.failed == 0
 
 
 def test_the_label_free_reflector_never_sees_the_reference():

@@ -2,8 +2,8 @@
 
 import pytest
 
-from agentkit.agent.loop import SEARCH_EXAMPLES, STEPS_EXAMPLES
-from agentkit.agent.suites import AGENT_SUITES, agent_suite
+from agentkit.agent.loop import SEARCH_EXAMPLES, STEPS_EXAMPLES, TIR_EXAMPLES
+from agentkit.agent.suites import AGENT_SUITES, agent_suite, suite_tool
 from agentkit.errors import AgentkitError
 from agentkit.tools.sandbox import SandboxConfig
 
@@ -20,7 +20,18 @@ def test_steps_run_in_the_sandbox_and_few_shot_can_be_off():
         assert s.tool.name == "python" and s.examples == [] and s.tool("print(6 * 7)").output.strip() == "42"
     with agent_suite("steps", 1, sandbox=SandboxConfig(pool_size=1)) as s:
         assert s.examples == STEPS_EXAMPLES
-    assert set(AGENT_SUITES) == {"arithmetic", "arithmetic-easy", "steps", "multihop"}
+    assert set(AGENT_SUITES) == {"arithmetic", "arithmetic-easy", "steps", "units", "multihop"}
+
+
+def test_suite_tool_gives_the_tool_alone():
+    tool, examples = suite_tool("units", sandbox=SandboxConfig(pool_size=1))
+    try:
+        assert tool.name == "python" and examples == TIR_EXAMPLES
+        assert tool('print(f"{12 * 1.609344:.2f} km")').output.strip() == "19.31 km"
+    finally:
+        tool.close()
+    with pytest.raises(AgentkitError, match="no agent tool"):
+        suite_tool("multihop-open")
 
 
 def test_a_suite_without_a_tool_is_refused():
