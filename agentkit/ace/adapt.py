@@ -123,7 +123,7 @@ class Adapter:
         budget = self.refiner.cfg.budget_tokens
         proposed = invalid = 0
         chats = [self.curator.chat(s, text, stats, budget) for s in curate]
-        for obj in self.curator.call(chats, self.curator.schema_for(list(view.bullets))):
+        for obj in self.curator.call(chats, self.curator.schema_for(view)):
             ops, bad = Curator.deltas(obj)
             deltas += ops
             proposed, invalid = proposed + len(ops) + bad, invalid + bad

@@ -330,15 +330,15 @@ class Curator(JSONRole):
         )
         return [{"role": "system", "content": self.system}, {"role": "user", "content": body}]
 
-    def schema_for(self, ids: list[str], max_enum: int = 512) -> dict[str, Any]:
-        """The schema with the playbook's own ids as the only ones an operation may name (up to ``max_enum`` of
-        them; beyond, any well-formed id); an empty playbook admits only ADD."""
-        items = CURATOR_SCHEMA["properties"]["operations"]["items"]["anyOf"]
-        if not ids:
-            kinds = [items[0]]
-        else:
-            known = {"enum": sorted(ids)} if len(ids) <= max_enum else BULLET_ID
-            kinds = [items[0], *(_with_ids(k, known) for k in items[1:])]
+    def schema_for(self, playbook: Any, max_enum: int = 512) -> dict[str, Any]:
+        """The schema for one playbook: ADD into its sections, and only its own ids for the operations that name
+        bullets (up to ``max_enum`` of them; beyond, any well-formed id); an empty playbook admits only ADD."""
+        add, *named = CURATOR_SCHEMA["properties"]["operations"]["items"]["anyOf"]
+        ids = sorted(playbook.bullets)
+        kinds = [{**add, "properties": {**add["properties"], "section": {"enum": list(playbook.sections)}}}]
+        if ids:
+            known = {"enum": ids} if len(ids) <= max_enum else BULLET_ID
+            kinds += [_with_ids(k, known) for k in named]
         ops = {**CURATOR_SCHEMA["properties"]["operations"], "items": {"anyOf": kinds}}
         return {**CURATOR_SCHEMA, "properties": {**CURATOR_SCHEMA["properties"], "operations": ops}}
 

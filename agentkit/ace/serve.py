@@ -117,7 +117,7 @@ class AceService:
         with self.lock:
             pb = self.store.playbook
             chat = cur.chat(s, pb.to_text(), pb.stats(), self.refiner.cfg.budget_tokens)
-            schema = cur.schema_for(list(pb.bullets))
+            schema = cur.schema_for(pb)
         (obj,) = cur.call([chat], schema) if s.reflection else (None,)
         deltas += Curator.deltas(obj)[0]
         with self.lock:

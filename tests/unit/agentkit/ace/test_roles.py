@@ -1,6 +1,7 @@
 """The roles' JSON: parsed, repaired, retried, then skipped and counted; under a schema the real engine's answers
 always parse; usage is counted per call."""
 
+from agentkit.ace.playbook import Playbook
 from agentkit.ace.roles import (
     CURATOR_SCHEMA,
     GENERATOR_SCHEMA,
@@ -83,8 +84,10 @@ def test_under_the_curators_schema_every_operation_is_valid_and_names_only_known
     s = Sample(Task("t1", "What is 2 + 2?", "4", "add"), answer="5", reflection={"key_insight": "add"})
     cur = Curator(tiny_engine, RoleConfig(max_tokens=1500, max_chars=20, retries=0, temperature=1.0))
     chat = cur.chat(s, "## OTHERS", {"bullets": 0, "problematic": 0, "unused": 0}, 500)
-    for ids, allowed in (([], {"ADD"}), (["misc-00001", "calc-00002"], {"ADD", "UPDATE", "MERGE", "REMOVE"})):
-        schema = cur.schema_for(ids)
+    full = Playbook.from_text("## OTHERS\n[misc-00001] helpful=0 harmful=0 :: a\n[calc-00002] helpful=0 harmful=0 :: b")
+    for pb, allowed in ((Playbook(), {"ADD"}), (full, {"ADD", "UPDATE", "MERGE", "REMOVE"})):
+        ids = set(pb.bullets)
+        schema = cur.schema_for(pb)
         schema["properties"]["operations"] = {**schema["properties"]["operations"], "minItems": 2}  # make it write some
         objs = cur.call([chat] * 6, schema)
         ops = [op for obj in objs if obj for op in obj["operations"]]
@@ -92,7 +95,7 @@ def test_under_the_curators_schema_every_operation_is_valid_and_names_only_known
         deltas, invalid = Curator.deltas({"operations": ops})
         assert invalid == 0 and {d.op for d in deltas} <= allowed
         named = {i for d in deltas for i in (d.id, *d.ids) if i and d.op != "ADD"}
-        assert named <= set(ids)
+        assert named <= ids and {d.section for d in deltas if d.op == "ADD"} <= set(pb.sections)
     assert cur.stats.failed == 0
 
 
