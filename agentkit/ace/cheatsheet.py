@@ -25,7 +25,8 @@ REWRITE_SYSTEM = (
 
 class Cheatsheet:
     """``answer(tasks)``, ``step(tasks, step)``, ``evaluate(tasks)`` like ``Adapter``; ``text`` is the
-    cheatsheet (rewritten whole each step)."""
+    cheatsheet (rewritten whole each step, in at most ``max_tokens``: give it the playbook's budget, so the two
+    have the same room)."""
 
     def __init__(
         self,
@@ -35,11 +36,13 @@ class Cheatsheet:
         labels: bool = True,
         feedback: Feedback = checker_feedback,
         text: str = "",
+        max_tokens: int | None = None,
     ):
         self.generator, self.engine = generator, engine
         self.cfg = cfg or RoleConfig()
         self.labels, self.feedback = labels, feedback
         self.text = text
+        self.max_tokens = max_tokens or self.cfg.max_tokens
         self.rewriter = RoleStats()
 
     @property
@@ -62,9 +65,7 @@ class Cheatsheet:
             lines.append(f"- Q: {s.task.question}\n  A: {s.answer or '(none)'} ({verdict}{ref}) {s.feedback}".rstrip())
         body = f"Current cheatsheet:\n{self.text or '(empty)'}\n\nLatest answers:\n" + "\n".join(lines)
         chat = [{"role": "system", "content": REWRITE_SYSTEM}, {"role": "user", "content": body}]
-        params = SamplingParams(
-            temperature=self.cfg.temperature, max_tokens=self.cfg.max_tokens, seed=self.cfg.seed + step
-        )
+        params = SamplingParams(temperature=self.cfg.temperature, max_tokens=self.max_tokens, seed=self.cfg.seed + step)
         (c,) = self.engine.generate([chat], params)[0]
         self.rewriter.calls += 1
         self.rewriter.prompt_tokens += c.prompt_tokens

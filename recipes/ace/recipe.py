@@ -136,7 +136,8 @@ class AceRecipe(Recipe[AceConfig]):
         gen = self._roles()[0]
         done = self.ctx.done(f"steps-{key}")
         last = max(done, key=int) if done else None
-        dc = Cheatsheet(gen, self.engine, c.roles, c.labels, text=done[last]["text"] if last else "")
+        text = done[last]["text"] if last else ""
+        dc = Cheatsheet(gen, self.engine, c.roles, c.labels, text=text, max_tokens=c.refine.budget_tokens)
 
         def step(i: int, tasks: list[Any]) -> dict[str, Any]:
             before = self._cost(dc.usage)
