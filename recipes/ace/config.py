@@ -20,7 +20,8 @@ class AceConfig:
     """ACE against the base prompt and a Dynamic-Cheatsheet baseline, with one model in every role.
 
     engine: the model of every role (generator, reflector, curator; DC's rewriter). suite: units (conversions in a
-    house style that only feedback teaches) or arithmetic-easy. train_questions / val_questions /
+    house style that only feedback teaches), arithmetic (suite (a): products, bracketed chains, word problems, linear
+    equations) or arithmetic-easy. train_questions / val_questions /
     test_questions: the splits (test is held out; train and val are drawn with seed + 1000 and + 2000).
     methods: base (empty context), dc (the cheatsheet rewritten each batch), ace_offline (epochs over train,
     the best playbook version on val kept, then test), ace_online (test in windows: answer a window, then adapt
@@ -36,7 +37,7 @@ class AceConfig:
     """
 
     engine: EngineConfig = field(default_factory=EngineConfig)
-    suite: Literal["units", "arithmetic-easy"] = "units"
+    suite: Literal["units", "arithmetic", "arithmetic-easy"] = "units"
     train_questions: PosInt = 64
     val_questions: PosInt = 24
     test_questions: PosInt = 48
