@@ -20,9 +20,9 @@ class AceConfig:
     """ACE against the base prompt and a Dynamic-Cheatsheet baseline, with one model in every role.
 
     engine: the model of every role (generator, reflector, curator; DC's rewriter). suite: units (conversions in a
-    house style that only feedback teaches), arithmetic (suite (a): products, bracketed chains, word problems, linear
-    equations) or arithmetic-easy. train_questions / val_questions /
-    test_questions: the splits (test is held out; train and val are drawn with seed + 1000 and + 2000).
+    house style that only feedback teaches), arithmetic (suite (a): products, bracketed chains, word problems,
+    linear equations) or arithmetic-easy. train_questions / val_questions / test_questions: the splits (test is
+    held out; train and val are drawn with seed + 1000 and + 2000).
     methods: base (empty context), dc (the cheatsheet rewritten each batch), ace_offline (epochs over train,
     the best playbook version on val kept, then test), ace_online (test in windows: answer a window, then adapt
     on it), eval (eval-only: the test with ``playbook``, a playbook file, JSON or text, never updated). seeds:
