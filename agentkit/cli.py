@@ -686,6 +686,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as e:
         print(f"interrupted{f': {e}' if str(e) else ''}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `agentkit ace show FILE | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 0
     except Exception as e:
         if args.debug:
             raise

@@ -243,3 +243,21 @@ def test_every_shipped_preset_satisfies_its_constraints():
             build_config(cls.config_cls, layer)
             checked += 1
     assert checked >= 15
+
+
+def test_output_piped_into_head_ends_quietly(tmp_path):
+    """``agentkit ace show FILE | head -1``: the closed pipe is the reader's choice, not an error."""
+    import subprocess
+    import sys
+
+    from agentkit.ace.playbook import Bullet, Playbook
+    from agentkit.ace.store import PlaybookStore
+
+    pb = Playbook()
+    for i in range(3000):  # more than a pipe's buffer, so the write meets the closed end
+        b = Bullet(pb.new_id("OTHERS"), "OTHERS", f"Strategy number {i} for the test of a closed pipe.")
+        pb.bullets[b.id] = b
+    PlaybookStore.create(tmp_path / "pb.json", pb)
+    shell = f"{sys.executable} -m agentkit ace show {tmp_path / 'pb.json'} | head -1"
+    r = subprocess.run(["bash", "-o", "pipefail", "-c", shell], capture_output=True, text=True, timeout=120)
+    assert r.stdout.startswith("# version 0: 3000 bullets") and r.stderr == "" and r.returncode == 0
