@@ -83,6 +83,11 @@ def test_ace_recipe_against_a_model_behind_an_openai_compatible_endpoint(tmp_pat
             "engine.api_key=k",
         ]
         metrics, run_dir = run_recipe("ace", sets, output_dir=str(tmp_path / "remote"), preset="tiny", quiet=True)
+        # the generator as an agent over HTTP: token-id prompts through /v1/completions, python here
+        agent = [s for s in sets if not s.startswith(("methods=", "tool="))] + ["methods=[base]"]
+        _, agent_dir = run_recipe("ace", agent, output_dir=str(tmp_path / "agent"), preset="tiny", quiet=True)
+    base = json.loads((agent_dir / "state" / "runs.jsonl").read_text().splitlines()[0])["value"]
+    assert base["calls"] >= 4 and base["tokens"] > 0
     runs = {
         json.loads(x)["key"]: json.loads(x)["value"]
         for x in (run_dir / "state" / "runs.jsonl").read_text().splitlines()
