@@ -272,11 +272,12 @@ class AceRecipe(Recipe[AceConfig]):
             a1.plot(
                 [p["x"] for p in h], [p["context_tokens"] for p in h], color=colors.get(method), alpha=0.7, label=method
             )
-            val = [(p["x"], p["val_accuracy"]) for p in h if p.get("val_accuracy") is not None]
-            if val:
-                a2.plot(*zip(*val), color=colors.get(method), marker="o", alpha=0.7, label=method)
+            for field, style, name in (("val_accuracy", "-", ""), ("val_value_accuracy", "--", " (value)")):
+                val = [(p["x"], p[field]) for p in h if p.get(field) is not None]
+                if val:
+                    a2.plot(*zip(*val), style, color=colors.get(method), marker="o", alpha=0.7, label=method + name)
         a1.set_title("context size (tokens) over steps")
-        a2.set_title("validation accuracy (ace_offline)")
+        a2.set_title("validation accuracy, exact and value (ace_offline)")
         for ax in (a1, a2):
             ax.set_xlabel("step")
             handles = {h.get_label(): h for h in ax.get_lines()}
@@ -302,7 +303,12 @@ def _sums(hist: list[dict[str, Any]]) -> dict[str, int]:
 
 def _curve(hist: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
-        {"x": i, "context_tokens": h.get("context_tokens", 0), "val_accuracy": h.get("val_accuracy")}
+        {
+            "x": i,
+            "context_tokens": h.get("context_tokens", 0),
+            "val_accuracy": h.get("val_accuracy"),
+            "val_value_accuracy": h.get("val_value_accuracy"),
+        }
         for i, h in enumerate(hist)
         if not h.get("resumed")
     ]
