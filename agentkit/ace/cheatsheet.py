@@ -50,7 +50,7 @@ class Cheatsheet:
         return {"generator": vars(self.generator.stats).copy(), "rewriter": vars(self.rewriter).copy()}
 
     def answer(self, tasks: list[Any]) -> list[Sample]:
-        samples = [Sample(t, context=self.text) for t in tasks]
+        samples = [Sample(t) for t in tasks]  # the generator records the context it answered with
         self.generator.answer(samples, [self.text] * len(samples))
         for s in samples:
             s.correct, s.feedback = self.feedback(s.task, s)
