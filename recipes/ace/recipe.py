@@ -146,7 +146,7 @@ class AceRecipe(Recipe[AceConfig]):
 
         hist = self._steps(key, self._batches(self._train_tasks(seed), seed, c.epochs), step, key)
         test = _test(dc.evaluate(self.test))
-        return {**_sums(hist), **test, "context_tokens": self.count(dc.text), "history": _curve(hist)}
+        return {**_sums(hist), **test, "context_tokens": self.count(dc.text)}
 
     def _ace_offline(self, key: str, seed: int) -> dict[str, Any]:
         c = self.config
@@ -177,7 +177,6 @@ class AceRecipe(Recipe[AceConfig]):
             "version_kept": ace.store.playbook.version,
             "bullets": len(ace.store.playbook),
             "context_tokens": self._tokens(ace),
-            "history": _curve(hist),
         }
 
     def _ace_online(self, key: str, seed: int) -> dict[str, Any]:
@@ -211,7 +210,6 @@ class AceRecipe(Recipe[AceConfig]):
             **_test(online),
             "bullets": len(ace.store.playbook),
             "context_tokens": self._tokens(ace),
-            "history": _curve(hist),
         }
 
     def _tokens(self, ace: Adapter) -> int:
@@ -257,18 +255,20 @@ class AceRecipe(Recipe[AceConfig]):
             f"{c.refine.dedup} at {c.refine.dedup_threshold}. ace_online's accuracy is the windows' accuracy before "
             f"adapting on each. Value accuracy: the number right to the reference's decimals, whatever the format. Wall time of all runs: {minutes:.0f} min.",
         )
-        self._plot({k: v for k, v in results.items() if v.get("history")})
+        # the curves come from the step records, not the run records, so a report regenerated with --resume
+        # plots every field the steps recorded
+        curves = {k: _curve(self.ctx.done(f"steps-{k}")) for k in results}
+        self._plot({k: h for k, h in curves.items() if h})
         return out
 
-    def _plot(self, results: dict[str, Any]) -> None:
-        if not results:
+    def _plot(self, curves: dict[str, list[dict[str, Any]]]) -> None:
+        if not curves:
             return
         plt = pyplot()
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
         colors = {"dc": "tab:red", "ace_offline": "tab:blue", "ace_online": "tab:green"}
-        for key, r in sorted(results.items()):
+        for key, h in sorted(curves.items()):
             method = key.rsplit("-s", 1)[0]
-            h = r["history"]
             a1.plot(
                 [p["x"] for p in h], [p["context_tokens"] for p in h], color=colors.get(method), alpha=0.7, label=method
             )
@@ -301,7 +301,8 @@ def _sums(hist: list[dict[str, Any]]) -> dict[str, int]:
     return {k: sum(h.get(k, 0) for h in hist) for k in ("calls", "tokens", "json_failures")}
 
 
-def _curve(hist: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _curve(steps: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    hist = [steps[k] for k in sorted(steps, key=int)]
     return [
         {
             "x": i,
