@@ -15,6 +15,7 @@ from agentkit.config import build_config, describe
 from agentkit.engines import make_engine
 from agentkit.errors import AgentkitError
 from agentkit.models.catalog import CATALOG, DEFAULT_CHAT_MODEL, _is_complete, materialize
+from agentkit.revela import cli as revela_cli
 from agentkit.runner import RECIPES, resolve_spec, run_recipe
 from agentkit.tools import build_tools
 
@@ -35,8 +36,10 @@ EPILOG = """examples:
   agentkit bench tips-potentials
   agentkit bench rl-step
   agentkit bench ace
+  agentkit bench revela
   agentkit uncertainty generate --models smollm2-135m,gemma3-270m --tasks multihop-open:200 --out gens.jsonl
   agentkit uncertainty score gens.jsonl --similarity embedding
+  agentkit revela eval debian --retriever DIR       nDCG@10 / Recall@100 / MRR of a retriever (or bm25)
   agentkit ace history playbook.json                every version of an ACE playbook; `ace rollback --to N`
 """
 
@@ -224,7 +227,13 @@ def _parser() -> argparse.ArgumentParser:
     ts.add_argument("--api-key", default=None, help="required bearer key (default: $AGENTKIT_API_KEY, else none)")
     ts.add_argument("--max-concurrency", type=POS_INT, default=8, help="calls run at once; more wait, up to 64")
     ts.add_argument("--corpus", help="search: JSONL of {id, title, text}")
-    ts.add_argument("--mode", default="bm25", choices=["bm25", "dense", "hybrid"], help="search: retrieval mode")
+    ts.add_argument(
+        "--mode",
+        default=None,
+        choices=["bm25", "dense", "hybrid"],
+        help="search: retrieval mode (bm25; dense with --retriever)",
+    )
+    ts.add_argument("--retriever", default=None, help="search: a retriever trained by the revela recipe (a directory)")
     ts.add_argument("--top-k", type=POS_INT, default=3, help="search: passages per query")
     ts.add_argument("--cpu-s", type=POS_FLOAT, default=5.0, help="python: CPU seconds per call")
     ts.add_argument("--wall-s", type=POS_FLOAT, default=10.0, help="python: wall seconds per call")
@@ -308,11 +317,17 @@ def _parser() -> argparse.ArgumentParser:
     bk.add_argument("--bullets", type=POS_INT, default=10_000, help="bullets in the playbook")
     bk.add_argument("--steps", type=POS_INT, default=5, help="batches of 100 deltas timed (median reported)")
     bk.add_argument("--out", help="also write the results as JSON here")
+    bv = b.add_parser("revela", help="a Revela step on 16 chunks vs a plain LM step and a per-pair implementation")
+    bv.add_argument("--batch", type=_number(int, 2), default=16, help="chunks per batch")
+    bv.add_argument("--tokens", type=POS_INT, default=64, help="LM tokens per chunk (at most)")
+    bv.add_argument("--repeats", type=POS_INT, default=3, help="timed steps per variant (median reported)")
+    bv.add_argument("--out", help="also write the results as JSON here")
     bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
     bs.add_argument("-n", type=POS_INT, default=50, help="calls per side")
     bs.add_argument("--out", help="also write the results as JSON here")
     _uncertainty_parser(sub)
     ace_cli.add_parser(sub)
+    revela_cli.add_parser(sub)
     _show_defaults(p)
     return p
 
@@ -590,7 +605,8 @@ def _cmd_tool_server(a) -> int:
             raise AgentkitError("the search server needs --corpus FILE", "a JSONL file of {id, title, text}")
         from agentkit.tool_servers.search import create_app
 
-        app = create_app(a.corpus, a.mode, a.top_k, key, a.max_concurrency)
+        mode = a.mode or ("dense" if a.retriever else "bm25")
+        app = create_app(a.corpus, mode, a.top_k, key, a.max_concurrency, retriever=a.retriever)
     isolation = f" (sandbox isolation: {a.isolation})" if a.name == "python" else ""
     print(f"serving the {a.name} tool on http://{a.host}:{a.port}{isolation}", flush=True)
     uvicorn.run(app, host=a.host, port=a.port, log_level="warning")
@@ -654,6 +670,10 @@ def _cmd_bench(a) -> int:
         from agentkit.eval.bench.ace import main as bench_ace
 
         return bench_ace(bullets=a.bullets, steps=a.steps, out=a.out)
+    if a.target == "revela":
+        from agentkit.eval.bench.revela import main as bench_revela
+
+        return bench_revela(batch=a.batch, tokens=a.tokens, repeats=a.repeats, out=a.out)
     if a.target == "sandbox":
         from agentkit.eval.bench.sandbox import main as bench_sandbox
 
@@ -680,6 +700,7 @@ def main(argv: list[str] | None = None) -> int:
         "serve": _cmd_serve,
         "uncertainty": _cmd_uncertainty,
         "ace": ace_cli.run,
+        "revela": revela_cli.run,
     }
     try:
         return handlers[args.command](args)

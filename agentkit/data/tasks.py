@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,24 +65,30 @@ def read_parquet(path: str | Path):
 
 def read_jsonl(path: str | Path, required: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Read a JSONL file; a malformed line or a missing field is an error naming the file and line."""
+    return list(iter_jsonl(path, required))
+
+
+def iter_jsonl(path: str | Path, required: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
+    """``read_jsonl`` one row at a time (for files larger than memory); the same errors, raised on reaching the line."""
     path = Path(path)
     if not path.is_file():
         raise AgentkitError(f"{path} does not exist", "check the path")
-    rows = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise AgentkitError(f"{path}:{n}: not valid JSON ({e.msg})", "each line must be one JSON object") from None
-        if not isinstance(row, dict):
-            raise AgentkitError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
-        missing = [k for k in required if k not in row]
-        if missing:
-            raise AgentkitError(f"{path}:{n}: missing field(s) {', '.join(missing)}")
-        rows.append(row)
-    return rows
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise AgentkitError(
+                    f"{path}:{n}: not valid JSON ({e.msg})", "each line must be one JSON object"
+                ) from None
+            if not isinstance(row, dict):
+                raise AgentkitError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+            missing = [k for k in required if k not in row]
+            if missing:
+                raise AgentkitError(f"{path}:{n}: missing field(s) {', '.join(missing)}")
+            yield row
 
 
 def load_task_file(path: str | Path) -> list[Task]:

@@ -67,3 +67,29 @@ def build_tiny_random(out: Path) -> None:
     model.save_pretrained(str(out))
     tok.save_pretrained(str(out))
     (out / ".tiny-version").write_text(f"{TINY_VERSION}\n")
+
+
+def build_tiny_gemma3(vocab_size: int, hidden: int = 64, layers: int = 2, seed: int = 0):
+    """A tiny Gemma 3 (text): q/k norms, one sliding-window and one full-attention layer, query_pre_attn_scalar
+    scaling; the second family the Revela attention is tested on."""
+    import torch
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    cfg = Gemma3TextConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        query_pre_attn_scalar=32,
+        sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"][:layers],
+        max_position_embeddings=2048,
+        bos_token_id=vocab_size - 3,
+        eos_token_id=vocab_size - 2,
+        pad_token_id=vocab_size - 1,
+    )
+    torch.manual_seed(seed)
+    return Gemma3ForCausalLM(cfg)

@@ -2,7 +2,8 @@
 
 A corpus is JSONL with ``{"id", "title", "text"}`` per line, an HF ``datasets.Dataset`` with those columns, or
 a list of such dicts. Dense retrieval embeds ``title + text`` with the embedded all-MiniLM-L6-v2 (normalised,
-inner product = cosine) into a faiss flat index. Hybrid fuses the two rankings by reciprocal rank:
+inner product = cosine) into a faiss flat index, or with a retriever trained by the revela recipe
+(``retriever=PATH``: its query/passage prefixes and pooling). Hybrid fuses the two rankings by reciprocal rank:
 ``score(d) = Σ_r 1 / (60 + rank_r(d))`` (Cormack et al., 2009).
 """
 
@@ -55,7 +56,7 @@ def load_corpus(source: Any) -> list[dict[str, str]]:
 class SearchIndex:
     """BM25 and (lazily) dense indexes over one corpus. ``search(queries, k, mode) -> list[list[Hit]]``."""
 
-    def __init__(self, corpus: Any, embedder: str = "minilm-l6"):
+    def __init__(self, corpus: Any, embedder: str = "minilm-l6", retriever: str | None = None):
         import bm25s
 
         self.docs = load_corpus(corpus)
@@ -65,7 +66,11 @@ class SearchIndex:
         )
         self.embedder_name = embedder
         self._faiss = None
-        self._encoder = None
+        self._encode = None
+        if retriever is not None:  # load now: a bad path fails at startup, not on the first query
+            from agentkit.revela.retriever import Retriever
+
+            self._encode = Retriever.load(retriever).encode
 
     @staticmethod
     def _full(d: dict[str, str]) -> str:
@@ -76,16 +81,11 @@ class SearchIndex:
             return
         import faiss
 
-        from agentkit.models.embedder import sentence_model
+        if self._encode is None:
+            from agentkit.models.embedder import embed
 
-        self._encoder = sentence_model(self.embedder_name)
-        emb = self._encoder.encode(
-            [self._full(d) for d in self.docs],
-            batch_size=64,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+            self._encode = lambda texts, kind: embed(texts, self.embedder_name)
+        emb = self._encode([self._full(d) for d in self.docs], "passage")
         self._faiss = faiss.IndexFlatIP(emb.shape[1])
         self._faiss.add(emb.astype("float32"))
 
@@ -105,7 +105,7 @@ class SearchIndex:
 
     def _dense_ranks(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
         self._dense_ready()
-        q = self._encoder.encode(queries, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        q = self._encode(queries, "query")
         scores, idx = self._faiss.search(q.astype("float32"), min(k, len(self.docs)))
         return [[(int(i), float(s)) for i, s in zip(ri, rs) if i >= 0] for ri, rs in zip(idx, scores)]
 
@@ -159,10 +159,13 @@ class SearchTool:
         top_k: int = 3,
         mode: Mode = "bm25",
         max_chars: int = 600,
+        retriever: str | None = None,
     ):
         if index is None and corpus is None:
             raise AgentkitError("the search tool needs a corpus", "pass a JSONL file of {id, title, text}")
-        self.index = index or SearchIndex(corpus)
+        if retriever is not None and mode == "bm25":
+            raise AgentkitError("a trained retriever needs mode 'dense' or 'hybrid'", "BM25 does not use it")
+        self.index = index or SearchIndex(corpus, retriever=retriever)
         self.top_k, self.mode, self.max_chars = top_k, mode, max_chars
 
     def __call__(self, query: str = "", top_k: int | None = None, **extra: Any) -> ToolResult:

@@ -12,8 +12,12 @@ import agentkit.engines.base
 import agentkit.engines.hf
 import agentkit.engines.sampling
 import agentkit.errors
+import agentkit.eval.ir_benchmarks
 import agentkit.eval.metrics as metrics
+import agentkit.eval.retrieval
 import agentkit.registry
+import agentkit.revela.attention
+import agentkit.revela.data
 import agentkit.server.http
 import agentkit.tools.parsers
 import agentkit.tools.search
@@ -35,6 +39,10 @@ import agentkit.tools.search
         agentkit.tools.parsers,
         agentkit.tools.search,
         agentkit.server.http,
+        agentkit.eval.retrieval,
+        agentkit.eval.ir_benchmarks,
+        agentkit.revela.attention,
+        agentkit.revela.data,
     ],
 )
 def test_doctests(mod):

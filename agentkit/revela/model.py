@@ -1,0 +1,88 @@
+"""Revela's training objective: a retriever and a causal LM, trained together by next-token prediction.
+
+For a batch of B chunks (Cai et al., 2025, §3):
+
+1. the retriever embeds each chunk as a passage (``passage: `` + chunk) and, in the paper's text setting, the
+   first half of each chunk as a query (``query: `` + first half): e_q, e_p [B, D];
+2. Sim = row-softmax(cos(e_q, e_pᵀ) / τ) with the diagonal masked  ([B, B], ``attention.similarity``);
+3. the LM runs once plainly, recording each layer's K/V (no graph unless ``kv_grad``), then again with the
+   in-batch term h_i += Σ_{j≠i} Sim_ij softmax(Q_i K_jᵀ/√d) V_j in every layer (``attention.InBatch``);
+4. loss = CE(next token | own prefix + in-batch context) [+ the plain CE when ``dual_loss``].
+
+The retriever gets gradient only through Sim, the LM through both passes' losses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from agentkit.revela.attention import InBatch, enable, similarity
+from agentkit.revela.retriever import Retriever
+
+
+@dataclass
+class LossOutput:
+    loss: torch.Tensor
+    sim: torch.Tensor  # [B, B]
+    loss_inbatch: float
+    loss_plain: float
+
+
+def load_lm(name: str, lora_r: int = 0, lora_alpha: int | None = None, seed: int = 0) -> nn.Module:
+    """A causal LM with the ``revela`` attention enabled (SDPA until a forward passes ``revela=``), LoRA optional."""
+    from transformers import AutoModelForCausalLM
+
+    from agentkit.models.catalog import resolve
+
+    lm = AutoModelForCausalLM.from_pretrained(str(resolve(name)), dtype=torch.float32, attn_implementation="sdpa")
+    enable(lm)
+    if lora_r:
+        from peft import LoraConfig, get_peft_model
+
+        torch.manual_seed(seed)
+        targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+        cfg = LoraConfig(r=lora_r, lora_alpha=lora_alpha or 2 * lora_r, lora_dropout=0.0, target_modules=targets)
+        lm = get_peft_model(lm, cfg)
+    return lm
+
+
+class RevelaModel(nn.Module):
+    def __init__(
+        self,
+        retriever: Retriever,
+        lm: nn.Module,
+        tau: float = 1e-4,
+        v_norm: bool = False,
+        dual_loss: bool = False,
+        kv_grad: bool = False,
+    ):
+        super().__init__()
+        self.retriever, self.lm = retriever, lm
+        self.tau, self.v_norm, self.dual_loss, self.kv_grad = tau, v_norm, dual_loss, kv_grad
+
+    def similarity(self, batch: dict) -> torch.Tensor:
+        """Sim [B, B] from the batch's retriever inputs (``ret_query`` falls back to ``ret_passage``)."""
+        passages = self.retriever(batch["ret_passage"])
+        queries = self.retriever(batch["ret_query"]) if batch.get("ret_query") is not None else passages
+        return similarity(queries, passages, self.tau)
+
+    def lm_loss(self, batch: dict, sim: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(in-batch loss, plain loss) of the LM on ``lm_input_ids`` [B, L] / ``lm_attention_mask`` [B, L]."""
+        ids, mask = batch["lm_input_ids"], batch["lm_attention_mask"]
+        labels = ids.masked_fill(mask == 0, -100)
+        ctx = InBatch("record", keep_grad=self.kv_grad)
+        with torch.set_grad_enabled(torch.is_grad_enabled() and (self.dual_loss or self.kv_grad)):
+            plain = self.lm(input_ids=ids, attention_mask=mask, labels=labels, revela=ctx).loss
+        ctx.mode, ctx.sim, ctx.key_mask, ctx.v_norm = "attend", sim, mask.bool(), self.v_norm
+        ctx.query_mask = batch.get("inbatch_mask")
+        inbatch = self.lm(input_ids=ids, attention_mask=mask, labels=labels, revela=ctx).loss
+        return inbatch, plain
+
+    def forward(self, batch: dict) -> LossOutput:
+        sim = self.similarity(batch)
+        inbatch, plain = self.lm_loss(batch, sim)
+        loss = inbatch + plain if self.dual_loss else inbatch
+        return LossOutput(loss, sim, float(inbatch.detach()), float(plain.detach()))

@@ -1,0 +1,134 @@
+"""``agentkit bench revela``: one Revela training step on a batch of 16 chunks against a plain LM step and against a
+naive per-pair implementation, in the same process.
+
+Workload: 16 chunks of the stdlib-docstring benchmark (``pydoc``; every machine has it), ≤ ``tokens`` LM tokens
+each; SmolLM2-135M as retriever (EOS pooling) and as LM, LoRA r=16 on both (the recipe's default). Timed, each the
+median of ``repeats`` after one warm-up, forward + backward:
+
+- ``plain``: the LM's ordinary loss on the batch (what any LM fine-tuning step costs);
+- ``revela_lm``: the LM side of a Revela step given Sim: the plain recording pass (no graph) and the pass with the
+  in-batch term (``agentkit.revela.attention``), with the retriever's real Sim at τ = 1e-4 (pairs of weight 0
+  skipped) and with a dense Sim (every pair, the worst case); target ≤ 1.5× ``plain``;
+- ``revela_full``: the whole step, retriever included (two retriever passes: query halves and passages);
+- ``naive``: one LM forward per ordered pair (i, j ≠ i), chunk i attending to chunk j's cached K/V, the losses
+  weighted by Sim_ij: the B(B−1) forwards a per-pair implementation needs.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+from agentkit.eval.bench import write_json
+
+
+def _timed(fn: Callable[[], None], repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def run(batch: int = 16, tokens: int = 64, repeats: int = 3, model: str = "smollm2-135m") -> dict:
+    from transformers import AutoTokenizer
+
+    from agentkit.eval.ir_benchmarks import load_benchmark
+    from agentkit.models.catalog import resolve
+    from agentkit.revela.attention import InBatch
+    from agentkit.revela.data import Collator, chunk_text
+    from agentkit.revela.model import RevelaModel, load_lm
+    from agentkit.revela.retriever import Retriever
+
+    data = load_benchmark("pydoc")
+    texts = [c for d in list(data.corpus.values())[:200] for c in chunk_text(d["text"], 120)][:batch]
+    retriever = Retriever(model, max_length=tokens, lora_r=16)
+    lm = load_lm(model, lora_r=16)
+    collate = Collator(retriever, AutoTokenizer.from_pretrained(str(resolve(model))), tokens, first_half=True)
+    b = collate(texts)
+    ids, mask = b["lm_input_ids"], b["lm_attention_mask"]
+    labels = ids.masked_fill(mask == 0, -100)
+    m = RevelaModel(retriever, lm, tau=1e-4, v_norm=True)
+    with torch.no_grad():
+        sim_real = m.similarity(b)
+    sim_dense = torch.full_like(sim_real, 1 / (batch - 1)).fill_diagonal_(0)
+
+    def plain() -> None:
+        lm(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+        lm.zero_grad()
+
+    def lm_side(sim: torch.Tensor) -> Callable[[], None]:
+        def step() -> None:
+            m.lm_loss(b, sim)[0].backward()
+            lm.zero_grad()
+
+        return step
+
+    def full() -> None:
+        m(b).loss.backward()
+        m.zero_grad()
+
+    def naive() -> None:
+        ctx = InBatch("record")
+        with torch.no_grad():
+            lm(input_ids=ids, attention_mask=mask, revela=ctx)
+        kv = ctx.kv
+        for i in range(batch):
+            for j in range(batch):
+                if i == j:
+                    continue
+                pair = InBatch("attend", sim=torch.ones(1, 1), key_mask=mask[j : j + 1].bool(), v_norm=True)
+                pair.kv = {layer: (k[j : j + 1], v[j : j + 1]) for layer, (k, v) in kv.items()}
+                loss = lm(input_ids=ids[i : i + 1], attention_mask=mask[i : i + 1], labels=labels[i : i + 1],
+                          revela=pair).loss  # fmt: skip
+                (sim_real[i, j] * loss).backward()
+        lm.zero_grad()
+
+    t_plain = _timed(plain, repeats)
+    t_real = _timed(lm_side(sim_real), repeats)
+    t_dense = _timed(lm_side(sim_dense), repeats)
+    t_full = _timed(full, repeats)
+    t_naive = _time_once(naive)  # minutes long: timed once, after the others warmed every kernel
+    return {
+        "model": model,
+        "batch": batch,
+        "max_tokens": tokens,
+        "lm_tokens": int(mask.sum()),
+        "sim_nonzero_pairs": int((sim_real > 0).sum()),
+        "repeats": repeats,
+        "plain_lm_step_s": round(t_plain, 3),
+        "revela_lm_step_s": round(t_real, 3),
+        "revela_lm_step_dense_sim_s": round(t_dense, 3),
+        "revela_full_step_s": round(t_full, 3),
+        "naive_per_pair_step_s": round(t_naive, 3),
+        "ratio_revela_lm_vs_plain": round(t_real / t_plain, 3),
+        "ratio_revela_lm_dense_vs_plain": round(t_dense / t_plain, 3),
+        "ratio_revela_full_vs_plain": round(t_full / t_plain, 3),
+        "ratio_naive_vs_revela_lm": round(t_naive / t_real, 2),
+        "target_ratio": 1.5,
+    }
+
+
+def _time_once(fn: Callable[[], None]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def main(batch: int = 16, tokens: int = 64, repeats: int = 3, out: str | None = None) -> int:
+    res = run(batch, tokens, repeats)
+    print(json.dumps(res, indent=2))
+    print(
+        f"\nRevela step on {batch} chunks (≤ {tokens} tokens): LM side {res['ratio_revela_lm_vs_plain']}x a plain LM "
+        f"step (target ≤ 1.5x; {res['ratio_revela_lm_dense_vs_plain']}x with every pair weighted), "
+        f"{res['ratio_revela_full_vs_plain']}x with the retriever; the naive per-pair way takes "
+        f"{res['ratio_naive_vs_revela_lm']}x the LM side"
+    )
+    write_json(out, res)
+    return 0

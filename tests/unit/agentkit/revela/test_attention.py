@@ -1,0 +1,162 @@
+"""Revela's in-batch attention through transformers' attention registry: exactness, gradient paths, a hand-built
+case, and both model families (Llama, Gemma 3)."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from agentkit.models.tiny import build_tiny_gemma3, build_tiny_model
+from agentkit.revela.attention import InBatch, enable, inbatch_term, inbatch_term_reference, similarity
+
+VOCAB = 40
+
+
+def _lm(family: str, layers: int = 2, seed: int = 0):
+    build = build_tiny_model if family == "llama" else build_tiny_gemma3
+    lm = build(VOCAB, layers=layers, seed=seed).eval()
+    enable(lm)
+    return lm
+
+
+def _batch(b=4, length=12, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, VOCAB - 3, (b, length), generator=g)
+    mask = torch.ones(b, length, dtype=torch.long)
+    mask[1, 9:] = 0  # right padding on two chunks
+    mask[3, 5:] = 0
+    return ids.masked_fill(mask == 0, VOCAB - 1), mask
+
+
+def _losses(lm, ids, mask, sim, v_norm=False):
+    labels = ids.masked_fill(mask == 0, -100)
+    ctx = InBatch("record")
+    plain = lm(input_ids=ids, attention_mask=mask, labels=labels, revela=ctx).loss
+    ctx.mode, ctx.sim, ctx.key_mask, ctx.v_norm = "attend", sim, mask.bool(), v_norm
+    return lm(input_ids=ids, attention_mask=mask, labels=labels, revela=ctx).loss, plain
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+def test_zero_similarity_is_exactly_the_plain_lm_loss(family):
+    lm = _lm(family)
+    ids, mask = _batch()
+    inbatch, plain = _losses(lm, ids, mask, torch.zeros(4, 4))
+    reference = lm(input_ids=ids, attention_mask=mask, labels=ids.masked_fill(mask == 0, -100)).loss
+    assert inbatch.item() == plain.item() == reference.item()
+    # and a non-zero Sim does change it, in both families
+    changed, _ = _losses(lm, ids, mask, torch.full((4, 4), 1 / 3).fill_diagonal_(0))
+    assert abs(changed.item() - plain.item()) > 1e-4
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+def test_retriever_gets_gradient_only_through_sim(family):
+    lm = _lm(family)
+    retriever = torch.nn.Sequential(torch.nn.Embedding(VOCAB, 16), torch.nn.Linear(16, 16))
+    ids, mask = _batch()
+    emb = retriever(ids).mean(dim=1)  # [B, 16]
+    sim = similarity(emb, emb, tau=0.05)
+    loss, _ = _losses(lm, ids, mask, sim)
+    params = list(retriever.parameters())
+    direct = torch.autograd.grad(loss, params, retain_graph=True)
+    d_sim = torch.autograd.grad(loss, sim, retain_graph=True)[0]
+    via_sim = torch.autograd.grad(sim, params, grad_outputs=d_sim)
+    assert all(g.abs().sum() > 0 for g in direct)
+    for a, b in zip(direct, via_sim):
+        torch.testing.assert_close(a, b)
+    # a detached Sim cuts the retriever off entirely
+    loss2, _ = _losses(lm, ids, mask, sim.detach())
+    loss2.backward()
+    assert all(p.grad is None for p in params)
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in lm.parameters())
+
+
+def test_two_chunks_match_a_manual_computation():
+    """One-layer Llama, B = 2 (Sim = [[0, 1], [1, 0]]), chunk 1 padded: the whole forward written out by hand."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    lm = _lm("llama", layers=1, seed=3)
+    ids = torch.tensor([[5, 9, 2, 7, 1, 8], [3, 3, 6, 4, 0, 0]])
+    mask = torch.tensor([[1] * 6, [1, 1, 1, 1, 0, 0]])
+    ids = ids.masked_fill(mask == 0, VOCAB - 1)
+    sim = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+    got, _ = _losses(lm, ids, mask, sim)
+
+    m, layer = lm.model, lm.model.layers[0]
+    att = layer.self_attn
+    b, n = ids.shape
+    x = m.embed_tokens(ids)
+    hx = layer.input_layernorm(x)
+    shape = (b, n, -1, att.head_dim)
+    q, k, v = (p(hx).view(shape).transpose(1, 2) for p in (att.q_proj, att.k_proj, att.v_proj))
+    cos, sin = m.rotary_emb(hx, torch.arange(n)[None].expand(b, -1))
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)
+    k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)  # 2 query heads share 1 key/value head
+    scale = 1 / math.sqrt(att.head_dim)
+    out = torch.zeros_like(q)
+    for i in range(b):
+        for t in range(n):
+            qt = q[i, :, t].unsqueeze(1)  # [H, 1, d]
+            own = [s for s in range(t + 1) if mask[i, s]]  # causal, padding masked
+            w = torch.softmax(qt @ k[i, :, own].transpose(-1, -2) * scale, dim=-1)
+            out[i, :, t] = (w @ v[i, :, own]).squeeze(1)
+            j = 1 - i
+            other = [s for s in range(n) if mask[j, s]]  # all of chunk j's real tokens, no causal mask
+            w = torch.softmax(qt @ k[j, :, other].transpose(-1, -2) * scale, dim=-1)
+            out[i, :, t] += (w @ v[j, :, other]).squeeze(1)
+    h = x + att.o_proj(out.transpose(1, 2).reshape(b, n, -1))
+    h = h + layer.mlp(layer.post_attention_layernorm(h))
+    logits = lm.lm_head(m.norm(h))
+    labels = ids.masked_fill(mask == 0, -100)
+    want = F.cross_entropy(logits[:, :-1].reshape(-1, VOCAB), labels[:, 1:].reshape(-1), ignore_index=-100)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_inbatch_term_by_hand():
+    """q = 1 against chunk 1's keys (0, ln 3) and values (1, 5): softmax = (1/4, 3/4), output 1/4 + 15/4 = 4."""
+    q = torch.tensor([[1.0], [0.0]]).view(1, 1, 2, 1).repeat(2, 1, 1, 1)  # both chunks' queries: (1, 0)
+    k = torch.tensor([[0.0], [0.0], [0.0], [math.log(3)]]).view(2, 1, 2, 1)
+    v = torch.tensor([[7.0], [7.0], [1.0], [5.0]]).view(2, 1, 2, 1)
+    sim = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+    full = torch.ones(2, 2, dtype=torch.bool)
+    out = inbatch_term(q, k, v, sim, full, scaling=1.0)
+    assert out[0, 0, :, 0].tolist() == pytest.approx([4.0, 3.0])  # query 0 → (1+5)/2 = 3: uniform softmax
+    assert out[1, 0, :, 0].tolist() == pytest.approx([7.0, 7.0])
+    padded = full.clone()
+    padded[1, 1] = False  # chunk 1's second token is padding: only value 1 remains
+    assert inbatch_term(q, k, v, sim, padded, scaling=1.0)[0, 0, :, 0].tolist() == pytest.approx([1.0, 1.0])
+    # V-normalisation divides by the weighted ‖V‖: (1/4·1 + 3/4·5) / (1/4·1 + 3/4·5) = 1
+    assert inbatch_term(q, k, v, sim, full, 1.0, v_norm=True)[0, 0, 0, 0].item() == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("v_norm", [False, True])
+def test_pairwise_sdpa_matches_the_materialised_reference(v_norm):
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (
+        torch.randn(5, 4, 7, 8, generator=g),
+        torch.randn(5, 2, 7, 8, generator=g),
+        torch.randn(5, 2, 7, 8, generator=g),
+    )
+    key_mask = torch.ones(5, 7, dtype=torch.bool)
+    key_mask[2, 4:] = False
+    e = torch.randn(5, 3, generator=g)
+    for tau in (1.0, 1e-4):  # dense and (nearly) one-hot Sim: pairs of weight 0 are skipped
+        sim = similarity(e, e, tau)
+        a = inbatch_term(q, k, v, sim, key_mask, 8**-0.5, v_norm, pairs_per_call=3)
+        torch.testing.assert_close(a, inbatch_term_reference(q, k, v, sim, key_mask, 8**-0.5, v_norm))
+
+
+def test_attend_without_record_is_a_clear_error():
+    lm = _lm("llama")
+    ids, mask = _batch()
+    with pytest.raises(RuntimeError, match="mode='record'"):
+        lm(input_ids=ids, attention_mask=mask, revela=InBatch("attend", sim=torch.zeros(4, 4), key_mask=mask.bool()))
+
+
+def test_similarity_masks_the_diagonal_and_rows_sum_to_one():
+    e = torch.randn(6, 4)
+    s = similarity(e, e, tau=1e-4)
+    assert torch.all(s.diagonal() == 0)
+    torch.testing.assert_close(s.sum(-1), torch.ones(6))
+    with pytest.raises(ValueError):
+        similarity(e, e, tau=0)
