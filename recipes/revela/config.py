@@ -30,7 +30,8 @@ class RevelaConfig:
     the retriever. batching: interleave (d11, d21, …, d12, … over docs_per_batch documents) or bm25 (a seed chunk
     and its BM25 neighbours, the official script). batch_size: chunks per batch (the paper: 16); grad_accum:
     batches per optimizer step. steps: optimizer steps per seed; lr, warmup: AdamW with linear warmup then
-    constant. seeds: one trained retriever per seed (LoRA init and batch order). checkpoint_every: steps between
+    constant. retriever_freeze_steps: the first steps train the LM only (the retriever's learning rate is 0), so
+    the LM learns to use in-batch context before its loss steers the retriever (not in the paper; 0 = the paper). seeds: one trained retriever per seed (LoRA init and batch order). checkpoint_every: steps between
     checkpoints (resume continues from the last one). baselines: evaluated once. encode_batch: texts per encoding
     batch at evaluation.
     """
@@ -60,6 +61,7 @@ class RevelaConfig:
     steps: PosInt = 40
     lr: PosFloat = 1e-4
     warmup: NonNegInt = 4
+    retriever_freeze_steps: NonNegInt = 0
     seeds: Annotated[list[int], at.MinLen(1)] = field(default_factory=lambda: [0, 1, 2])
     checkpoint_every: PosInt = 5
     baselines: list[Baseline] = field(default_factory=lambda: ["bm25", "minilm", "untrained"])

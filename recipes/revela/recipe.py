@@ -101,6 +101,9 @@ class RevelaRecipe(Recipe[RevelaConfig]):
         return ([r["text"] for r in b] for b in interleaved_batches(rows, c.batch_size, c.docs_per_batch))
 
     def _train_seed(self, seed: int) -> None:
+        from transformers import AutoTokenizer
+
+        from agentkit.models.catalog import resolve
         from agentkit.revela.model import RevelaModel, load_lm
         from agentkit.revela.retriever import Retriever
 
@@ -108,15 +111,20 @@ class RevelaRecipe(Recipe[RevelaConfig]):
         torch.manual_seed(seed)
         retriever = Retriever(c.retriever, max_length=c.retriever_max_tokens, lora_r=c.retriever_lora_r, seed=seed)
         lm = load_lm(c.lm, c.lm_lora_r, seed=seed)
-        from transformers import AutoTokenizer
-
-        from agentkit.models.catalog import resolve
-
         collate = Collator(retriever, AutoTokenizer.from_pretrained(str(resolve(c.lm))), c.max_tokens, c.first_half)
         model = RevelaModel(retriever, lm, c.tau, c.v_norm, c.dual_loss, c.kv_grad)
-        params = [p for p in model.parameters() if p.requires_grad]
-        opt = torch.optim.AdamW(params, lr=c.lr, weight_decay=0.0)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (c.warmup + 1)))
+        ret_params = [p for p in retriever.parameters() if p.requires_grad]
+        lm_params = [p for p in lm.parameters() if p.requires_grad]
+        params = ret_params + lm_params
+        opt = torch.optim.AdamW([{"params": ret_params}, {"params": lm_params}], lr=c.lr, weight_decay=0.0)
+
+        def warm(s: int) -> float:
+            return min(1.0, (s + 1) / (c.warmup + 1))
+
+        def warm_retriever(s: int) -> float:  # frozen while the LM first learns to read in-batch context
+            return 0.0 if s < c.retriever_freeze_steps else warm(s - c.retriever_freeze_steps)
+
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, [warm_retriever, warm])
         state_file = self.ctx.run_dir / "state" / f"seed-{seed}" / "checkpoint.pt"
         start = 0
         if state_file.exists():

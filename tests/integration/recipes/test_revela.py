@@ -95,6 +95,15 @@ def test_bad_configs_fail_before_any_model_loads(tmp_path):
         run_recipe("revela", ["batch_size=1"], output_dir=str(tmp_path / "c"), preset="tiny")
 
 
+def test_a_frozen_retriever_does_not_move(tmp_path):
+    run_recipe(
+        "revela", ["steps=2", "retriever_freeze_steps=2"], output_dir=str(tmp_path / "r"), preset="tiny", quiet=True
+    )
+    ck = torch.load(tmp_path / "r" / "state" / "seed-0" / "checkpoint.pt", weights_only=False)["trainable"]
+    assert all(v.abs().sum() == 0 for n, v in ck.items() if n.startswith("retriever.") and "lora_B" in n)
+    assert any(v.abs().sum() > 0 for n, v in ck.items() if n.startswith("lm.") and "lora_B" in n)
+
+
 def test_revela_under_accelerate_launch_two_processes(tmp_path):
     out = tmp_path / "run"
     cmd = [
