@@ -219,16 +219,18 @@ class Collator:
     ret_passage: ``passage: `` + the chunk as the LM sees it (truncated) for the retriever. ret_query (``first_half``):
     ``query: `` + the first half of the LM's tokens of the chunk, and ``inbatch_mask`` [B, L] False on that half,
     so the second half is predicted with documents chosen from the first (the paper's Wikipedia setting).
+    bos: start every chunk with the LM's BOS token (Gemma needs it: its loss is nats worse without).
     """
 
-    def __init__(self, retriever, lm_tokenizer, max_tokens: int = 160, first_half: bool = True):
+    def __init__(self, retriever, lm_tokenizer, max_tokens: int = 160, first_half: bool = True, bos: bool = False):
         self.retriever, self.tok, self.max_tokens, self.first_half = retriever, lm_tokenizer, max_tokens, first_half
+        self.prefix = [lm_tokenizer.bos_token_id] if bos else []
 
     def __call__(self, texts: list[str]) -> dict[str, Any]:
-        ids = [x[: self.max_tokens] for x in self.tok(texts, add_special_tokens=False)["input_ids"]]
+        ids = [(self.prefix + x)[: self.max_tokens] for x in self.tok(texts, add_special_tokens=False)["input_ids"]]
         width = max(map(len, ids))
         pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
-        seen = self.tok.batch_decode(ids)  # what the LM sees (truncated) is what the retriever scores
+        seen = self.tok.batch_decode(ids, skip_special_tokens=True)  # the retriever scores what the LM sees
         batch: dict[str, Any] = {
             "lm_input_ids": torch.tensor([x + [pad] * (width - len(x)) for x in ids]),
             "lm_attention_mask": torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids]),
@@ -237,8 +239,7 @@ class Collator:
         }
         if self.first_half:  # halves in the LM's tokens, so the in-batch term always covers the second half
             half = [max(1, len(x) // 2) for x in ids]
-            batch["ret_query"] = self.retriever.tokenize(
-                self.tok.batch_decode([x[:h] for x, h in zip(ids, half)]), "query"
-            )
+            firsts = self.tok.batch_decode([x[:h] for x, h in zip(ids, half)], skip_special_tokens=True)
+            batch["ret_query"] = self.retriever.tokenize(firsts, "query")
             batch["inbatch_mask"] = torch.arange(width)[None, :] >= torch.tensor(half)[:, None]
         return batch

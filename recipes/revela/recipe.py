@@ -111,7 +111,10 @@ class RevelaRecipe(Recipe[RevelaConfig]):
         torch.manual_seed(seed)
         retriever = Retriever(c.retriever, max_length=c.retriever_max_tokens, lora_r=c.retriever_lora_r, seed=seed)
         lm = load_lm(c.lm, c.lm_lora_r, seed=seed)
-        collate = Collator(retriever, AutoTokenizer.from_pretrained(str(resolve(c.lm))), c.max_tokens, c.first_half)
+        bos = lm.config.model_type.startswith("gemma")  # Gemma is trained with BOS first; GGUF tokenizers omit it
+        collate = Collator(
+            retriever, AutoTokenizer.from_pretrained(str(resolve(c.lm))), c.max_tokens, c.first_half, bos
+        )
         model = RevelaModel(retriever, lm, c.tau, c.v_norm, c.dual_loss, c.kv_grad)
         ret_params = [p for p in retriever.parameters() if p.requires_grad]
         lm_params = [p for p in lm.parameters() if p.requires_grad]

@@ -115,3 +115,6 @@ def test_collator_halves_and_masks_consistently():
     assert batch["lm_attention_mask"].tolist() == [[1] * 10, [1, 1, 1] + [0] * 7]
     assert batch["inbatch_mask"].tolist() == [[False] * 5 + [True] * 5, [False] + [True] * 9]
     assert r.seen == [("passage", ["abcdefghij", "xyz"]), ("query", ["abcde", "x"])]
+    bos = Collator(r, tok, max_tokens=10, first_half=True, bos=True)(["abcdefghijklmnop"])
+    assert bos["lm_input_ids"][0, 0].item() == tok.bos_token_id and bos["lm_input_ids"].shape == (1, 10)
+    assert r.seen[-2:] == [("passage", ["abcdefghi"]), ("query", ["abcd"])]  # BOS is never shown to the retriever
