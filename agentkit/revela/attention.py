@@ -29,6 +29,7 @@ from typing import Literal
 
 import torch
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 ATTN_NAME = "revela"
 _EPS = 1e-6
@@ -103,12 +104,21 @@ def inbatch_term(
         v = torch.cat([v, v.norm(dim=-1, keepdim=True)], dim=-1)
     out = q.new_zeros(b, h, length, d)
     rows, cols = torch.nonzero(sim, as_tuple=True)
-    for start in range(0, rows.numel(), pairs_per_call):
-        i, j = rows[start : start + pairs_per_call], cols[start : start + pairs_per_call]
+
+    def pairs(q, k, v, w, i, j):  # the term of one group of pairs: [n, H, L, d], weighted by w [n]
         o = F.scaled_dot_product_attention(q[i], k[j], v[j], attn_mask=key_mask[j][:, None, None, :], scale=scaling)
         if v_norm:
             o = o[..., :d] / (o[..., d:] + _EPS)
-        out = out.index_add(0, i, sim[i, j].view(-1, 1, 1, 1).to(o.dtype) * o)
+        return w.view(-1, 1, 1, 1).to(o.dtype) * o
+
+    # Under autograd each group is recomputed in the backward pass instead of keeping its gathered q/k/v copies
+    # and outputs (n pairs × H × L × d each): memory stays O(B·H·L·d) per layer however many pairs are weighted.
+    grad = torch.is_grad_enabled() and (q.requires_grad or sim.requires_grad)
+    for start in range(0, rows.numel(), pairs_per_call):
+        i, j = rows[start : start + pairs_per_call], cols[start : start + pairs_per_call]
+        args = (q, k, v, sim[i, j], i, j)
+        term = torch.utils.checkpoint.checkpoint(pairs, *args, use_reentrant=False) if grad else pairs(*args)
+        out = out.index_add(0, i, term)
     return out
 
 
