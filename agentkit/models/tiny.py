@@ -32,11 +32,9 @@ def build_tiny_tokenizer():
     return tok
 
 
-def build_tiny_model(vocab_size: int, hidden: int = 64, layers: int = 2, seed: int = 0):
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    cfg = LlamaConfig(
+def _tiny_shape(vocab_size: int, hidden: int, layers: int) -> dict:
+    """The config both tiny families share: 2 query heads on 1 key/value head; BOS, EOS, PAD the last three ids."""
+    return dict(
         vocab_size=vocab_size,
         hidden_size=hidden,
         intermediate_size=2 * hidden,
@@ -44,12 +42,17 @@ def build_tiny_model(vocab_size: int, hidden: int = 64, layers: int = 2, seed: i
         num_attention_heads=2,
         num_key_value_heads=1,
         max_position_embeddings=2048,
-        tie_word_embeddings=False,
-        initializer_range=0.1,
         bos_token_id=vocab_size - 3,
         eos_token_id=vocab_size - 2,
         pad_token_id=vocab_size - 1,
     )
+
+
+def build_tiny_model(vocab_size: int, hidden: int = 64, layers: int = 2, seed: int = 0):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(**_tiny_shape(vocab_size, hidden, layers), tie_word_embeddings=False, initializer_range=0.1)
     torch.manual_seed(seed)
     model = LlamaForCausalLM(cfg)
     # An untied output layer of std 0.25 gives logits of std ~2 (hidden rms 1, width 64): distributions neither
@@ -76,20 +79,11 @@ def build_tiny_gemma3(vocab_size: int, hidden: int = 64, layers: int = 2, seed: 
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
     cfg = Gemma3TextConfig(
-        vocab_size=vocab_size,
-        hidden_size=hidden,
-        intermediate_size=2 * hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        num_key_value_heads=1,
+        **_tiny_shape(vocab_size, hidden, layers),
         head_dim=32,
         query_pre_attn_scalar=32,
         sliding_window=8,
         layer_types=["sliding_attention", "full_attention"][:layers],
-        max_position_embeddings=2048,
-        bos_token_id=vocab_size - 3,
-        eos_token_id=vocab_size - 2,
-        pad_token_id=vocab_size - 1,
     )
     torch.manual_seed(seed)
     return Gemma3ForCausalLM(cfg)

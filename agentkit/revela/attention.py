@@ -123,7 +123,7 @@ def inbatch_term(
 
 
 def inbatch_term_reference(q, k, v, sim, key_mask, scaling, v_norm=False):
-    """The same term with every B×B×L×L score materialised at once (the official fork's way): tests and the bench."""
+    """The same term with every B×B×L×L score materialised at once (the official fork's way), for the tests."""
     groups = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
     scores = torch.einsum("ihqd,jhkd->ijhqk", q, k) * scaling

@@ -187,11 +187,9 @@ def interleaved_batches(
 def bm25_batches(texts: list[str], batch_size: int, seed: int = 0) -> Iterator[list[int]]:
     """Indices of batches: each a seed chunk and its ``batch_size - 1`` BM25 neighbours, shuffled; seeds run over
     the chunks in a seeded random order, and a chunk already in a batch is not a seed again."""
-    import bm25s
+    from agentkit.tools.search import SearchIndex
 
-    index = bm25s.BM25()
-    tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False)
-    index.index(tokens, show_progress=False)
+    index = SearchIndex([{"id": str(i), "text": t} for i, t in enumerate(texts)])
     rng = random.Random(seed)
     order = list(range(len(texts)))
     rng.shuffle(order)
@@ -200,11 +198,7 @@ def bm25_batches(texts: list[str], batch_size: int, seed: int = 0) -> Iterator[l
     for s in order:
         if s in used:
             continue
-        words = bm25s.tokenize([texts[s]], stopwords="en", return_ids=False, show_progress=False)[0]
-        found = []
-        if words:
-            idx, scores = index.retrieve([words], k=k, show_progress=False, n_threads=1)
-            found = [int(i) for i, sc in zip(idx[0], scores[0]) if sc > 0 and int(i) != s]
+        found = [i for i, _ in index.bm25_ranks([texts[s]], k)[0] if i != s]
         rest = [i for i in rng.sample(range(len(texts)), k) if i != s and i not in found]  # top up when BM25 is thin
         batch = ([s] + found + rest)[:k]
         used.update(batch)

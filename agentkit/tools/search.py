@@ -89,7 +89,8 @@ class SearchIndex:
         self._faiss = faiss.IndexFlatIP(emb.shape[1])
         self._faiss.add(emb.astype("float32"))
 
-    def _bm25_ranks(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+    def bm25_ranks(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+        """(document index, score) of each query's ``k`` best BM25 documents with a score above 0."""
         import bm25s
 
         k = min(k, len(self.docs))
@@ -111,13 +112,13 @@ class SearchIndex:
 
     def search(self, queries: list[str], k: int = 3, mode: Mode = "bm25") -> list[list[Hit]]:
         if mode == "bm25":
-            ranked = self._bm25_ranks(queries, k)
+            ranked = self.bm25_ranks(queries, k)
         elif mode == "dense":
             ranked = self._dense_ranks(queries, k)
         elif mode == "hybrid":
             depth = max(4 * k, 20)
             ranked = [
-                _rrf([a, b], k) for a, b in zip(self._bm25_ranks(queries, depth), self._dense_ranks(queries, depth))
+                _rrf([a, b], k) for a, b in zip(self.bm25_ranks(queries, depth), self._dense_ranks(queries, depth))
             ]
         else:
             raise ValueError(f"unknown search mode {mode!r} (bm25, dense, hybrid)")

@@ -75,9 +75,11 @@ class RevelaRecipe(Recipe[RevelaConfig]):
         if method == "bm25":
             run = bm25_run(self.data)
         else:
-            path = {"minilm": "minilm-l6", "untrained": c.retriever}.get(method) or str(self._retriever_dir(method))
-            kwargs = {} if method.startswith("seed-") else {"max_length": c.retriever_max_tokens}
-            r = Retriever.load(path) if method.startswith("seed-") else Retriever(path, **kwargs)
+            if method.startswith("seed-"):
+                r = Retriever.load(self._retriever_dir(method))
+            else:
+                base = {"minilm": "minilm-l6", "untrained": c.retriever}[method]
+                r = Retriever(base, max_length=c.retriever_max_tokens)
             run = dense_run(self.data, lambda texts, kind: r.encode(texts, kind, c.encode_batch, not self.ctx.quiet))
         scores = score_run(self.data.qrels, run)
         return {**scores, "seconds": round(time.time() - t0, 1)}
