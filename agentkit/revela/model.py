@@ -9,6 +9,10 @@ For a batch of B chunks (Cai et al., 2025, §3):
    in-batch term h_i += Σ_{j≠i} Sim_ij softmax(Q_i K_jᵀ/√d) V_j in every layer (``attention.InBatch``);
 4. loss = CE(next token | own prefix + in-batch context) [+ the plain CE when ``dual_loss``].
 
+The CE is computed a few hundred tokens at a time from the decoder's last hidden state (``causal_lm_loss``):
+Gemma 3's 262k-entry vocabulary makes a batch's logits [16, 96, 262144] 1.6 GB in float32, and HF's loss keeps
+two more copies of them for the backward.
+
 The retriever gets gradient only through Sim, the LM through both passes' losses.
 """
 
@@ -49,6 +53,37 @@ def load_lm(name: str, lora_r: int = 0, lora_alpha: int | None = None, seed: int
     return lm
 
 
+def causal_lm_loss(lm: nn.Module, ids: torch.Tensor, mask: torch.Tensor, chunk: int = 512, **kw) -> torch.Tensor:
+    """Mean next-token CE of ``lm`` on ids [B, L] (positions with mask 0 ignored), equal to HF's ``labels=`` loss.
+
+    Logits [chunk, V] exist for one chunk of tokens at a time, and are recomputed in the backward rather than kept
+    (``torch.utils.checkpoint``), so peak memory no longer scales with B·L·V. ``kw`` goes to the decoder
+    (``revela=``).
+    """
+    from torch.utils.checkpoint import checkpoint
+
+    base = lm.get_base_model() if hasattr(lm, "get_base_model") else lm
+    hidden = base.get_decoder()(input_ids=ids, attention_mask=mask, **kw).last_hidden_state  # [B, L, H]
+    keep = mask[:, 1:].bool()
+    h, target = hidden[:, :-1][keep], ids[:, 1:][keep]  # [N, H], [N]
+    head, cap = base.get_output_embeddings(), getattr(base.config, "final_logit_softcapping", None)
+
+    def ce_sum(h: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        logits = head(h).float()
+        if cap:  # Gemma's soft-capping, as its forward applies it
+            logits = torch.tanh(logits / cap) * cap
+        return nn.functional.cross_entropy(logits, target, reduction="sum")
+
+    grad = torch.is_grad_enabled()
+    total = sum(
+        checkpoint(ce_sum, h[i : i + chunk], target[i : i + chunk], use_reentrant=False)
+        if grad
+        else ce_sum(h[i : i + chunk], target[i : i + chunk])
+        for i in range(0, len(target), chunk)
+    )
+    return total / max(len(target), 1)
+
+
 class RevelaModel(nn.Module):
     def __init__(
         self,
@@ -72,13 +107,12 @@ class RevelaModel(nn.Module):
     def lm_loss(self, batch: dict, sim: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(in-batch loss, plain loss) of the LM on ``lm_input_ids`` [B, L] / ``lm_attention_mask`` [B, L]."""
         ids, mask = batch["lm_input_ids"], batch["lm_attention_mask"]
-        labels = ids.masked_fill(mask == 0, -100)
         ctx = InBatch("record", keep_grad=self.kv_grad)
         with torch.set_grad_enabled(torch.is_grad_enabled() and (self.dual_loss or self.kv_grad)):
-            plain = self.lm(input_ids=ids, attention_mask=mask, labels=labels, revela=ctx).loss
+            plain = causal_lm_loss(self.lm, ids, mask, revela=ctx)
         ctx.mode, ctx.sim, ctx.key_mask, ctx.v_norm = "attend", sim, mask.bool(), self.v_norm
         ctx.query_mask = batch.get("inbatch_mask")
-        inbatch = self.lm(input_ids=ids, attention_mask=mask, labels=labels, revela=ctx).loss
+        inbatch = causal_lm_loss(self.lm, ids, mask, revela=ctx)
         return inbatch, plain
 
     def forward(self, batch: dict) -> LossOutput:

@@ -160,3 +160,20 @@ def test_similarity_masks_the_diagonal_and_rows_sum_to_one():
     torch.testing.assert_close(s.sum(-1), torch.ones(6))
     with pytest.raises(ValueError):
         similarity(e, e, tau=0)
+
+
+@pytest.mark.parametrize("family,cap", [("llama", None), ("gemma3", None), ("gemma3", 3.0)])
+def test_chunked_loss_equals_hf_labels_loss_and_its_gradient(family, cap):
+    from agentkit.revela.model import causal_lm_loss
+
+    lm = _lm(family)
+    lm.config.final_logit_softcapping = cap  # Gemma's forward soft-caps its logits; ours must too
+    ids, mask = _batch()
+    want = lm(input_ids=ids, attention_mask=mask, labels=ids.masked_fill(mask == 0, -100)).loss
+    want_grad = torch.autograd.grad(want, lm.get_input_embeddings().weight)[0]
+    got = causal_lm_loss(lm, ids, mask, chunk=7)  # 7 does not divide the 36 predicted tokens
+    got_grad = torch.autograd.grad(got, lm.get_input_embeddings().weight)[0]
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(got_grad, want_grad, rtol=1e-5, atol=1e-7)
+    with torch.no_grad():
+        torch.testing.assert_close(causal_lm_loss(lm, ids, mask, chunk=5), want.detach(), rtol=1e-6, atol=1e-6)
