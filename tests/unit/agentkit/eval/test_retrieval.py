@@ -8,7 +8,7 @@ import pytest
 
 from agentkit.errors import AgentkitError
 from agentkit.eval.ir_benchmarks import parse_translations, strip_name
-from agentkit.eval.retrieval import BeirData, dense_run, load_beir, score_run, write_beir
+from agentkit.eval.retrieval import BeirData, bm25_run, dense_run, load_beir, score_run, write_beir
 
 
 def test_scores_match_a_hand_computation():
@@ -30,6 +30,16 @@ def test_identical_ids_are_dropped_and_counted():
     run = {"a": {"a": 10.0, "b": 5.0}}  # the query's own document ranks first (ArguAna, Quora)
     assert score_run(qrels, run)["mrr"] == 1.0 and score_run(qrels, run)["ignored_identical"] == 1
     assert score_run(qrels, run, ignore_identical_ids=False)["mrr"] == 0.5
+
+
+def test_bm25_ranks_matching_documents_and_leaves_out_the_rest():
+    corpus = {f"d{i}": {"title": "", "text": t} for i, t in enumerate(["apt package manager", "the kernel", "apt"])}
+    corpus["d3"] = {"title": "Package", "text": "a package format"}
+    data = BeirData(corpus, {"q": "apt package", "s": "the of"}, {"q": {"d0": 1}})
+    run = bm25_run(data, k=10)
+    assert list(run["q"]) == ["d0", "d2", "d3"] and list(run["q"].values()) == sorted(run["q"].values(), reverse=True)
+    assert run["s"] == {}  # stop words only: nothing matches, nothing ranked by chance
+    assert score_run(data.qrels, run)["mrr"] == 1.0
 
 
 def test_write_then_load_round_trip_and_dense_run(tmp_path):
