@@ -5,7 +5,9 @@ Workload: 16 chunks of the stdlib-docstring benchmark (``pydoc``; every machine 
 each; SmolLM2-135M as retriever (EOS pooling) and as LM, LoRA r=16 on both (the recipe's default). Timed, each the
 median of ``repeats`` after one warm-up, forward + backward:
 
-- ``plain``: the LM's ordinary loss on the batch (what any LM fine-tuning step costs);
+- ``plain``: the LM's ordinary loss on the batch, computed as the Revela passes compute theirs (``causal_lm_loss``:
+  the CE a chunk of tokens at a time), so the ratios isolate the in-batch term; ``plain_hf`` is the same step with
+  transformers' own ``labels=`` loss, what an ordinary fine-tuning step costs;
 - ``revela_lm``: the LM side of a Revela step given Sim: the plain recording pass (no graph) and the pass with the
   in-batch term (``agentkit.revela.attention``), with the retriever's real Sim at τ = 1e-4 (pairs of weight 0
   skipped) and with a dense Sim (every pair, the worst case); target ≤ 1.5× ``plain``;
@@ -43,7 +45,7 @@ def run(batch: int = 16, tokens: int = 64, repeats: int = 3, model: str = "smoll
     from agentkit.models.catalog import resolve
     from agentkit.revela.attention import InBatch
     from agentkit.revela.data import Collator, chunk_text
-    from agentkit.revela.model import RevelaModel, load_lm
+    from agentkit.revela.model import RevelaModel, causal_lm_loss, load_lm
     from agentkit.revela.retriever import Retriever
 
     data = load_benchmark("pydoc")
@@ -60,6 +62,10 @@ def run(batch: int = 16, tokens: int = 64, repeats: int = 3, model: str = "smoll
     sim_dense = torch.full_like(sim_real, 1 / (batch - 1)).fill_diagonal_(0)
 
     def plain() -> None:
+        causal_lm_loss(lm, ids, mask).backward()
+        lm.zero_grad()
+
+    def plain_hf() -> None:
         lm(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
         lm.zero_grad()
 
@@ -85,12 +91,12 @@ def run(batch: int = 16, tokens: int = 64, repeats: int = 3, model: str = "smoll
                     continue
                 pair = InBatch("attend", sim=torch.ones(1, 1), key_mask=mask[j : j + 1].bool(), v_norm=True)
                 pair.kv = {layer: (k[j : j + 1], v[j : j + 1]) for layer, (k, v) in kv.items()}
-                loss = lm(input_ids=ids[i : i + 1], attention_mask=mask[i : i + 1], labels=labels[i : i + 1],
-                          revela=pair).loss  # fmt: skip
+                loss = causal_lm_loss(lm, ids[i : i + 1], mask[i : i + 1], revela=pair)
                 (sim_real[i, j] * loss).backward()
         lm.zero_grad()
 
     t_plain = _timed(plain, repeats)
+    t_plain_hf = _timed(plain_hf, repeats)
     t_real = _timed(lm_side(sim_real), repeats)
     t_dense = _timed(lm_side(sim_dense), repeats)
     t_full = _timed(full, repeats)
@@ -103,6 +109,7 @@ def run(batch: int = 16, tokens: int = 64, repeats: int = 3, model: str = "smoll
         "sim_nonzero_pairs": int((sim_real > 0).sum()),
         "repeats": repeats,
         "plain_lm_step_s": round(t_plain, 3),
+        "plain_lm_step_hf_loss_s": round(t_plain_hf, 3),
         "revela_lm_step_s": round(t_real, 3),
         "revela_lm_step_dense_sim_s": round(t_dense, 3),
         "revela_full_step_s": round(t_full, 3),

@@ -60,3 +60,14 @@ def test_rl_step_bench_on_the_tiny_model():
         assert res[side]["rollout_seconds"] > 0 and res[side]["model_tokens"] > 0 and res[side]["step_seconds"] > 0
     same = res["same_rollouts_loss"]
     assert same["abs_diff"] < 1e-6 and same["max_token_advantage_diff"] < 1e-6
+
+
+def test_revela_bench_on_the_tiny_model():
+    """`agentkit bench revela` end to end: every timed variant runs, on a batch of real stdlib chunks."""
+    from agentkit.eval.bench.revela import run
+
+    res = run(batch=4, tokens=24, repeats=1, model="tiny-random")
+    assert res["batch"] == 4 and 4 < res["lm_tokens"] <= 4 * 24 and 0 < res["sim_nonzero_pairs"] <= 12
+    for k in ("plain_lm_step_s", "plain_lm_step_hf_loss_s", "revela_lm_step_s", "revela_full_step_s"):
+        assert res[k] > 0
+    assert res["naive_per_pair_step_s"] > 0 and res["ratio_naive_vs_revela_lm"] > 0
