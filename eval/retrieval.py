@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -96,11 +97,15 @@ def write_beir(folder: str | Path, data: BeirData, split: str = "test") -> Path:
 
 
 def score_run(
-    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], ignore_identical_ids: bool = True
-) -> dict[str, float]:
+    qrels: dict[str, dict[str, int]],
+    run: dict[str, dict[str, float]],
+    ignore_identical_ids: bool = True,
+    per_query: bool = False,
+) -> dict[str, Any]:
     """Mean nDCG@10, Recall@100 and MRR of a run (qid → {did: score}) over the judged queries.
 
-    ``ignored_identical`` counts the hits dropped because their id equals the query's.
+    ``ignored_identical`` counts the hits dropped because their id equals the query's. ``per_query``: also
+    ``ndcg@10_per_query``, each judged query's nDCG@10 in sorted-qid order (for paired comparisons of two runs).
 
     >>> score_run({"q1": {"d1": 1}}, {"q1": {"q1": 9.0, "d2": 2.0, "d1": 1.0}})
     {'ndcg@10': 0.6309, 'recall@100': 1.0, 'mrr': 0.5, 'ignored_identical': 1}
@@ -116,9 +121,30 @@ def score_run(
         run = clean
     # A query with no hits still counts (as zeros), as in BEIR; pytrec_eval skips absent queries, so add them.
     run = {q: run.get(q) or {"__none__": 0.0} for q in qrels}
-    per_query = pytrec_eval.RelevanceEvaluator(qrels, set(METRICS.values())).evaluate(run)
-    out = {name: round(float(np.mean([m[key] for m in per_query.values()])), 4) for name, key in METRICS.items()}
-    return {**out, "ignored_identical": dropped}
+    each = pytrec_eval.RelevanceEvaluator(qrels, set(METRICS.values())).evaluate(run)
+    out: dict[str, Any] = {
+        name: round(float(np.mean([m[key] for m in each.values()])), 4) for name, key in METRICS.items()
+    }
+    out["ignored_identical"] = dropped
+    if per_query:
+        out["ndcg@10_per_query"] = [round(each[q][METRICS["ndcg@10"]], 5) for q in sorted(qrels)]
+    return out
+
+
+def paired_delta(after: list[float], before: list[float], seed: int = 0) -> tuple[float, float, float]:
+    """Mean of after − before over paired queries, and its 95 % percentile-bootstrap interval (10,000 resamples).
+
+    >>> d, lo, hi = paired_delta([1.0, 0.5, 1.0, 0.0], [0.5, 0.5, 1.0, 0.0])
+    >>> d, lo <= d <= hi
+    (0.125, True)
+    """
+    from scipy.stats import bootstrap
+
+    diff = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
+    if not diff.any():
+        return 0.0, 0.0, 0.0
+    ci = bootstrap((diff,), np.mean, n_resamples=10_000, method="percentile", rng=np.random.default_rng(seed))
+    return float(diff.mean()), float(ci.confidence_interval.low), float(ci.confidence_interval.high)
 
 
 Encoder = Callable[[list[str], str], np.ndarray]  # (texts, "query" | "passage") -> L2-normalised [N, D]

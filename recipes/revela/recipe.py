@@ -24,7 +24,7 @@ import torch
 
 from agentkit.errors import AgentkitError
 from agentkit.eval.ir_benchmarks import load_benchmark
-from agentkit.eval.retrieval import bm25_run, dense_run, score_run
+from agentkit.eval.retrieval import bm25_run, dense_run, paired_delta, score_run
 from agentkit.files import atomic_dir, atomic_write
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
@@ -81,7 +81,7 @@ class RevelaRecipe(Recipe[RevelaConfig]):
                 base = {"minilm": "minilm-l6", "untrained": c.retriever}[method]
                 r = Retriever(base, max_length=c.retriever_max_tokens)
             run = dense_run(self.data, lambda texts, kind: r.encode(texts, kind, c.encode_batch, not self.ctx.quiet))
-        scores = score_run(self.data.qrels, run)
+        scores = score_run(self.data.qrels, run, per_query=True)
         return {**scores, "seconds": round(time.time() - t0, 1)}
 
     def _retriever_dir(self, run: str) -> Path:
@@ -206,8 +206,25 @@ class RevelaRecipe(Recipe[RevelaConfig]):
             vals = [r[k] for r in trained]
             metrics[f"revela/{k}"] = round(statistics.fmean(vals), 4)
             metrics[f"revela/{k}_std"] = round(statistics.pstdev(vals), 4) if len(vals) > 1 else 0.0
+        # Per query, the seeds' mean nDCG@10 against each reference: the gap and its paired-bootstrap 95 % interval
+        per_q = [r.get("ndcg@10_per_query") for r in trained]
+        if all(per_q):
+            mean_q = [statistics.fmean(v) for v in zip(*per_q)]
+            for ref in self._references():
+                d, lo, hi = paired_delta(mean_q, res[ref]["ndcg@10_per_query"])
+                metrics[f"revela/delta_ndcg@10_vs_{ref}"] = [round(d, 4), round(lo, 4), round(hi, 4)]
         self._report(metrics)
         return metrics
+
+    def _references(self) -> list[str]:
+        """The baselines to compare the trained retriever with, query by query: the retriever before training
+        (``untrained``, or ``minilm`` when MiniLM is the retriever trained) and BM25."""
+        c, res = self.config, self.results
+        refs = [m for m in c.baselines if "ndcg@10_per_query" in res.get(m, {})]
+        if c.retriever == "minilm-l6" and "untrained" not in refs and "minilm" in refs:
+            refs.remove("minilm")
+            refs.insert(0, "minilm")
+        return refs
 
     def _report(self, metrics: dict[str, Any]) -> None:
         c, res = self.config, self.results
@@ -226,6 +243,14 @@ class RevelaRecipe(Recipe[RevelaConfig]):
         rows.append(f"| **Revela, mean ± std over {len(c.seeds)} seeds** | {m['revela/ndcg@10']:.4f} ± "
                     f"{m['revela/ndcg@10_std']:.4f} | {m['revela/recall@100']:.4f} ± {m['revela/recall@100_std']:.4f}"
                     f" | {m['revela/mrr']:.4f} ± {m['revela/mrr_std']:.4f} | |")  # fmt: skip
+        gaps = [
+            f"- against {names[ref]}: {d:+.4f} nDCG@10, 95 % interval [{lo:+.4f}, {hi:+.4f}]"
+            for ref in self._references()
+            for d, lo, hi in [m[f"revela/delta_ndcg@10_vs_{ref}"]]
+        ]
+        if gaps:
+            rows += ["", "The trained retriever (per query, the mean over seeds) against each baseline, with a paired "
+                     "bootstrap interval over queries (10,000 resamples):", *gaps]  # fmt: skip
         meta = self.data.meta
         self.ctx.add_section(
             "Retrieval",

@@ -52,6 +52,10 @@ def test_interrupted_run_resumes_from_its_checkpoint(tiny_run):
     assert metrics["bm25/ndcg@10"] > 0.3  # lexical search on real docstrings works; the tiny model is random
     report = (run_dir / "report.md").read_text()
     assert "Revela, mean ± std over 1 seeds" in report and "training.png" in report
+    for ref in ("untrained", "bm25"):  # the per-query gap and its interval agree with the means
+        d, lo, hi = metrics[f"revela/delta_ndcg@10_vs_{ref}"]
+        assert lo <= d <= hi and d == pytest.approx(metrics["revela/ndcg@10"] - metrics[f"{ref}/ndcg@10"], abs=2e-4)
+    assert "95 % interval" in report
 
 
 def test_lora_trains_both_the_retriever_and_the_lm(tiny_run):
