@@ -177,3 +177,29 @@ def test_chunked_loss_equals_hf_labels_loss_and_its_gradient(family, cap):
     torch.testing.assert_close(got_grad, want_grad, rtol=1e-5, atol=1e-7)
     with torch.no_grad():
         torch.testing.assert_close(causal_lm_loss(lm, ids, mask, chunk=5), want.detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_similarity_floors_negligible_weights_to_exact_zeros():
+    """A weight below SIM_FLOOR of its row's best is exactly 0, with an exactly-0 gradient: a query whose row is
+    one-hot gets no gradient at all, where the plain softmax hands it a 1e-30-sized one that turns into float32
+    subnormals in the retriever's backward (~100x slower on CPU). Everything else matches the plain softmax."""
+    from agentkit.revela.attention import SIM_FLOOR
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(12, 32, generator=g).requires_grad_(True)
+    p = torch.randn(12, 32, generator=g).requires_grad_(True)
+    w = torch.rand(12, 12, generator=g)
+    tau = 0.003  # cosines spread over ±0.5: logits over ±170, weights from 1 down through the subnormals to 0
+
+    logits = F.normalize(q, dim=-1) @ F.normalize(p, dim=-1).T / tau
+    plain = torch.softmax(logits.masked_fill(torch.eye(12, dtype=torch.bool), float("-inf")), dim=-1)
+    sim = similarity(q, p, tau)
+    torch.testing.assert_close(sim, plain, rtol=0, atol=1e-11)
+    assert (sim[sim > 0] >= SIM_FLOOR / 12).all() and (sim == 0).sum() > (plain == 0).sum() + 12
+
+    gq_plain, gp_plain = torch.autograd.grad((plain * w).sum(), (q, p))
+    gq, gp = torch.autograd.grad((sim * w).sum(), (q, p))
+    torch.testing.assert_close(gq, gq_plain, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(gp, gp_plain, rtol=1e-4, atol=1e-6)
+    one_hot = (sim > 0).sum(dim=1) == 1  # rows where every other weight fell below the floor
+    assert one_hot.any() and (gq[one_hot] == 0).all() and (gq_plain[one_hot] != 0).any()
