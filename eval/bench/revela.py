@@ -2,8 +2,9 @@
 naive per-pair implementation, in the same process.
 
 Workload: 16 chunks of the stdlib-docstring benchmark (``pydoc``; every machine has it), ≤ ``tokens`` LM tokens
-each; SmolLM2-135M as retriever (EOS pooling) and as LM, LoRA r=16 on both (the recipe's default). Timed, each the
-median of ``repeats`` after one warm-up, forward + backward:
+each; SmolLM2-135M as retriever (EOS pooling) and as LM, LoRA r=16 on both (the recipe's `paper` preset). Timed, each the
+median of ``repeats`` rounds after a warm-up round (each round runs every variant once, in turn), forward +
+backward:
 
 - ``plain``: the LM's ordinary loss on the batch, computed as the Revela passes compute theirs (``causal_lm_loss``:
   the CE a chunk of tokens at a time), so the ratios isolate the in-batch term; ``plain_hf`` is the same step with
@@ -28,14 +29,18 @@ import torch
 from agentkit.eval.bench import write_json
 
 
-def _timed(fn: Callable[[], None], repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+def _timed(fns: dict[str, Callable[[], None]], repeats: int) -> dict[str, float]:
+    """Median seconds of each function over ``repeats`` rounds, after one warm-up round. A round runs every
+    function once, in turn, so a shared machine's drifting speed weighs on all of them alike (timed one after
+    another, the plain step once measured 5.5 s in one run and 12.9 s in the next)."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for r in range(repeats + 1):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            if r:
+                times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def run(batch: int = 16, tokens: int = 64, repeats: int = 3, model: str = "smollm2-135m") -> dict:
@@ -95,11 +100,10 @@ def run(batch: int = 16, tokens: int = 64, repeats: int = 3, model: str = "smoll
                 (sim_real[i, j] * loss).backward()
         lm.zero_grad()
 
-    t_plain = _timed(plain, repeats)
-    t_plain_hf = _timed(plain_hf, repeats)
-    t_real = _timed(lm_side(sim_real), repeats)
-    t_dense = _timed(lm_side(sim_dense), repeats)
-    t_full = _timed(full, repeats)
+    t = _timed(
+        {"plain": plain, "hf": plain_hf, "real": lm_side(sim_real), "dense": lm_side(sim_dense), "full": full}, repeats
+    )
+    t_plain, t_plain_hf, t_real, t_dense, t_full = t["plain"], t["hf"], t["real"], t["dense"], t["full"]
     t_naive = _time_once(naive)  # minutes long: timed once, after the others warmed every kernel
     return {
         "model": model,
