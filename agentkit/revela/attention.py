@@ -122,13 +122,15 @@ def inbatch_term(
             o = o[..., :d] / (o[..., d:] + _EPS)
         return w.view(-1, 1, 1, 1).to(o.dtype) * o
 
-    # Under autograd each group is recomputed in the backward pass instead of keeping its gathered q/k/v copies
-    # and outputs (n pairs × H × L × d each): memory stays O(B·H·L·d) per layer however many pairs are weighted.
-    grad = torch.is_grad_enabled() and (q.requires_grad or sim.requires_grad)
+    # With more weighted pairs than chunks, each group is recomputed in the backward pass instead of keeping its
+    # gathered q/k/v copies and outputs (n pairs × H × L × d each), so memory stays O(B·H·L·d) per layer however
+    # many pairs are weighted (a dense Sim). With at most B pairs (the usual peaked Sim) keeping them costs no more
+    # than the layer's own q/k/v, and the recomputation would only cost time.
+    recompute = torch.is_grad_enabled() and (q.requires_grad or sim.requires_grad) and rows.numel() > b
     for start in range(0, rows.numel(), pairs_per_call):
         i, j = rows[start : start + pairs_per_call], cols[start : start + pairs_per_call]
         args = (q, k, v, sim[i, j], i, j)
-        term = torch.utils.checkpoint.checkpoint(pairs, *args, use_reentrant=False) if grad else pairs(*args)
+        term = torch.utils.checkpoint.checkpoint(pairs, *args, use_reentrant=False) if recompute else pairs(*args)
         out = out.index_add(0, i, term)
     return out
 
