@@ -2,9 +2,9 @@
 naive per-pair implementation, in the same process.
 
 Workload: 16 chunks of the stdlib-docstring benchmark (``pydoc``; every machine has it), ≤ ``tokens`` LM tokens
-each; SmolLM2-135M as retriever (EOS pooling) and as LM, LoRA r=16 on both (the recipe's `paper` preset). Timed, each the
-median of ``repeats`` rounds after a warm-up round (each round runs every variant once, in turn), forward +
-backward:
+each; SmolLM2-135M as retriever (EOS pooling) and as LM, LoRA r=16 on both (the recipe's ``paper`` preset).
+Timed, each the median of ``repeats`` rounds after a warm-up round (each round runs every variant once, in turn),
+forward + backward:
 
 - ``plain``: the LM's ordinary loss on the batch, computed as the Revela passes compute theirs (``causal_lm_loss``:
   the CE a chunk of tokens at a time), so the ratios isolate the in-batch term; ``plain_hf`` is the same step with
