@@ -175,9 +175,7 @@ def bm25_run(data: BeirData, k: int = 100) -> dict[str, dict[str, float]]:
     from agentkit.tools.search import SearchIndex
 
     dids = list(data.corpus)
-    index = SearchIndex(
-        [{"id": d, "title": data.corpus[d].get("title", ""), "text": data.corpus[d]["text"]} for d in dids]
-    )
+    index = SearchIndex([{**data.corpus[d], "id": d} for d in dids])
     qids = list(data.queries)
     ranks = index.bm25_ranks([data.queries[q] for q in qids], k + 1)  # + 1: a query's own id may be dropped
     return {q: {dids[i]: s for i, s in r} for q, r in zip(qids, ranks)}

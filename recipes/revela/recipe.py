@@ -221,10 +221,8 @@ class RevelaRecipe(Recipe[RevelaConfig]):
         (``untrained``, or ``minilm`` when MiniLM is the retriever trained) and BM25."""
         c, res = self.config, self.results
         refs = [m for m in c.baselines if "ndcg@10_per_query" in res.get(m, {})]
-        if c.retriever == "minilm-l6" and "untrained" not in refs and "minilm" in refs:
-            refs.remove("minilm")
-            refs.insert(0, "minilm")
-        return refs
+        before = "untrained" if "untrained" in refs or c.retriever != "minilm-l6" else "minilm"
+        return sorted(refs, key=lambda m: m != before)  # stable: the before-training one first
 
     def _report(self, metrics: dict[str, Any]) -> None:
         c, res = self.config, self.results
