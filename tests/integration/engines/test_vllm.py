@@ -71,7 +71,9 @@ def test_conforms_on_smollm2_in_bf16(smol_engine):
 
     eng = VLLMEngine("smollm2-135m", dtype="bfloat16", max_model_len=2048)
     try:
-        errors = conformance.check_all(eng, smol_engine, tol=0.25)  # bf16 against fp32: up to 0.23 measured
+        # bf16 against fp32: up to 0.23 measured; a seeded sample may part from its lone twin as the batch changes
+        # shape (CI run of a7c142b), so structured rows are checked for leaks, not for batch invariance
+        errors = conformance.check_all(eng, smol_engine, tol=0.25, batch_invariant=False)
         print("smollm2-135m bf16 top-50 entropy estimate:", errors)
     finally:
         eng.close()
