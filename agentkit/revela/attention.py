@@ -19,7 +19,7 @@ family whose attention modules do not call ``ALL_ATTENTION_FUNCTIONS`` (old remo
 its attention modules instead: see docs/revela.md "Adding a model family".
 
 Cost: one extra attention per layer over the batch's cached K/V (B² chunk pairs of L×L scores), never a second
-forward per pair; ``inbatch_term`` runs it through SDPA a few pairs at a time and skips pairs of weight 0.
+forward per pair; ``inbatch_term`` runs it a few pairs at a time as batched matmuls and skips pairs of weight 0.
 """
 
 from __future__ import annotations
@@ -96,31 +96,51 @@ def inbatch_term(
     scaling: float,
     v_norm: bool = False,
     pairs_per_call: int = 32,
+    query_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Σ_j sim[i, j] · softmax(q_i k_jᵀ · scaling) v_j for every chunk i, over the pairs (i, j) with sim[i, j] ≠ 0.
 
-    q [B, H, L, d]; k, v [B, H_kv, L, d] (grouped-query heads are repeated); sim [B, B]; key_mask [B, L] bool.
-    Returns [B, H, L, d].
+    q [B, H, L, d]; k, v [B, H_kv, L, d] (H a multiple of H_kv: grouped-query heads share a K/V head); sim [B, B];
+    key_mask [B, L] bool; query_mask [B, L] bool or None: the positions that receive the term (0 elsewhere; None =
+    all). Returns [B, H, L, d].
 
-    Pairs run through SDPA in groups of ``pairs_per_call``, so the L×L scores of only a few pairs exist at a time.
+    Only each row's span of query positions is computed (``_query_span``): with the paper's first-half mask and
+    right padding that is about half of L, and the term's attention costs about half.
+
+    Pairs run in groups of ``pairs_per_call`` as three batched matmuls (scores, values, V-norms), so the L×L scores
+    of only a few pairs exist at a time. Not SDPA: V-normalisation needs the same weights applied to ‖V‖, which
+    puts SDPA on its slow math path (measured: 40 ms a layer against 14 ms here, `agentkit bench revela`'s shapes).
     Pairs whose weight is exactly 0 are skipped, which changes neither the value nor any gradient: ∂Sim_ij/∂S is
     Sim_ij(δ − Sim_i·) = 0 there. With τ = 1e-4 a weight underflows to 0 once its cosine trails the row's best by
     more than ~0.01, so the cost follows the number of near-ties, not B².
     """
     b, h, length, d = q.shape
-    groups = h // k.shape[1]
-    if groups > 1:
-        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
-    if v_norm:  # carry ‖V‖ as one more value channel: its attention-weighted mean is the normaliser
-        v = torch.cat([v, v.norm(dim=-1, keepdim=True)], dim=-1)
-    out = q.new_zeros(b, h, length, d)
+    hkv = k.shape[1]
+    groups = h // hkv
+    pos, valid = _query_span(key_mask.new_ones(b, length) if query_mask is None else query_mask)  # [B, Lq]
+    lq = pos.shape[1]
+    at = pos[:, None, :, None].expand(b, h, lq, d)
+    qs = q.gather(2, at)  # [B, H, Lq, d]: each row's span of query positions
+    bias = torch.zeros(key_mask.shape, dtype=q.dtype, device=q.device).masked_fill(~key_mask, torch.finfo(q.dtype).min)
+    keep = valid.to(q.dtype)  # [B, Lq]
+    vn = v.norm(dim=-1, keepdim=True) if v_norm else None  # [B, H_kv, L, 1]: ‖V_j‖ per key
+    out = q.new_zeros(b, h, lq, d)
     rows, cols = torch.nonzero(sim, as_tuple=True)
 
-    def pairs(q, k, v, w, i, j):  # the term of one group of pairs: [n, H, L, d], weighted by w [n]
-        o = F.scaled_dot_product_attention(q[i], k[j], v[j], attn_mask=key_mask[j][:, None, None, :], scale=scaling)
+    def pairs(qs, k, v, w, i, j):  # the term of one group of pairs: [n, H, Lq, d], weighted by w [n]
+        # grouped-query heads: the G query heads of a K/V head go along the rows, [n·H_kv, G·Lq, d], so K and V are
+        # used as they are (no per-head copies) and each product is one batched matmul
+        n = i.numel()
+        qi = qs.index_select(0, i).reshape(n * hkv, groups * lq, d)
+        kj, vj = (x.index_select(0, j).reshape(n * hkv, length, -1) for x in (k, v))
+        mask = bias.index_select(0, j).repeat_interleave(hkv, dim=0)[:, None, :]  # [n·H_kv, 1, L]: padding -inf
+        p = torch.softmax(torch.baddbmm(mask, qi, kj.transpose(1, 2), alpha=scaling), dim=-1)  # [n·H_kv, G·Lq, L]
+        # one factor per (pair, position) scales the output: w_ij · (position receives the term) [/ Σ p‖V_j‖]
+        f = (w.to(q.dtype)[:, None] * keep.index_select(0, i)).view(n, 1, 1, lq, 1)
         if v_norm:
-            o = o[..., :d] / (o[..., d:] + _EPS)
-        return w.view(-1, 1, 1, 1).to(o.dtype) * o
+            norm = torch.bmm(p, vn.index_select(0, j).reshape(n * hkv, length, 1))
+            f = f / (norm.view(n, hkv, groups, lq, 1) + _EPS)
+        return (torch.bmm(p, vj).view(n, hkv, groups, lq, d) * f).view(n, h, lq, d)
 
     # With more weighted pairs than chunks, each group is recomputed in the backward pass instead of keeping its
     # gathered q/k/v copies and outputs (n pairs × H × L × d each), so memory stays O(B·H·L·d) per layer however
@@ -129,10 +149,23 @@ def inbatch_term(
     recompute = torch.is_grad_enabled() and (q.requires_grad or sim.requires_grad) and rows.numel() > b
     for start in range(0, rows.numel(), pairs_per_call):
         i, j = rows[start : start + pairs_per_call], cols[start : start + pairs_per_call]
-        args = (q, k, v, sim[i, j], i, j)
+        args = (qs, k, v, sim[i, j], i, j)
         term = torch.utils.checkpoint.checkpoint(pairs, *args, use_reentrant=False) if recompute else pairs(*args)
         out = out.index_add(0, i, term)
-    return out
+    return q.new_zeros(b, h, length, d).scatter(2, at, out)
+
+
+def _query_span(query_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row i's positions from its first to its last True, all rows to one length Lq: (positions [B, Lq], their
+    mask [B, Lq]). A short row's span runs on past L and wraps to its start (masked), so positions stay distinct."""
+    b, length = query_mask.shape
+    idx = torch.arange(length, device=query_mask.device).expand(b, -1)
+    any_ = query_mask.any(dim=1)
+    first = torch.where(query_mask, idx, length).amin(dim=1).where(any_, 0)  # [B]
+    last = torch.where(query_mask, idx, -1).amax(dim=1)
+    span = max(int((last - first).max()) + 1, 1)
+    pos = (first[:, None] + torch.arange(span, device=idx.device)) % length  # [B, Lq]
+    return pos, query_mask.gather(1, pos)
 
 
 def inbatch_term_reference(q, k, v, sim, key_mask, scaling, v_norm=False):
@@ -165,9 +198,9 @@ def revela_attention(module, query, key, value, attention_mask, dropout=0.0, sca
         raise RuntimeError(f"no recorded keys/values for layer {layer}: run the model once with mode='record'")
     k, v = revela.kv[layer]
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    extra = inbatch_term(query, k, v, revela.sim, revela.key_mask, scale, revela.v_norm)  # [B, H, L, d]
-    if revela.query_mask is not None:
-        extra = extra * revela.query_mask[:, None, :, None].to(extra.dtype)
+    # the term only where a loss can see it: the row's real tokens (right padding), within query_mask if given
+    receive = revela.key_mask if revela.query_mask is None else revela.key_mask & revela.query_mask
+    extra = inbatch_term(query, k, v, revela.sim, revela.key_mask, scale, revela.v_norm, query_mask=receive)
     return out + extra.transpose(1, 2).to(out.dtype), weights  # transformers wants [B, L, H, d]
 
 

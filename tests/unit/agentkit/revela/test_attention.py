@@ -146,6 +146,30 @@ def test_pairwise_sdpa_matches_the_materialised_reference(v_norm):
         torch.testing.assert_close(a, inbatch_term_reference(q, k, v, sim, key_mask, 8**-0.5, v_norm))
 
 
+@pytest.mark.parametrize("v_norm", [False, True])
+def test_query_mask_computes_only_the_masked_positions(v_norm):
+    """Rows with spans of different lengths and starts, a gap inside a span and a row with no position: the term is
+    the reference's where the mask is True and exactly 0 elsewhere, and so are the gradients."""
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(4, 2, 9, 8, generator=g, requires_grad=True)
+    k, v = torch.randn(4, 2, 9, 8, generator=g), torch.randn(4, 2, 9, 8, generator=g)
+    key_mask = torch.ones(4, 9, dtype=torch.bool)
+    key_mask[1, 6:] = False
+    qmask = torch.zeros(4, 9, dtype=torch.bool)
+    qmask[0, 4:] = True
+    qmask[1, 3:6] = True
+    qmask[2, [1, 2, 7]] = True  # a gap
+    sim = similarity(torch.randn(4, 3, generator=g), torch.randn(4, 3, generator=g), tau=1.0)
+    got = inbatch_term(q, k, v, sim, key_mask, 8**-0.5, v_norm, query_mask=qmask)
+    want = inbatch_term_reference(q, k, v, sim, key_mask, 8**-0.5, v_norm) * qmask[:, None, :, None]
+    torch.testing.assert_close(got, want)
+    assert got[3].abs().sum() == 0 and got[0, :, :4].abs().sum() == 0
+    w = torch.randn(got.shape, generator=g)
+    (ga,) = torch.autograd.grad((got * w).sum(), q)
+    (gb,) = torch.autograd.grad((want * w).sum(), q)
+    torch.testing.assert_close(ga, gb)
+
+
 def test_attend_without_record_is_a_clear_error():
     lm = _lm("llama")
     ids, mask = _batch()
