@@ -320,7 +320,7 @@ def _parser() -> argparse.ArgumentParser:
     bv = b.add_parser("revela", help="a Revela step on 16 chunks vs a plain LM step and a per-pair implementation")
     bv.add_argument("--batch", type=_number(int, 2), default=16, help="chunks per batch")
     bv.add_argument("--tokens", type=POS_INT, default=64, help="LM tokens per chunk (at most)")
-    bv.add_argument("--repeats", type=POS_INT, default=3, help="timed steps per variant (median reported)")
+    bv.add_argument("--repeats", type=POS_INT, default=5, help="timed rounds (medians reported)")
     bv.add_argument("--out", help="also write the results as JSON here")
     bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
     bs.add_argument("-n", type=POS_INT, default=50, help="calls per side")

@@ -41,10 +41,12 @@ class InBatch:
     """One forward's in-batch state, passed to the model as ``revela=``.
 
     mode: ``"record"`` (plain attention, keep each layer's K/V) or ``"attend"`` (add the in-batch term).
-    sim: [B, B] weights, row i over the chunks j that chunk i attends to (diagonal 0).
-    key_mask: [B, L] bool, True on chunk j's real tokens (padding is never attended).
-    query_mask: [B, L] bool or None: positions that receive the term (the paper zeroes it on the first half of a
-        chunk when that half is the retriever's query); None = every position.
+    sim: [B, B_kv] weights, row i over the recorded chunks j that chunk i attends to (0 on chunk i itself).
+    key_mask: [B_kv, L_kv] bool, True on recorded chunk j's real tokens (padding is never attended).
+    query_mask: [B, L] bool or None: positions that receive the term (a chunk's real tokens; the paper zeroes it on
+        the first half of a chunk when that half is the retriever's query); None = every position.
+    The recorded chunks are those of the ``"record"`` forward: the whole batch (B_kv = B), or only the chunks some
+    row of Sim weights (``RevelaModel.lm_loss``).
     v_norm: divide each pair's output by the attention-weighted mean ‖V_j‖ (the official default).
     keep_grad: keep the recorded K/V in the autograd graph (the official code does; off, the first pass runs
         without a graph and the step is cheaper).
@@ -100,9 +102,9 @@ def inbatch_term(
 ) -> torch.Tensor:
     """Σ_j sim[i, j] · softmax(q_i k_jᵀ · scaling) v_j for every chunk i, over the pairs (i, j) with sim[i, j] ≠ 0.
 
-    q [B, H, L, d]; k, v [B, H_kv, L, d] (H a multiple of H_kv: grouped-query heads share a K/V head); sim [B, B];
-    key_mask [B, L] bool; query_mask [B, L] bool or None: the positions that receive the term (0 elsewhere; None =
-    all). Returns [B, H, L, d].
+    q [B, H, L, d]; k, v [B_kv, H_kv, L_kv, d] (H a multiple of H_kv: grouped-query heads share a K/V head);
+    sim [B, B_kv]; key_mask [B_kv, L_kv] bool; query_mask [B, L] bool or None: the positions that receive the term
+    (0 elsewhere; None = all). Returns [B, H, L, d].
 
     Only each row's span of query positions is computed (``_query_span``): with the paper's first-half mask and
     right padding that is about half of L, and the term's attention costs about half.
@@ -115,7 +117,7 @@ def inbatch_term(
     more than ~0.01, so the cost follows the number of near-ties, not B².
     """
     b, h, length, d = q.shape
-    hkv = k.shape[1]
+    hkv, lk = k.shape[1], k.shape[2]
     groups = h // hkv
     pos, valid = _query_span(key_mask.new_ones(b, length) if query_mask is None else query_mask)  # [B, Lq]
     lq = pos.shape[1]
@@ -132,13 +134,13 @@ def inbatch_term(
         # used as they are (no per-head copies) and each product is one batched matmul
         n = i.numel()
         qi = qs.index_select(0, i).reshape(n * hkv, groups * lq, d)
-        kj, vj = (x.index_select(0, j).reshape(n * hkv, length, -1) for x in (k, v))
-        mask = bias.index_select(0, j).repeat_interleave(hkv, dim=0)[:, None, :]  # [n·H_kv, 1, L]: padding -inf
-        p = torch.softmax(torch.baddbmm(mask, qi, kj.transpose(1, 2), alpha=scaling), dim=-1)  # [n·H_kv, G·Lq, L]
+        kj, vj = (x.index_select(0, j).reshape(n * hkv, lk, -1) for x in (k, v))
+        mask = bias.index_select(0, j).repeat_interleave(hkv, dim=0)[:, None, :]  # [n·H_kv, 1, L_kv]: padding -inf
+        p = torch.softmax(torch.baddbmm(mask, qi, kj.transpose(1, 2), alpha=scaling), dim=-1)  # [n·H_kv, G·Lq, L_kv]
         # one factor per (pair, position) scales the output: w_ij · (position receives the term) [/ Σ p‖V_j‖]
         f = (w.to(q.dtype)[:, None] * keep.index_select(0, i)).view(n, 1, 1, lq, 1)
         if v_norm:
-            norm = torch.bmm(p, vn.index_select(0, j).reshape(n * hkv, length, 1))
+            norm = torch.bmm(p, vn.index_select(0, j).reshape(n * hkv, lk, 1))
             f = f / (norm.view(n, hkv, groups, lq, 1) + _EPS)
         return (torch.bmm(p, vj).view(n, hkv, groups, lq, d) * f).view(n, h, lq, d)
 
@@ -198,9 +200,7 @@ def revela_attention(module, query, key, value, attention_mask, dropout=0.0, sca
         raise RuntimeError(f"no recorded keys/values for layer {layer}: run the model once with mode='record'")
     k, v = revela.kv[layer]
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    # the term only where a loss can see it: the row's real tokens (right padding), within query_mask if given
-    receive = revela.key_mask if revela.query_mask is None else revela.key_mask & revela.query_mask
-    extra = inbatch_term(query, k, v, revela.sim, revela.key_mask, scale, revela.v_norm, query_mask=receive)
+    extra = inbatch_term(query, k, v, revela.sim, revela.key_mask, scale, revela.v_norm, query_mask=revela.query_mask)
     return out + extra.transpose(1, 2).to(out.dtype), weights  # transformers wants [B, L, H, d]
 
 

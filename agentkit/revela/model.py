@@ -9,6 +9,11 @@ For a batch of B chunks (Cai et al., 2025, §3):
    in-batch term h_i += Σ_{j≠i} Sim_ij softmax(Q_i K_jᵀ/√d) V_j in every layer (``attention.InBatch``);
 4. loss = CE(next token | own prefix + in-batch context) [+ the plain CE when ``dual_loss``].
 
+The plain pass needs the LM head only for the plain CE (``dual_loss``, or ``log_plain`` to log it), and the K/V of
+only the chunks that some row of Sim weights: without the plain CE it runs on those chunks alone, without the head.
+At the paper's τ = 1e-4 Sim is nearly one-hot and a few "hub" chunks take most rows (6 of 16 in
+``agentkit bench revela``), so this pass costs a fraction of a forward. The loss is the same either way (tested).
+
 The CE is computed a few hundred tokens at a time from the decoder's last hidden state (``causal_lm_loss``):
 Gemma 3's 262k-entry vocabulary makes a batch's logits [16, 96, 262144] 1.6 GB in float32, and HF's loss keeps
 two more copies of them for the backward.
@@ -32,7 +37,7 @@ class LossOutput:
     loss: torch.Tensor
     sim: torch.Tensor  # [B, B]
     loss_inbatch: float
-    loss_plain: float
+    loss_plain: float  # nan when not computed (``log_plain`` and ``dual_loss`` off)
 
 
 def load_lm(name: str, lora_r: int = 0, lora_alpha: int | None = None, seed: int = 0) -> nn.Module:
@@ -53,6 +58,10 @@ def load_lm(name: str, lora_r: int = 0, lora_alpha: int | None = None, seed: int
     return lm
 
 
+def _base(lm: nn.Module) -> nn.Module:
+    return lm.get_base_model() if hasattr(lm, "get_base_model") else lm
+
+
 def causal_lm_loss(lm: nn.Module, ids: torch.Tensor, mask: torch.Tensor, chunk: int = 512, **kw) -> torch.Tensor:
     """Mean next-token CE of ``lm`` on ids [B, L] (positions with mask 0 ignored), equal to HF's ``labels=`` loss.
 
@@ -62,7 +71,7 @@ def causal_lm_loss(lm: nn.Module, ids: torch.Tensor, mask: torch.Tensor, chunk: 
     """
     from torch.utils.checkpoint import checkpoint
 
-    base = lm.get_base_model() if hasattr(lm, "get_base_model") else lm
+    base = _base(lm)
     hidden = base.get_decoder()(input_ids=ids, attention_mask=mask, **kw).last_hidden_state  # [B, L, H]
     keep = mask[:, 1:].bool()
     h, target = hidden[:, :-1][keep], ids[:, 1:][keep]  # [N, H], [N]
@@ -93,10 +102,12 @@ class RevelaModel(nn.Module):
         v_norm: bool = False,
         dual_loss: bool = False,
         kv_grad: bool = False,
+        log_plain: bool = True,
     ):
         super().__init__()
         self.retriever, self.lm = retriever, lm
         self.tau, self.v_norm, self.dual_loss, self.kv_grad = tau, v_norm, dual_loss, kv_grad
+        self.log_plain = log_plain
 
     def similarity(self, batch: dict) -> torch.Tensor:
         """Sim [B, B] from the batch's retriever inputs (``ret_query`` falls back to ``ret_passage``)."""
@@ -104,14 +115,27 @@ class RevelaModel(nn.Module):
         queries = self.retriever(batch["ret_query"]) if batch.get("ret_query") is not None else passages
         return similarity(queries, passages, self.tau)
 
-    def lm_loss(self, batch: dict, sim: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(in-batch loss, plain loss) of the LM on ``lm_input_ids`` [B, L] / ``lm_attention_mask`` [B, L]."""
+    def lm_loss(self, batch: dict, sim: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(in-batch loss, plain loss or None) of the LM on ``lm_input_ids`` [B, L] / ``lm_attention_mask`` [B, L].
+        The plain loss is computed when ``dual_loss`` or ``log_plain``; otherwise pass 1 records only the chunks
+        some row of ``sim`` weights (columns with a non-zero entry), trimmed of padding."""
         ids, mask = batch["lm_input_ids"], batch["lm_attention_mask"]
         ctx = InBatch("record", keep_grad=self.kv_grad)
-        with torch.set_grad_enabled(torch.is_grad_enabled() and (self.dual_loss or self.kv_grad)):
-            plain = causal_lm_loss(self.lm, ids, mask, revela=ctx)
-        ctx.mode, ctx.sim, ctx.key_mask, ctx.v_norm = "attend", sim, mask.bool(), self.v_norm
-        ctx.query_mask = batch.get("inbatch_mask")
+        plain, record_grad = None, torch.is_grad_enabled() and (self.dual_loss or self.kv_grad)
+        if self.dual_loss or self.log_plain:
+            with torch.set_grad_enabled(record_grad):
+                plain = causal_lm_loss(self.lm, ids, mask, revela=ctx)
+            ctx.sim, ctx.key_mask = sim, mask.bool()
+        else:
+            cols = sim.detach().ne(0).any(dim=0).nonzero().squeeze(1)  # the chunks some row attends to
+            cols = cols if cols.numel() else cols.new_zeros(1)  # Sim ≡ 0: one chunk recorded, no pair attended
+            width = max(int(mask[cols].sum(dim=1).max()), 1)  # right padding: trimmed
+            sub_ids, sub_mask = ids[cols, :width], mask[cols, :width]
+            with torch.set_grad_enabled(record_grad):
+                _base(self.lm).get_decoder()(input_ids=sub_ids, attention_mask=sub_mask, revela=ctx)
+            ctx.sim, ctx.key_mask = sim[:, cols], sub_mask.bool()
+        receive = mask.bool() if batch.get("inbatch_mask") is None else mask.bool() & batch["inbatch_mask"]
+        ctx.mode, ctx.v_norm, ctx.query_mask = "attend", self.v_norm, receive
         inbatch = causal_lm_loss(self.lm, ids, mask, revela=ctx)
         return inbatch, plain
 
@@ -119,4 +143,4 @@ class RevelaModel(nn.Module):
         sim = self.similarity(batch)
         inbatch, plain = self.lm_loss(batch, sim)
         loss = inbatch + plain if self.dual_loss else inbatch
-        return LossOutput(loss, sim, float(inbatch.detach()), float(plain.detach()))
+        return LossOutput(loss, sim, float(inbatch.detach()), float("nan") if plain is None else float(plain.detach()))

@@ -24,7 +24,9 @@ class RevelaConfig:
     the language model whose loss trains it (smollm2-135m, gemma3-270m, or any causal LM directory);
     retriever_lora_r / lm_lora_r: LoRA ranks (0 = full fine-tuning). tau: Sim's temperature (the paper: 1e-4).
     v_norm: V-normalisation of the in-batch term. dual_loss: add the plain LM loss. kv_grad: keep the first
-    pass's K/V in the graph (the official code; off = cheaper). first_half: the retriever scores the first half of
+    pass's K/V in the graph (the official code; off = cheaper). log_plain: compute and log the plain LM loss each
+    step (what the in-batch context saves, plotted); off (and no dual_loss), the first pass runs only on the chunks
+    Sim weights and skips the LM head, which is cheaper the more peaked Sim is. first_half: the retriever scores the first half of
     each chunk (``query: ``) against full chunks (``passage: ``) and the in-batch term is off on that half.
     max_words: chunk size in words (whole sentences); max_tokens / retriever_max_tokens: truncation for the LM /
     the retriever. batching: interleave (d11, d21, …, d12, … over docs_per_batch documents) or bm25 (a seed chunk
@@ -50,6 +52,7 @@ class RevelaConfig:
     v_norm: bool = True
     dual_loss: bool = False
     kv_grad: bool = False
+    log_plain: bool = True
     first_half: bool = True
     max_words: PosInt = 120
     max_tokens: PosInt = 128

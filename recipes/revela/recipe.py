@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import math
 import random
 import statistics
 import time
@@ -117,7 +118,7 @@ class RevelaRecipe(Recipe[RevelaConfig]):
         collate = Collator(
             retriever, AutoTokenizer.from_pretrained(str(resolve(c.lm))), c.max_tokens, c.first_half, bos
         )
-        model = RevelaModel(retriever, lm, c.tau, c.v_norm, c.dual_loss, c.kv_grad)
+        model = RevelaModel(retriever, lm, c.tau, c.v_norm, c.dual_loss, c.kv_grad, c.log_plain)
         ret_params = [p for p in retriever.parameters() if p.requires_grad]
         lm_params = [p for p in lm.parameters() if p.requires_grad]
         params = ret_params + lm_params
@@ -269,7 +270,7 @@ class RevelaRecipe(Recipe[RevelaConfig]):
         for run in sorted({r["run"] for r in steps}):
             rs = [r for r in steps if r["run"] == run]
             x = [r["step"] for r in rs]
-            a.plot(x, [r["loss_plain"] - r["loss_inbatch"] for r in rs], marker=".", label=run)
+            a.plot(x, [r.get("loss_plain", math.nan) - r["loss_inbatch"] for r in rs], marker=".", label=run)
             b.plot(x, [r["sim_top1"] for r in rs], marker=".", label=run)
         a.axhline(0, color="grey", lw=0.8)
         a.set(xlabel="step", ylabel="plain − in-batch loss (nats)", title="What the in-batch context saves the LM")
@@ -285,10 +286,11 @@ class RevelaRecipe(Recipe[RevelaConfig]):
 
 def _sim_stats(out) -> dict[str, float]:
     sim = out.sim.detach()
+    plain = {} if math.isnan(out.loss_plain) else {"loss_plain": out.loss_plain}  # log_plain off: not computed
     return {
         "loss": float(out.loss.detach()),
         "loss_inbatch": out.loss_inbatch,
-        "loss_plain": out.loss_plain,
+        **plain,
         "sim_top1": float(sim.max(dim=-1).values.mean()),
         "sim_pairs": float((sim > 0).sum()),  # pairs that cost an attention (weight ≠ 0)
     }

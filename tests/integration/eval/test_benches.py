@@ -68,6 +68,8 @@ def test_revela_bench_on_the_tiny_model():
 
     res = run(batch=4, tokens=24, repeats=1, model="tiny-random")
     assert res["batch"] == 4 and 4 < res["lm_tokens"] <= 4 * 24 and 0 < res["sim_nonzero_pairs"] <= 12
+    assert 0 < res["sim_attended_chunks"] <= 4
     for k in ("plain_lm_step_s", "plain_lm_step_hf_loss_s", "revela_lm_step_s", "revela_full_step_s"):
         assert res[k] > 0
+    assert res["revela_lm_step_plain_loss_logged_s"] > 0 and len(res["round_seconds"]["logged"]) == 1
     assert res["naive_per_pair_step_s"] > 0 and res["ratio_naive_vs_revela_lm"] > 0

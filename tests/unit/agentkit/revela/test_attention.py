@@ -170,6 +170,31 @@ def test_query_mask_computes_only_the_masked_positions(v_norm):
     torch.testing.assert_close(ga, gb)
 
 
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+def test_recording_only_the_weighted_chunks_leaves_loss_and_gradients_unchanged(family):
+    """Without the plain loss, pass 1 runs on the chunks some row of Sim weights (here 2 of 4, one of them padded,
+    trimmed to its length): the in-batch loss and every gradient equal those of recording the whole batch."""
+    from agentkit.revela.model import RevelaModel, causal_lm_loss
+
+    lm = _lm(family)
+    ids, mask = _batch()
+    inbatch_mask = torch.arange(ids.shape[1])[None, :] >= torch.tensor([6, 4, 5, 2])[:, None]
+    batch = {"lm_input_ids": ids, "lm_attention_mask": mask, "inbatch_mask": inbatch_mask}
+    logits = torch.tensor([[0.0, 2, 0, 0], [3, 0, 0, 0], [0, 1, 0, 0], [0.5, 1.5, 0, 0]], requires_grad=True)
+    results = []
+    for log_plain in (True, False):
+        sim = torch.softmax(logits.masked_fill(torch.eye(4, dtype=torch.bool) | (logits == 0), -math.inf), dim=-1)
+        loss, plain = RevelaModel(None, lm, v_norm=True, log_plain=log_plain).lm_loss(batch, sim)
+        assert (plain is None) == (not log_plain)
+        params = [p for p in lm.parameters() if p.requires_grad]
+        results.append((loss, *torch.autograd.grad(loss, [logits, *params])))
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    # Sim ≡ 0: nothing to record, and the loss is the plain one
+    zero, _ = RevelaModel(None, lm, log_plain=False).lm_loss(batch, torch.zeros(4, 4))
+    torch.testing.assert_close(zero, causal_lm_loss(lm, ids, mask), rtol=0, atol=0)
+
+
 def test_attend_without_record_is_a_clear_error():
     lm = _lm("llama")
     ids, mask = _batch()
