@@ -267,21 +267,27 @@ class RevelaRecipe(Recipe[RevelaConfig]):
             return
         plt = pyplot()
         fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.5))
+        saved = all("loss_plain" in r for r in steps)  # log_plain off: the in-batch loss itself is plotted
         for run in sorted({r["run"] for r in steps}):
             rs = [r for r in steps if r["run"] == run]
             x = [r["step"] for r in rs]
-            a.plot(x, [r.get("loss_plain", math.nan) - r["loss_inbatch"] for r in rs], marker=".", label=run)
+            y = [r["loss_plain"] - r["loss_inbatch"] if saved else r["loss_inbatch"] for r in rs]
+            a.plot(x, y, marker=".", label=run)
             b.plot(x, [r["sim_top1"] for r in rs], marker=".", label=run)
-        a.axhline(0, color="grey", lw=0.8)
-        a.set(xlabel="step", ylabel="plain − in-batch loss (nats)", title="What the in-batch context saves the LM")
+        if saved:
+            a.axhline(0, color="grey", lw=0.8)
+            a.set(xlabel="step", ylabel="plain − in-batch loss (nats)", title="What the in-batch context saves the LM")
+        else:
+            a.set(xlabel="step", ylabel="in-batch loss (nats)", title="LM loss with the in-batch context")
         b.set(xlabel="step", ylabel="mean max Sim_ij", title="How peaked the retriever's Sim is")
         a.legend(fontsize=7)
         b.legend(fontsize=7)
-        self.ctx.save_plot(
-            fig,
-            "training",
-            "Training: the LM loss the in-batch context saves on each batch (above 0: the retrieved chunks help)",
+        caption = (
+            "the LM loss the in-batch context saves on each batch (above 0: the retrieved chunks help)"
+            if saved
+            else "the LM's in-batch loss per batch (log_plain off: no plain loss to compare)"
         )
+        self.ctx.save_plot(fig, "training", f"Training: {caption}")
 
 
 def _sim_stats(out) -> dict[str, float]:

@@ -108,6 +108,18 @@ def test_a_frozen_retriever_does_not_move(tmp_path):
     assert any(v.abs().sum() > 0 for n, v in ck.items() if n.startswith("lm.") and "lora_B" in n)
 
 
+def test_without_the_plain_loss_the_run_logs_and_plots_the_inbatch_loss(tmp_path):
+    """log_plain off: pass 1 records only the weighted chunks; rows carry no plain loss and the plot says so."""
+    import json
+    import math
+
+    run_recipe("revela", ["steps=2", "log_plain=false"], output_dir=str(tmp_path / "r"), preset="tiny", quiet=True)
+    rows = [json.loads(x) for x in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "loss_inbatch" in r]
+    assert len(steps) == 2 and all("loss_plain" not in r and math.isfinite(r["loss_inbatch"]) for r in steps)
+    assert "log_plain off" in (tmp_path / "r" / "report.md").read_text()
+
+
 def test_revela_under_accelerate_launch_two_processes(tmp_path):
     out = tmp_path / "run"
     cmd = [
