@@ -125,7 +125,7 @@ def inbatch_term(
     qs = q.gather(2, at)  # [B, H, Lq, d]: each row's span of query positions
     bias = torch.zeros(key_mask.shape, dtype=q.dtype, device=q.device).masked_fill(~key_mask, torch.finfo(q.dtype).min)
     keep = valid.to(q.dtype)  # [B, Lq]
-    vn = v.norm(dim=-1, keepdim=True) if v_norm else None  # [B, H_kv, L, 1]: ‖V_j‖ per key
+    vn = v.norm(dim=-1, keepdim=True) if v_norm else None  # [B_kv, H_kv, L_kv, 1]: ‖V_j‖ per key
     out = q.new_zeros(b, h, lq, d)
     rows, cols = torch.nonzero(sim, as_tuple=True)
 
