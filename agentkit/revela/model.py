@@ -37,7 +37,7 @@ class LossOutput:
     loss: torch.Tensor
     sim: torch.Tensor  # [B, B]
     loss_inbatch: float
-    loss_plain: float  # nan when not computed (``log_plain`` and ``dual_loss`` off)
+    loss_plain: float | None  # None when not computed (``log_plain`` and ``dual_loss`` off)
 
 
 def load_lm(name: str, lora_r: int = 0, lora_alpha: int | None = None, seed: int = 0) -> nn.Module:
@@ -143,4 +143,4 @@ class RevelaModel(nn.Module):
         sim = self.similarity(batch)
         inbatch, plain = self.lm_loss(batch, sim)
         loss = inbatch + plain if self.dual_loss else inbatch
-        return LossOutput(loss, sim, float(inbatch.detach()), float("nan") if plain is None else float(plain.detach()))
+        return LossOutput(loss, sim, float(inbatch.detach()), None if plain is None else float(plain.detach()))

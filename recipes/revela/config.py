@@ -25,15 +25,17 @@ class RevelaConfig:
     retriever_lora_r / lm_lora_r: LoRA ranks (0 = full fine-tuning). tau: Sim's temperature (the paper: 1e-4).
     v_norm: V-normalisation of the in-batch term. dual_loss: add the plain LM loss. kv_grad: keep the first
     pass's K/V in the graph (the official code; off = cheaper). log_plain: compute and log the plain LM loss each
-    step (what the in-batch context saves, plotted); off (and no dual_loss), the first pass runs only on the chunks
-    Sim weights and skips the LM head, which is cheaper the more peaked Sim is. first_half: the retriever scores the first half of
-    each chunk (``query: ``) against full chunks (``passage: ``) and the in-batch term is off on that half.
+    step (what the in-batch context saves, plotted); off (and no dual_loss), the first pass runs only on the
+    chunks Sim weights and skips the LM head, which is cheaper the more peaked Sim is. first_half: the retriever
+    scores the first half of each chunk (``query: ``) against full chunks (``passage: ``) and the in-batch term is
+    off on that half.
     max_words: chunk size in words (whole sentences); max_tokens / retriever_max_tokens: truncation for the LM /
     the retriever. batching: interleave (d11, d21, …, d12, … over docs_per_batch documents) or bm25 (a seed chunk
     and its BM25 neighbours, the official script). batch_size: chunks per batch (the paper: 16); grad_accum:
     batches per optimizer step. steps: optimizer steps per seed; lr, warmup: AdamW with linear warmup then
     constant. retriever_freeze_steps: the first steps train the LM only (the retriever's learning rate is 0), so
-    the LM learns to use in-batch context before its loss steers the retriever (not in the paper; 0 = the paper). seeds: one trained retriever per seed (LoRA init and batch order). checkpoint_every: steps between
+    the LM learns to use in-batch context before its loss steers the retriever (not in the paper; 0 = the paper).
+    seeds: one trained retriever per seed (LoRA init and batch order). checkpoint_every: steps between
     checkpoints (resume continues from the last one). baselines: evaluated once. encode_batch: texts per encoding
     batch at evaluation.
     """

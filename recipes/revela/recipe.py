@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import math
 import random
 import statistics
 import time
@@ -292,7 +291,7 @@ class RevelaRecipe(Recipe[RevelaConfig]):
 
 def _sim_stats(out) -> dict[str, float]:
     sim = out.sim.detach()
-    plain = {} if math.isnan(out.loss_plain) else {"loss_plain": out.loss_plain}  # log_plain off: not computed
+    plain = {} if out.loss_plain is None else {"loss_plain": out.loss_plain}  # log_plain off: not computed
     return {
         "loss": float(out.loss.detach()),
         "loss_inbatch": out.loss_inbatch,
