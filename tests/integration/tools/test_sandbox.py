@@ -164,7 +164,11 @@ def test_a_child_that_ignores_sigxcpu_dies_at_the_hard_limit_and_with_the_call(s
     marker = f"sbx-spinner-{os.getpid()}"
     spin = f"import signal; signal.signal(signal.SIGXCPU, signal.SIG_IGN); x = '{marker}'\nwhile True: pass"
     start = BYPASS + f"import subprocess, sys, time\np = subprocess.Popen([sys.executable, '-c', {spin!r}])\n"
-    r = sandbox.run(start + "time.sleep(2.7)\nprint(p.poll())")  # CPU limit 1 s: SIGKILL at the hard limit, 2 s
+    # The child inherits the call's RLIMIT_CPU: soft = the worker's CPU so far + 1 s, hard = soft + 1 s, so
+    # it needs 2-3 s of its own CPU before SIGKILL; on a loaded machine that takes longer than the fixture's
+    # 3 s wall limit allows, hence a sandbox whose wall limit leaves room, and a wait instead of a sleep.
+    with Sandbox(SandboxConfig(cpu_s=1, wall_s=30, memory_mb=512, pool_size=1)) as roomy:
+        r = roomy.run(start + "print(p.wait(timeout=25))")
     assert r.ok and r.output == "-9\n", r.output
     r = sandbox.run(start + "time.sleep(0.5)")
     assert r.ok and gone(marker), processes(marker)
