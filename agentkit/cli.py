@@ -37,6 +37,7 @@ EPILOG = """examples:
   agentkit bench rl-step
   agentkit bench ace
   agentkit bench revela
+  agentkit bench gamerl-verify
   agentkit uncertainty generate --models smollm2-135m,gemma3-270m --tasks multihop-open:200 --out gens.jsonl
   agentkit uncertainty score gens.jsonl --similarity embedding
   agentkit revela eval debian --retriever DIR       nDCG@10 / Recall@100 / MRR of a retriever (or bm25)
@@ -322,6 +323,11 @@ def _parser() -> argparse.ArgumentParser:
     bv.add_argument("--tokens", type=POS_INT, default=64, help="LM tokens per chunk (at most)")
     bv.add_argument("--repeats", type=POS_INT, default=5, help="timed rounds (medians reported)")
     bv.add_argument("--out", help="also write the results as JSON here")
+    bg = b.add_parser("gamerl-verify", help="Game-RL answer verification/s: rules vs reasoning-gym and a judge model")
+    bg.add_argument("--answers", type=POS_INT, default=20000, help="model-like outputs verified by the rules")
+    bg.add_argument("--judge-answers", type=int, default=32, help="of them, also judged by the model (0: skip)")
+    bg.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="the judge: catalog name, directory or hub id")
+    bg.add_argument("--out", help="also write the results as JSON here")
     bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
     bs.add_argument("-n", type=POS_INT, default=50, help="calls per side")
     bs.add_argument("--out", help="also write the results as JSON here")
@@ -674,6 +680,10 @@ def _cmd_bench(a) -> int:
         from agentkit.eval.bench.revela import main as bench_revela
 
         return bench_revela(batch=a.batch, tokens=a.tokens, repeats=a.repeats, out=a.out)
+    if a.target == "gamerl-verify":
+        from agentkit.eval.bench.gamerl_verify import main as bench_gamerl
+
+        return bench_gamerl(answers=a.answers, judge_answers=a.judge_answers, model=a.model, out=a.out)
     if a.target == "sandbox":
         from agentkit.eval.bench.sandbox import main as bench_sandbox
 

@@ -17,20 +17,20 @@ def extract_answer(text: str) -> str:
     >>> extract_answer("<answer>Paris</answer>")
     'Paris'
     """
-    boxed = _last_boxed(text)
+    boxed = last_boxed(text)
     if boxed is not None:
         return boxed.strip()
     m = re.findall(r"<answer>(.*?)</answer>", text, flags=re.S)
     if m:
         inner = m[-1]
-        return (_last_boxed(inner) or inner).strip()
+        return (last_boxed(inner) or inner).strip()
     m = re.findall(r"answer is[:\s]*([^\n]+)", text, flags=re.I)
     if m:
         return m[-1].strip().rstrip(".")
     return text.strip()
 
 
-def _last_boxed(text: str) -> str | None:
+def last_boxed(text: str) -> str | None:
     start = text.rfind("\\boxed{")
     if start < 0:
         return None

@@ -15,6 +15,8 @@ import agentkit.errors
 import agentkit.eval.ir_benchmarks
 import agentkit.eval.metrics as metrics
 import agentkit.eval.retrieval
+import agentkit.gamerl.dataset
+import agentkit.gamerl.verifiers
 import agentkit.registry
 import agentkit.revela.attention
 import agentkit.revela.data
@@ -36,6 +38,8 @@ import agentkit.tools.search
         agentkit.engines.sampling,
         agentkit.registry,
         agentkit.errors,
+        agentkit.gamerl.dataset,
+        agentkit.gamerl.verifiers,
         agentkit.tools.parsers,
         agentkit.tools.search,
         agentkit.server.http,
