@@ -47,3 +47,7 @@ class OutcomeReward:
             "em": em,
             "f1": f1,
         }
+
+    def score_row(self, traj: Trajectory, row: dict) -> dict[str, float]:
+        """The trainer's entry point: the reward of ``traj`` for its dataset row (gold answers in ``answers``)."""
+        return self(traj, row["answers"])

@@ -15,8 +15,8 @@ points:
    processes), and turn k's advantage is given to every model token of turn k. TRL's loss takes advantages of
    shape (B, T) as they are.
 
-Rewards: R = ``OutcomeReward`` of the final answer against the row's ``answers``, logged by TRL as the reward
-``outcome``. The dataset (``agent_dataset``) has one row per question: ``prompt`` (the agent's chat), ``answers``
+Rewards: R = ``outcome.score_row`` of the trajectory and its dataset row (``OutcomeReward``: the final answer
+against the row's ``answers``), logged by TRL as the reward ``outcome``. The dataset (``agent_dataset``) has one row per question: ``prompt`` (the agent's chat), ``answers``
 (gold answers), ``id``.
 
 With ``grpo`` and no shaper the loss equals TRL's own GRPO on the same rollouts (tested).
@@ -100,7 +100,8 @@ class AgentGRPOTrainer(GRPOTrainer):
         estimator_options: keyword options of the estimator.
         shaper: turn rewards beyond the outcome, e.g. ``agentkit.tips.shaping.InfoPotentialShaper``
             (``potentials`` of the local trajectories, ``shape`` on the gathered batch); None: outcome only.
-        outcome: the outcome reward (default ``OutcomeReward()``: format 0.4 + EM).
+        outcome: the outcome reward (default ``OutcomeReward()``: format 0.4 + EM): ``score_row(trajectory, row)``
+            returns at least ``score``, ``em``, ``f1`` and ``format`` (e.g. ``agentkit.gamerl.reward.GameReward``).
     """
 
     def __init__(
@@ -181,7 +182,7 @@ class AgentGRPOTrainer(GRPOTrainer):
             policy.train(training)
         seconds = time.perf_counter() - t0
         self._trajs = trajs
-        self._scores = [self.outcome(t, r["answers"]) for t, r in zip(trajs, rows)]
+        self._scores = [self.outcome.score_row(t, r) for t, r in zip(trajs, rows)]
         mode = "train" if training else "eval"
         generated = sum(sum(t.mask) for t in trajs)
         self._metrics[mode]["rollout/seconds"].append(seconds)

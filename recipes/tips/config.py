@@ -8,46 +8,13 @@ from typing import Annotated, Literal
 import annotated_types as at
 
 from agentkit.agent.loop import TIR_TOKENS_PER_TURN
-from agentkit.config import ExistingPath, Fraction, ModelName, NonNegFloat, NonNegInt, PosFloat, PosInt
+from agentkit.config import ExistingPath, ModelName, NonNegInt, PosInt
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 from agentkit.rl.advantages import ESTIMATORS
+from agentkit.rl.config import RLSettings
 from agentkit.rl.rewards import OutcomeReward
 from agentkit.tips.shaping import ShapingConfig
 from agentkit.toollight.sft import SFTSettings
-
-
-@dataclass
-class RLSettings:
-    """steps: optimizer steps per run. questions_per_step × group_size trajectories per step (G = group_size; over
-    all processes under accelerate), trained in micro-batches of micro_batch per process. learning_rate, warmup_ratio, max_grad_norm: the optimizer. beta: KL
-    to the reference (0: no reference model). epsilon: the ratio clip. loss_type: TRL's aggregation (dapo:
-    token mean over the batch, grpo: sequence mean, dr_grpo, bnpo). temperature, top_p: sampling.
-    max_turns, max_tokens_per_turn, max_total_tokens: the agent's limits. save_steps: checkpoint interval
-    (resume point). lora_r > 0: train LoRA adapters instead of all weights."""
-
-    steps: PosInt = 30
-    questions_per_step: PosInt = 4
-    group_size: Annotated[int, at.Ge(2)] = 4
-    micro_batch: PosInt = 8
-    learning_rate: PosFloat = 1e-5
-    warmup_ratio: Fraction = 0.0
-    max_grad_norm: PosFloat = 1.0
-    beta: NonNegFloat = 0.0
-    epsilon: PosFloat = 0.2
-    loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo"] = "dapo"
-    temperature: PosFloat = 1.0
-    top_p: Annotated[float, at.Interval(gt=0, le=1)] = 1.0
-    max_turns: PosInt = 4
-    max_tokens_per_turn: PosInt = TIR_TOKENS_PER_TURN
-    max_total_tokens: PosInt = 768
-    save_steps: PosInt = 5
-    lora_r: NonNegInt = 0
-
-    def problems(self) -> list[str]:
-        per_step = self.questions_per_step * self.group_size
-        if per_step % self.micro_batch:
-            return [f"micro_batch: {self.micro_batch} does not divide questions_per_step × group_size = {per_step}"]
-        return []
 
 
 @dataclass

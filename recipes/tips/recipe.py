@@ -26,6 +26,7 @@ from agentkit.models import load_model
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 from agentkit.recipes.tips.config import TipsConfig
+from agentkit.rl.config import describe_machine, grpo_config
 from agentkit.tools.search import SearchTool
 
 METHOD_ESTIMATOR = {"grpo": "grpo", "tips": "tips_segment"}
@@ -140,7 +141,7 @@ class TipsRecipe(Recipe[TipsConfig]):
         out = self.ctx.run_dir / "state" / "rl" / key
         trainer = AgentGRPOTrainer(
             model,
-            self._grpo_args(out, seed),
+            grpo_config(self.config.rl, out, seed, self.ctx.state.num_processes, self.ctx.quiet),
             data,
             processing_class=tok,
             tools=[self.tool],
@@ -169,48 +170,6 @@ class TipsRecipe(Recipe[TipsConfig]):
         for h in history:
             self.ctx.log({"run": key, **{k: v for k, v in h.items() if isinstance(v, (int, float))}}, step=h["step"])
         return history
-
-    def _grpo_args(self, out: Path, seed: int):
-        import torch
-        from trl import GRPOConfig
-
-        r = self.config.rl
-        per_step = r.questions_per_step * r.group_size  # trajectories per optimizer step, over all processes
-        procs = self.ctx.state.num_processes
-        if per_step % (r.micro_batch * procs):
-            from agentkit.errors import AgentkitError
-
-            raise AgentkitError(
-                f"rl: {per_step} trajectories per step do not split into micro-batches of {r.micro_batch} on "
-                f"{procs} processes",
-                "make questions_per_step × group_size a multiple of micro_batch × processes",
-            )
-        return GRPOConfig(
-            output_dir=str(out),
-            max_steps=r.steps,
-            num_generations=r.group_size,
-            per_device_train_batch_size=r.micro_batch,
-            gradient_accumulation_steps=per_step // (r.micro_batch * procs),
-            learning_rate=r.learning_rate,
-            warmup_steps=r.warmup_ratio,
-            max_grad_norm=r.max_grad_norm,
-            lr_scheduler_type="constant_with_warmup",
-            beta=r.beta,
-            epsilon=r.epsilon,
-            loss_type=r.loss_type,
-            max_completion_length=r.max_total_tokens,
-            temperature=r.temperature,
-            logging_steps=1,
-            save_strategy="steps",
-            save_steps=r.save_steps,
-            save_total_limit=1,
-            seed=seed,
-            data_seed=seed,
-            report_to=[],
-            disable_tqdm=self.ctx.quiet,
-            use_cpu=not torch.cuda.is_available(),
-            bf16=False,
-        )
 
     def _shaper(self, model, tok):
         """TIPS' shaper and its teacher engine: a frozen copy of the starting policy (refreshed by a callback)
@@ -304,7 +263,7 @@ class TipsRecipe(Recipe[TipsConfig]):
             + f"\n\n{len(self.test_tasks)} held-out questions (distinct, none of them in the SFT or RL questions); each run: {r.steps} steps × {r.questions_per_step} "
             f"questions × G={r.group_size}, lr {r.learning_rate}, {r.loss_type} loss, β={r.beta}"
             + (f", LoRA r={r.lora_r}" if r.lora_r else "")
-            + f". Training time, all runs: {sum(minutes):.0f} min on {_machine()}.\n\n"
+            + f". Training time, all runs: {sum(minutes):.0f} min on {describe_machine()}.\n\n"
             + "\n".join(per_run),
         )
         self._plot(hist)
@@ -345,17 +304,6 @@ def _collapsed(history: list[dict[str, Any]], em: float, base: float) -> bool:
         zeros = zeros + 1 if h.get("reward", 1.0) == 0 else 0
         longest = max(longest, zeros)
     return longest >= 5 or em < base - 0.1
-
-
-def _machine() -> str:
-    """The CPU or GPU this ran on, in a few words (the report's budget line)."""
-    import os
-
-    import torch
-
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name(0)
-    return f"{os.cpu_count()} CPU cores, torch {torch.get_num_threads()} threads"
 
 
 def _lora(r: int):

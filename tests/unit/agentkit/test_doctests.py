@@ -16,6 +16,7 @@ import agentkit.eval.ir_benchmarks
 import agentkit.eval.metrics as metrics
 import agentkit.eval.retrieval
 import agentkit.gamerl.dataset
+import agentkit.gamerl.reward
 import agentkit.gamerl.verifiers
 import agentkit.registry
 import agentkit.revela.attention
@@ -39,6 +40,7 @@ import agentkit.tools.search
         agentkit.registry,
         agentkit.errors,
         agentkit.gamerl.dataset,
+        agentkit.gamerl.reward,
         agentkit.gamerl.verifiers,
         agentkit.tools.parsers,
         agentkit.tools.search,

@@ -1,0 +1,94 @@
+"""The gamerl recipe on the tiny model: level table, evaluations before and after, a GRPO run with the curriculum;
+a run interrupted mid-training resumes from its checkpoint with its curriculum; two processes under accelerate."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentkit.errors import AgentkitError
+from agentkit.gamerl.reward import GameReward
+from agentkit.gamerl.trainer import GameGRPOTrainer
+from agentkit.runner import run_recipe
+
+
+def test_gamerl_tiny_interrupted_and_resumed_with_its_curriculum(tmp_path, monkeypatch):
+    real = GameGRPOTrainer._rollout
+    steps = []
+
+    def rollout(self, prompts, crash=[True]):  # noqa: B006 - one crash per test
+        steps.append(self.state.global_step)
+        if self.state.global_step == 1 and crash[0]:
+            crash[0] = False
+            raise KeyboardInterrupt  # dies in its second step, after checkpoint-1
+        return real(self, prompts)
+
+    def always_right(self, traj, row):  # every answer right: the curriculum must climb
+        self.paths["rule"] += 1
+        return {"score": 1.0, "format": 0.0, "em": 1.0, "f1": 1.0}
+
+    monkeypatch.setattr(GameGRPOTrainer, "_rollout", rollout)
+    monkeypatch.setattr(GameReward, "score_row", always_right)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_recipe("gamerl", [], output_dir=str(out), preset="tiny", quiet=True)
+    saved = json.loads((out / "state" / "rl" / "s0" / "checkpoint-1" / "curriculum.json").read_text())
+    assert saved["levels"] == {"tictactoe": "Medium", "blocks3d": "Medium"}  # 2 right of 2 per game: up
+    steps.clear()
+    metrics, run_dir = run_recipe("gamerl", [], output_dir=str(out), preset="tiny", resume=True, quiet=True)
+    assert steps == [1]  # only the second step: evaluations and step 0 were recorded
+    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in rows if r.get("run") == "s0" and "level/tictactoe" in r]
+    first, second = ({g: r[f"level/{g}"] for g in ("tictactoe", "blocks3d")} for r in train)
+    assert first == {"tictactoe": 2.0, "blocks3d": 2.0}
+    assert max(second.values()) == 3.0  # resumed at Medium: from Easy, four samples could reach Medium at most
+    assert all(r["verify/rule"] == 1.0 for r in train)
+    for key in ("level/tictactoe/Easy", "start/in_domain", "start/held_out", "s0/g2048", "after/in_domain_mean"):
+        assert key in metrics
+    report = (run_dir / "report.md").read_text()
+    assert "The starting model by level" in report and "| g2048 | held-out |" in report and "training.png" in report
+    assert (run_dir / "models" / "s0" / "config.json").exists()
+
+
+def test_gamerl_bad_config_fails_before_loading(tmp_path):
+    for override, message in [
+        ("games=[tictactoe,mazes]", "games: unknown game 'mazes'"),
+        ("tasks=[maze.shortest_lenght]", "maze has no task 'shortest_lenght'"),
+        ("held_out=[tictactoe]", "held_out: 'tictactoe' is also a training game"),
+        ("rl.max_turns=2", "rl.max_turns"),
+        ("eval_level=Expert", "eval_level"),
+    ]:
+        with pytest.raises(AgentkitError, match=message):
+            run_recipe("gamerl", [override], output_dir=str(tmp_path / "x"), preset="tiny", quiet=True)
+
+
+def test_gamerl_under_accelerate_launch_two_processes(tmp_path):
+    """Two CPU processes: each rolls out half of a step's questions; both move the curriculum alike."""
+    root = Path(__file__).resolve().parents[3]
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(root / "configs/accelerate/cpu.yaml"),
+    ]
+    cmd += [
+        "-m",
+        "agentkit",
+        "run",
+        "gamerl",
+        "--preset",
+        "tiny",
+        "--set",
+        "level_questions=0",
+        "--output-dir",
+        str(out),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if r.get("run") == "s0" and "reward" in r] == [1, 2]
+    assert (out / "models" / "s0" / "config.json").exists() and (out / "report.md").exists()
