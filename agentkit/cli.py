@@ -14,6 +14,7 @@ from agentkit.agent.loop import TIR_TOKENS_PER_TURN
 from agentkit.config import build_config, describe
 from agentkit.engines import make_engine
 from agentkit.errors import AgentkitError
+from agentkit.gamerl import cli as gamerl_cli
 from agentkit.models.catalog import CATALOG, DEFAULT_CHAT_MODEL, _is_complete, materialize
 from agentkit.revela import cli as revela_cli
 from agentkit.runner import RECIPES, resolve_spec, run_recipe
@@ -42,6 +43,8 @@ EPILOG = """examples:
   agentkit uncertainty score gens.jsonl --similarity embedding
   agentkit revela eval debian --retriever DIR       nDCG@10 / Recall@100 / MRR of a retriever (or bm25)
   agentkit ace history playbook.json                every version of an ACE playbook; `ace rollback --to N`
+  agentkit gamerl export maze,sokoban --images --out DIR     game questions as an HF dataset (GameQA schema)
+  agentkit gamerl code2logic examples/code2logic/nim.py --out DIR    a new game's code → validated tasks
 """
 
 
@@ -334,6 +337,7 @@ def _parser() -> argparse.ArgumentParser:
     _uncertainty_parser(sub)
     ace_cli.add_parser(sub)
     revela_cli.add_parser(sub)
+    gamerl_cli.add_parser(sub)
     _show_defaults(p)
     return p
 
@@ -711,6 +715,7 @@ def main(argv: list[str] | None = None) -> int:
         "uncertainty": _cmd_uncertainty,
         "ace": ace_cli.run,
         "revela": revela_cli.run,
+        "gamerl": gamerl_cli.run,
     }
     try:
         return handlers[args.command](args)

@@ -1,0 +1,96 @@
+"""Code2Logic's validation runs the game's code and the template in the real sandbox: hand-written good templates
+are accepted with answers the game computes; each kind of broken template is rejected with its reason; the
+drafting path runs end to end on a real (tiny) engine under the schema constraint."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentkit.gamerl import score_answer
+from agentkit.gamerl.code2logic import TEMPLATE_SCHEMA, code2logic, draft_templates
+
+ROOT = Path(__file__).resolve().parents[3]
+NIM, LIGHTS = ROOT / "examples/code2logic/nim.py", ROOT / "examples/code2logic/lights_out.py"
+
+GOOD = [
+    {
+        "name": "winning_move_count",
+        "qa_type": "StrategyOptimization",
+        "setup": "state = new_game(rng)\ntext = render(state)",
+        "question": "{text}\nHow many winning moves does the player to move have?",
+        "answer": "len(winning_moves(state))",
+        "kind": "int",
+    },
+    {
+        "name": "piles_after_move",
+        "qa_type": "StatePrediction",
+        "setup": "state = new_game(rng)\nmove = rng.choice(legal_moves(state))\ntext = render(state)",
+        "question": "{text}\nAfter taking {move[1]} stones from pile {move[0]}, what are the pile sizes in order?",
+        "answer": "play(state, move)",
+        "kind": "sequence",
+    },
+]
+BROKEN = {
+    "name error": (dict(setup="state = new_gme(rng)"), "NameError: name 'new_gme' is not defined"),
+    "unknown placeholder": (dict(question="{board}\nHow many?"), "KeyError: 'board'"),
+    "answer of the wrong kind": (dict(answer="render(state)"), "does not read as int"),
+    "ignores the state": (dict(answer="3"), "every answer is the same"),
+    "shows no state": (dict(question="How many winning moves are there?"), "every question is the same"),
+    "not deterministic": (
+        dict(setup="import random as r\nstate = new_game(r.Random())\ntext = render(state)"),
+        "recomputed answer differs",
+    ),
+    "runs forever": (dict(setup="while True:\n    pass"), "CPU-time limit"),
+    "syntax error": (dict(answer="len(winning_moves(state)"), "SyntaxError"),
+    "bad kind": (dict(kind="colour"), "kind 'colour' is not one of"),
+    "missing field": (dict(answer=""), "missing or empty field 'answer'"),
+}
+
+
+def test_good_templates_are_accepted_and_their_tasks_verify():
+    res = code2logic(None, NIM, drafts=0, instances=6, templates=GOOD)
+    assert [r.accepted for r in res.reports] == [True, True]
+    assert res.counts["tasks_accepted"] == 12 and res.counts["tasks_rejected"] == 0
+    for task in res.tasks():
+        assert score_answer(f"<answer>{task['answer']}</answer>", task) == 1.0
+    seq = [t for t in res.tasks() if t["metadata"]["task"] == "piles_after_move"][0]
+    assert "stones from pile" in seq["question"] and "{" not in seq["question"]
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_templates_are_rejected_with_the_reason(case):
+    change, reason = BROKEN[case]
+    res = code2logic(None, NIM, drafts=0, instances=5, templates=[{**GOOD[0], **change}])
+    (report,) = res.reports
+    assert not report.accepted and reason in report.reason, report.reason
+    assert res.counts["templates_rejected"] == 1 and not res.tasks()
+
+
+def test_results_are_saved_with_counts_and_reasons(tmp_path):
+    lights = {
+        "name": "fewest_presses",
+        "qa_type": "StrategyOptimization",
+        "setup": "state = new_board(rng)\ntext = render(state)",
+        "question": "{text}\nWhat is the fewest number of presses that switches every light off?",
+        "answer": "len(solve(state))",
+        "kind": "int",
+    }
+    res = code2logic(None, LIGHTS, drafts=0, instances=4, templates=[lights, "prose, not JSON"])
+    res.save(tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["templates_accepted"] == 1 and summary["reasons"] == {"not a JSON object": 1}
+    assert len((tmp_path / "tasks.jsonl").read_text().splitlines()) == 4
+
+
+def test_drafting_on_a_real_engine_yields_schema_valid_templates(tiny_engine, tmp_path):
+    game = tmp_path / "coin.py"  # short: the tiny model's context is 2,048 tokens
+    game.write_text("def flip(rng):\n    return rng.choice('HT')\n")
+    drafts = draft_templates(tiny_engine, game.read_text(), n=2, seed=0)
+    assert len(drafts) == 2
+    for d in drafts:  # the constraint holds even for a random model (it may stop early at max_tokens)
+        assert isinstance(d, (dict, str))
+        if isinstance(d, dict):
+            assert set(d) <= set(TEMPLATE_SCHEMA["properties"])
+    res = code2logic(tiny_engine, game, drafts=2, instances=2)
+    assert res.counts["templates"] == 2
