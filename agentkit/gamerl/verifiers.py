@@ -57,6 +57,7 @@ class Verdict:
 # ---- extraction -------------------------------------------------------------------------------------------------
 _TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.S | re.I)
 _ANSWER_IS = re.compile(r"(?:final answer|the answer|answer)\s*(?:is|:)\s*:?\s*(.+)", re.I)
+_BECAUSE = re.compile(r"\.\s+(?=[A-Z])|,?\s+(?:because|since|as)\s+", re.I)
 
 
 def extract(text: str, lines: int = 1) -> tuple[str, str]:
@@ -84,8 +85,8 @@ def extract(text: str, lines: int = 1) -> tuple[str, str]:
         if after:
             return after, "marker"
     found = _ANSWER_IS.findall(text)
-    if found and found[-1].strip():
-        return found[-1].strip(), "answer_is"
+    if found and found[-1].strip():  # up to the end of its sentence: "… is "none" because …" reads "none"
+        return _BECAUSE.split(found[-1].strip(), 1)[0].strip(), "answer_is"
     rows = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return "\n".join(rows[-lines:]), "last_line"
 

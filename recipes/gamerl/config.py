@@ -54,7 +54,7 @@ class GameRLConfig:
     rl: RLSettings = field(
         default_factory=lambda: RLSettings(
             steps=20, questions_per_step=4, group_size=4, micro_batch=8, learning_rate=1e-4, max_turns=1,
-            max_tokens_per_turn=96, max_total_tokens=96, lora_r=16, save_steps=5,
+            max_tokens_per_turn=64, max_total_tokens=64, lora_r=16, save_steps=5,
         )
     )  # fmt: skip
     format_score: NonNegFloat = 0.0
@@ -62,8 +62,8 @@ class GameRLConfig:
     eval_questions: PosInt = 32
     eval_seed: int = 1000
     eval_level: Level = "Easy"
-    eval_max_tokens: PosInt = 96
-    level_questions: Annotated[int, at.Ge(0)] = 16
+    eval_max_tokens: PosInt = 64
+    level_questions: Annotated[int, at.Ge(0)] = 12
     seeds: Annotated[list[int], at.MinLen(1)] = field(default_factory=lambda: [0, 1, 2])
     engine: Literal["hf", "vllm"] = "hf"
 

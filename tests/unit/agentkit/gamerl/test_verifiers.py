@@ -123,6 +123,8 @@ def test_there_are_at_least_fifty_tricky_formats():
         ("analysis...\n### C", "C", "marker"),  # GameQA's format
         ("Counting...\nFinal answer: 12 moves.", "12 moves.", "answer_is"),
         ("Counting...\nThe answer is B", "B", "answer_is"),
+        ('The answer is "none" because no line is open.', '"none"', "answer_is"),
+        ("The answer is (2, 3). Then the ant turns.", "(2, 3)", "answer_is"),
         ("step 1\nstep 2\n\n  14  \n", "14", "last_line"),
         ("", "", "last_line"),
     ],
