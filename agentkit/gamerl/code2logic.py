@@ -108,6 +108,12 @@ print("@@RESULT@@" + _json.dumps(_out))
 """
 
 
+def _sandbox_config():
+    from agentkit.tools.sandbox import SandboxConfig
+
+    return SandboxConfig(cpu_s=10, wall_s=30, memory_mb=1024, max_output=200_000, pool_size=1)
+
+
 @dataclass
 class TemplateReport:
     """One template's validation: accepted or not, why not, and its tasks' verdicts."""
@@ -273,16 +279,24 @@ class Code2LogicResult:
 
 
 def code2logic(
-    engine, game_file: str | Path, drafts: int = 8, instances: int = 8, templates: Sequence[Any] = (), seed: int = 0
+    engine,
+    game_file: str | Path,
+    drafts: int = 8,
+    instances: int = 8,
+    templates: Sequence[Any] = (),
+    seed: int = 0,
+    sandbox=None,
 ) -> Code2LogicResult:
     """Draft ``drafts`` templates for the game in ``game_file`` with ``engine`` (plus any given ``templates``, e.g.
-    hand-written), and validate each by running the game's code in the sandbox."""
-    from agentkit.tools.sandbox import Sandbox, SandboxConfig
+    hand-written), and validate each by running the game's code in ``sandbox`` (default: a fresh one, 10 s of CPU
+    and 1 GiB per call)."""
+    from agentkit.tools.sandbox import Sandbox
 
     path = Path(game_file)
     source = path.read_text()
     game = path.stem
     found = list(templates) + (draft_templates(engine, source, drafts, seed=seed) if drafts else [])
-    with Sandbox(SandboxConfig(cpu_s=10, wall_s=30, memory_mb=1024, max_output=200_000, pool_size=1)) as sandbox:
-        reports = [validate(sandbox, source, t, game, instances, seed) for t in found]
-    return Code2LogicResult(game, reports)
+    if sandbox is not None:
+        return Code2LogicResult(game, [validate(sandbox, source, t, game, instances, seed) for t in found])
+    with Sandbox(_sandbox_config()) as own:
+        return Code2LogicResult(game, [validate(own, source, t, game, instances, seed) for t in found])

@@ -129,8 +129,8 @@ def numbers(s: str) -> list[tuple[Fraction, int | None]]:
     r"""Every number in ``s`` as ``(exact value, decimals written or None)``: integers, thousands commas,
     decimals, fractions ``a/b`` and ``\frac{a}{b}``, percentages, a Unicode minus.
 
-    >>> [(str(v), d) for v, d in numbers(r"-\frac{3}{4} or 1,234.50 and 50%")]
-    [('-3/4', None), ('2469/2', 2), ('1/2', None)]
+    >>> tuple((str(v), d) for v, d in numbers(r"-\frac{3}{4} or 1,234.50 and 50%"))
+    (('-3/4', None), ('2469/2', 2), ('1/2', None))
     """
     out = []
     for m in _NUMBER.finditer(s):
@@ -332,8 +332,8 @@ def parse_choice(s: str, options: Sequence[str], style: str = "letter") -> str |
     "option C", or the text of exactly one option; None for none or several.
 
     >>> opts = ["3", "5", "7", "9"]
-    >>> [parse_choice(a, opts) for a in ["c", "(C) 7", "Option C", "7", "A or C", "C. 9"]]
-    ['C', 'C', 'C', 'C', None, 'C']
+    >>> tuple(parse_choice(a, opts) for a in ("c", "(C) 7", "Option C", "7", "A or C", "C. 9"))
+    ('C', 'C', 'C', 'C', None, 'C')
     """
     labs = labels(len(options), style)
     s = _clean(s)

@@ -48,8 +48,16 @@ BROKEN = {
 }
 
 
-def test_good_templates_are_accepted_and_their_tasks_verify():
-    res = code2logic(None, NIM, drafts=0, instances=6, templates=GOOD)
+@pytest.fixture(scope="module")
+def sandbox():
+    from agentkit.tools.sandbox import Sandbox, SandboxConfig
+
+    with Sandbox(SandboxConfig(cpu_s=2, wall_s=10, max_output=100_000, pool_size=2)) as sb:
+        yield sb
+
+
+def test_good_templates_are_accepted_and_their_tasks_verify(sandbox):
+    res = code2logic(None, NIM, drafts=0, instances=6, templates=GOOD, sandbox=sandbox)
     assert [r.accepted for r in res.reports] == [True, True]
     assert res.counts["tasks_accepted"] == 12 and res.counts["tasks_rejected"] == 0
     for task in res.tasks():
@@ -59,15 +67,15 @@ def test_good_templates_are_accepted_and_their_tasks_verify():
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN))
-def test_broken_templates_are_rejected_with_the_reason(case):
+def test_broken_templates_are_rejected_with_the_reason(case, sandbox):
     change, reason = BROKEN[case]
-    res = code2logic(None, NIM, drafts=0, instances=5, templates=[{**GOOD[0], **change}])
+    res = code2logic(None, NIM, drafts=0, instances=5, templates=[{**GOOD[0], **change}], sandbox=sandbox)
     (report,) = res.reports
     assert not report.accepted and reason in report.reason, report.reason
     assert res.counts["templates_rejected"] == 1 and not res.tasks()
 
 
-def test_results_are_saved_with_counts_and_reasons(tmp_path):
+def test_results_are_saved_with_counts_and_reasons(tmp_path, sandbox):
     lights = {
         "name": "fewest_presses",
         "qa_type": "StrategyOptimization",
@@ -76,14 +84,14 @@ def test_results_are_saved_with_counts_and_reasons(tmp_path):
         "answer": "len(solve(state))",
         "kind": "int",
     }
-    res = code2logic(None, LIGHTS, drafts=0, instances=4, templates=[lights, "prose, not JSON"])
+    res = code2logic(None, LIGHTS, drafts=0, instances=4, templates=[lights, "prose, not JSON"], sandbox=sandbox)
     res.save(tmp_path)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["templates_accepted"] == 1 and summary["reasons"] == {"not a JSON object": 1}
     assert len((tmp_path / "tasks.jsonl").read_text().splitlines()) == 4
 
 
-def test_drafting_on_a_real_engine_yields_schema_valid_templates(tiny_engine, tmp_path):
+def test_drafting_on_a_real_engine_yields_schema_valid_templates(tiny_engine, tmp_path, sandbox):
     game = tmp_path / "coin.py"  # short: the tiny model's context is 2,048 tokens
     game.write_text("def flip(rng):\n    return rng.choice('HT')\n")
     drafts = draft_templates(tiny_engine, game.read_text(), n=2, seed=0)
@@ -92,5 +100,5 @@ def test_drafting_on_a_real_engine_yields_schema_valid_templates(tiny_engine, tm
         assert isinstance(d, (dict, str))
         if isinstance(d, dict):
             assert set(d) <= set(TEMPLATE_SCHEMA["properties"])
-    res = code2logic(tiny_engine, game, drafts=2, instances=2)
+    res = code2logic(tiny_engine, game, drafts=2, instances=2, sandbox=sandbox)
     assert res.counts["templates"] == 2
