@@ -28,16 +28,26 @@ from agentkit.gamerl.games.base import LEVELS
 from agentkit.rl.trainer import AgentGRPOTrainer
 
 
+def draw(game: str, config: GameConfig, rng: random.Random, slot: int, seed: int = 0) -> dict[str, Any]:
+    """One question of ``game`` drawn with ``rng``: a built-in game's at ``config``'s level, or (``rg:<name>``)
+    an entry of reasoning-gym's dataset at an index ``rng`` picks (its datasets have no levels)."""
+    if game.startswith("rg:"):
+        from agentkit.gamerl.reasoning_gym import ReasoningGymDataset
+
+        return ReasoningGymDataset(game[3:], size=2**31 - 1, seed=seed)[rng.randrange(2**31 - 1)]
+    return make_entry(get_game(game), config, rng, slot, seed)
+
+
 def game_rows(games: Sequence[str], per_game: int, seed: int, configs: dict[str, GameConfig], agent: AgentConfig):
     """A ``datasets.Dataset`` of ``per_game`` questions per game (one row each: id, game, slot, prompt, answers,
-    entry as JSON), each game's drawn with its config."""
+    entry as JSON), each game's drawn with its config (``rg:<name>``: reasoning-gym's dataset)."""
     import datasets
 
     rows = []
     for game in games:
         for slot in range(per_game):
             rng = random.Random(f"{game}:{seed}:{slot}")
-            entry = make_entry(get_game(game), configs[game], rng, slot, seed)
+            entry = draw(game, configs[game], rng, slot, seed)
             rows.append(_row(f"{game}-{slot}", game, slot, entry, agent))
     return datasets.Dataset.from_list(rows)
 
@@ -82,9 +92,7 @@ class GameGRPOTrainer(AgentGRPOTrainer):
     def _redraw(self, row: dict[str, Any]) -> dict[str, Any]:
         level = self.curriculum.level(row["game"])
         rng = random.Random(f"{self.question_seed}:{row['id']}:{self.state.global_step}")
-        entry = make_entry(
-            get_game(row["game"]), replace(self.game_configs[row["game"]], level=level), rng, row["slot"]
-        )
+        entry = draw(row["game"], replace(self.game_configs[row["game"]], level=level), rng, row["slot"])
         return {**row, **_row(row["id"], row["game"], row["slot"], entry, self.agent_config)}
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -24,7 +24,8 @@ class GameRLConfig:
     (fresh questions of the training games) and out-of-domain (the held-out games).
 
     model: catalog name, directory or hub id of the policy. games: the games trained on; held_out: games only
-    evaluated (default: agentkit.gamerl.HELD_OUT). tasks: restrict to these ``game.task`` names (empty: all of each
+    evaluated (default: agentkit.gamerl.HELD_OUT). Either may name reasoning-gym's datasets as ``rg:<name>``
+    (no levels: the curriculum leaves them as they are, the level table skips them). tasks: restrict to these ``game.task`` names (empty: all of each
     game's tasks). format: choice (multiple choice wherever a task has distractors), fill or mixed. n_options:
     options per multiple-choice question.
 
@@ -71,8 +72,9 @@ class GameRLConfig:
         from agentkit.gamerl.games import GAMES, get_game
 
         names = GAMES.names()
-        out = [f"games: unknown game {g!r}{did_you_mean(g, names)}" for g in self.games if g not in names]
-        out += [f"held_out: unknown game {g!r}{did_you_mean(g, names)}" for g in self.held_out or [] if g not in names]
+        known = lambda g: g in names or g.startswith("rg:") and _rg_known(g[3:])  # noqa: E731
+        out = [f"games: unknown game {g!r}{did_you_mean(g, names)}" for g in self.games if not known(g)]
+        out += [f"held_out: unknown game {g!r}{did_you_mean(g, names)}" for g in self.held_out or [] if not known(g)]
         out += [f"held_out: {g!r} is also a training game" for g in self.held_out or [] if g in self.games]
         for t in self.tasks:
             game, _, task = t.partition(".")
@@ -85,3 +87,12 @@ class GameRLConfig:
         if self.rl.max_turns != 1:
             out.append("rl.max_turns: game questions take one turn; set 1")
         return out
+
+
+def _rg_known(name: str) -> bool:
+    """Whether reasoning-gym (when installed) has the dataset ``name``."""
+    try:
+        import reasoning_gym
+    except ImportError:
+        return False
+    return name in reasoning_gym.factory.DATASETS

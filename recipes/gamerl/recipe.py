@@ -39,11 +39,13 @@ class GameRLRecipe(Recipe[GameRLConfig]):
         c = self.config
         self.held_out = list(c.held_out if c.held_out is not None else [g for g in HELD_OUT if g not in c.games])
         self.eval_games = [*c.games, *self.held_out]
-        self.eval_sets = {
-            g: list(create_dataset(g, c.eval_questions, c.eval_seed, **vars(self._game_config(g))))
-            for g in self.eval_games
-        }
+        self.eval_sets = {g: list(self._dataset(g, c.eval_questions, c.eval_seed)) for g in self.eval_games}
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is TRL's documented hook
+
+    def _dataset(self, game: str, size: int, seed: int, level: str | None = None):
+        if game.startswith("rg:"):  # reasoning-gym's: its own config, no levels
+            return create_dataset(game, size, seed)
+        return create_dataset(game, size, seed, **vars(self._game_config(game, level)))
 
     def _game_config(self, game: str, level: str | None = None) -> GameConfig:
         c = self.config
@@ -107,15 +109,13 @@ class GameRLRecipe(Recipe[GameRLConfig]):
     def _levels(self) -> dict[str, float]:
         """The starting model's accuracy on every game at every level (does a level change difficulty?)."""
         c = self.config
+        leveled = [g for g in self.eval_games if not g.startswith("rg:")]
         entries = [
-            e
-            for g in self.eval_games
-            for lv in LEVELS
-            for e in create_dataset(g, c.level_questions, c.eval_seed + 7, **vars(self._game_config(g, lv)))
+            e for g in leveled for lv in LEVELS for e in self._dataset(g, c.level_questions, c.eval_seed + 7, lv)
         ]
         rows = self._answer("levels", c.model, entries)
         out, lines = {}, ["| game | " + " | ".join(LEVELS) + " | chance (Easy) |", "|---|---|---|---|---|"]
-        for g in self.eval_games:
+        for g in leveled:
             cells = []
             for lv in LEVELS:
                 scores = [r["score"] for r in rows if r["game"] == g and r["level"] == lv]
@@ -123,7 +123,7 @@ class GameRLRecipe(Recipe[GameRLConfig]):
                 cells.append(f"{out[f'level/{g}/{lv}']:.2f}")
             easy = [e for e in entries if e["metadata"]["game"] == g and e["metadata"]["qa_level"] == "Easy"]
             lines.append(f"| {g} | " + " | ".join(cells) + f" | {chance(easy):.2f} |")
-        overall = [statistics.mean(out[f"level/{g}/{lv}"] for g in self.eval_games) for lv in LEVELS]
+        overall = [statistics.mean(out[f"level/{g}/{lv}"] for g in leveled) for lv in LEVELS]
         out.update({f"level/{lv}": v for lv, v in zip(LEVELS, overall)})
         lines.append("| **all games** | " + " | ".join(f"**{v:.2f}**" for v in overall) + " | |")
         self.ctx.add_section(
