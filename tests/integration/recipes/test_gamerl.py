@@ -96,7 +96,12 @@ def test_gamerl_under_accelerate_launch_two_processes(tmp_path):
 
 def test_gamerl_trains_and_evaluates_on_reasoning_gym_datasets(tmp_path):
     """The same trainer and evaluation on reasoning-gym's datasets (rg:<name>), next to a built-in game."""
-    overrides = ["games=[tictactoe,rg:basic_arithmetic]", "held_out=[rg:mini_sudoku]", "rl.steps=1", "level_questions=1"]
+    overrides = [
+        "games=[tictactoe,rg:basic_arithmetic]",
+        "held_out=[rg:mini_sudoku]",
+        "rl.steps=1",
+        "level_questions=1",
+    ]
     metrics, run_dir = run_recipe("gamerl", overrides, output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
     for key in ("start/rg:basic_arithmetic", "s0/rg:mini_sudoku", "after/held_out_mean", "level/tictactoe/Hard"):
         assert key in metrics
