@@ -73,3 +73,15 @@ def test_revela_bench_on_the_tiny_model():
         assert res[k] > 0
     assert res["revela_lm_step_plain_loss_logged_s"] > 0 and len(res["round_seconds"]["logged"]) == 1
     assert res["naive_per_pair_step_s"] > 0 and res["ratio_naive_vs_revela_lm"] > 0
+
+
+def test_gamerl_verify_bench_runs(tmp_path):
+    import json
+
+    from agentkit.eval.bench.gamerl_verify import main
+
+    out = tmp_path / "gv.json"
+    assert main(answers=600, judge_answers=0, out=str(out)) == 0
+    result = json.loads(out.read_text())
+    assert result["ours_answers_per_s"] > 0 and sum(result["paths"].values()) == 600
+    assert result["reasoning_gym_answers_per_s"] > 0 and "provenance" in result
