@@ -84,6 +84,17 @@ def atomic_dir(final: Path, build: Callable[[Path], object], marker: str | None 
     return final
 
 
+def save_pretrained_dir(final: Path, model, tokenizer) -> Path:
+    """A model and its tokenizer (``save_pretrained``) written to ``final`` through ``atomic_dir``: loadable by any
+    engine, and never half written."""
+
+    def write(tmp: Path) -> None:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+
+    return atomic_dir(final, write)
+
+
 def _exchange(a: Path, b: Path) -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)

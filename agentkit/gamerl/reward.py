@@ -16,7 +16,7 @@ from typing import Any
 
 from agentkit.agent.trajectory import Trajectory
 from agentkit.config import NonNegFloat
-from agentkit.gamerl.verifiers import Judge, verify, verify_batch
+from agentkit.gamerl.verifiers import Judge, verify_batch
 
 
 def entry_of(row: dict[str, Any]) -> dict[str, Any]:
@@ -45,12 +45,7 @@ class GameReward:
         >>> GameReward(format_score=0.1).score_row(t, row)
         {'score': 1.1, 'format': 0.1, 'em': 1.0, 'f1': 1.0}
         """
-        entry = entry_of(row)
-        text = traj.text
-        if self.judge is not None:
-            v = verify_batch([text], [entry], self.judge)[0]
-        else:
-            v = verify(text, entry)
+        v = verify_batch([traj.text], [entry_of(row)], self.judge)[0]  # the judge (if any) only where no rule decides
         self.paths[v.path] += 1
         fmt = self.format_score if v.source == "answer_tag" else 0.0
         return {"score": v.score + fmt, "format": fmt, "em": v.score, "f1": v.score}

@@ -16,8 +16,8 @@ points:
    shape (B, T) as they are.
 
 Rewards: R = ``outcome.score_row`` of the trajectory and its dataset row (``OutcomeReward``: the final answer
-against the row's ``answers``), logged by TRL as the reward ``outcome``. The dataset (``agent_dataset``) has one row per question: ``prompt`` (the agent's chat), ``answers``
-(gold answers), ``id``.
+against the row's ``answers``), logged by TRL as the reward ``outcome``. The dataset (``agent_dataset``) has one
+row per question: ``prompt`` (the agent's chat), ``answers`` (gold answers), ``id``.
 
 With ``grpo`` and no shaper the loss equals TRL's own GRPO on the same rollouts (tested).
 """

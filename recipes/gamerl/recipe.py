@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from agentkit.files import atomic_dir
+from agentkit.files import save_pretrained_dir
 from agentkit.gamerl.dataset import GameConfig, create_dataset
 from agentkit.gamerl.evaluate import SYSTEM_PROMPT, chance, evaluate
 from agentkit.gamerl.games import HELD_OUT
@@ -184,12 +184,7 @@ class GameRLRecipe(Recipe[GameRLConfig]):
             trainer.close()
         policy = trainer.model.merge_and_unload() if r.lora_r else trainer.model
         if self.ctx.is_main:
-
-            def write(tmp: Path) -> None:
-                policy.save_pretrained(tmp)
-                tok.save_pretrained(tmp)
-
-            atomic_dir(self._model_dir(key), write)
+            save_pretrained_dir(self._model_dir(key), policy, tok)
         self.ctx.state.wait_for_everyone()
         history = [h for h in trainer.state.log_history if "step" in h]
         for h in history:

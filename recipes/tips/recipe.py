@@ -21,7 +21,7 @@ from typing import Any
 from agentkit.agent import AgentConfig, rollout
 from agentkit.data.multihop import MultiHopKB
 from agentkit.data.tasks import split_held_out
-from agentkit.files import atomic_dir
+from agentkit.files import save_pretrained_dir
 from agentkit.models import load_model
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
@@ -74,12 +74,7 @@ class TipsRecipe(Recipe[TipsConfig]):
     def _save(self, model, tokenizer, name: str) -> Path:
         final = self._model_dir(name)
         if self.ctx.is_main:
-
-            def write(tmp: Path) -> None:
-                model.save_pretrained(tmp)
-                tokenizer.save_pretrained(tmp)
-
-            atomic_dir(final, write)
+            save_pretrained_dir(final, model, tokenizer)
         self.ctx.state.wait_for_everyone()
         return final
 

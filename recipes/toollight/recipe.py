@@ -21,7 +21,7 @@ from agentkit.agent import AgentConfig
 from agentkit.agent.trajectory import from_dataset, load_jsonl, to_dataset
 from agentkit.data.tasks import load_task_file, split_held_out
 from agentkit.eval.metrics import necessity
-from agentkit.files import atomic_dir, atomic_write
+from agentkit.files import atomic_dir, atomic_write, save_pretrained_dir
 from agentkit.models import load_model
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
@@ -140,12 +140,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         if not self.ctx.is_main:
             return
         final = self._model_dir(stage)
-
-        def write(tmp: Path) -> None:
-            self.model.save_pretrained(tmp)
-            self.tokenizer.save_pretrained(tmp)
-
-        atomic_dir(final, write)
+        save_pretrained_dir(final, self.model, self.tokenizer)
         if not self.config.keep_models:
             for old in final.parent.iterdir():
                 if old.name != stage and old.name != "sft" and old.is_dir():
