@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentkit.agent.trajectory import Segment, Trajectory
-from agentkit.engines.base import SamplingParams, tool_turn_suffix
+from agentkit.engines.base import ImagePrompt, SamplingParams, chat_images, image_parts, tool_turn_suffix
 from agentkit.tools.base import Tool, ToolResult, openai_schema
 from agentkit.tools.parsers import (
     ToolCall,
@@ -231,7 +231,7 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
         seeds=seeds,
     )
     t0 = time.perf_counter()
-    outs = engine.generate([t.prompt_ids + t.completion_ids for t in active], params)
+    outs = engine.generate([_sequence(t) for t in active], params)
     gen_s = time.perf_counter() - t0
     calls: list[tuple[Trajectory, ToolCall]] = []
     for t, (c,), left in zip(active, outs, budget):
@@ -284,6 +284,12 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
         )
         if len(t.completion_ids) >= cfg.max_total_tokens:
             t.finish = "max_tokens"
+
+
+def _sequence(t: Trajectory) -> list[int] | ImagePrompt:
+    """What the engine continues: the trajectory's ids, with its prompt's images when it has any."""
+    ids = t.prompt_ids + t.completion_ids
+    return ImagePrompt(ids, chat_images(t.prompt)) if image_parts(t.prompt) else ids
 
 
 def result_texts(tokenizer, calls: list[tuple[Trajectory, ToolCall]], results: list[ToolResult], cfg) -> list[str]:

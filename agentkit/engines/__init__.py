@@ -6,10 +6,21 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agentkit.config import NonEmptyStr, PosInt
-from agentkit.engines.base import Completion, Engine, Prompt, SamplingParams, Scored, topk_entropy
+from agentkit.engines.base import Completion, Engine, ImagePrompt, Prompt, SamplingParams, Scored, topk_entropy
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
-__all__ = ["Completion", "Engine", "EngineConfig", "Prompt", "SamplingParams", "Scored", "make_engine", "topk_entropy"]
+__all__ = [
+    "Completion",
+    "Engine",
+    "EngineConfig",
+    "ImagePrompt",
+    "Prompt",
+    "SamplingParams",
+    "Scored",
+    "is_vision",
+    "make_engine",
+    "topk_entropy",
+]
 
 
 @dataclass
@@ -46,8 +57,18 @@ class EngineConfig:
 
 def make_engine(kind: str = "hf", model=DEFAULT_CHAT_MODEL, **kwargs) -> Engine:
     """Build an engine by kind: ``hf`` (default), ``vllm`` or ``openai`` (``base_url=`` the upstream server).
-    ``model`` is a name, a directory, or (hf, vllm) a loaded transformers model passed with ``tokenizer=``."""
+    ``model`` is a name, a directory, or (hf, vllm) a loaded transformers model passed with ``tokenizer=`` (a
+    vision-language model's processor for one). ``hf`` on a vision-language model is a ``VisionEngine`` (the
+    options it does not have, such as the prefix cache's, are dropped)."""
     if kind == "hf":
+        if is_vision(model):
+            import inspect
+
+            from agentkit.engines.vision import VisionEngine
+
+            known = inspect.signature(VisionEngine).parameters
+            processor = kwargs.pop("tokenizer", None)
+            return VisionEngine(model, processor, **{k: v for k, v in kwargs.items() if k in known})
         from agentkit.engines.hf import HFEngine
 
         return HFEngine(model, **kwargs)
@@ -62,3 +83,12 @@ def make_engine(kind: str = "hf", model=DEFAULT_CHAT_MODEL, **kwargs) -> Engine:
     from agentkit.errors import AgentkitError, did_you_mean
 
     raise AgentkitError(f"unknown engine {kind!r}", did_you_mean(kind, ["hf", "vllm", "openai"]))
+
+
+def is_vision(model) -> bool:
+    """Whether ``model`` (a name, a directory or a loaded model) takes images."""
+    if isinstance(model, str):
+        from agentkit.models.catalog import is_vision_model
+
+        return is_vision_model(model)
+    return getattr(getattr(model, "config", None), "vision_config", None) is not None

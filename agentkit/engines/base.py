@@ -19,8 +19,21 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 from agentkit.engines.structured import Constraint
 
 Message = dict[str, Any]
-# A prompt is raw text, a chat (list of {"role", "content"} messages), or token ids (for continuing a prefix).
-Prompt = str | list[Message] | list[int]
+
+
+@dataclass(frozen=True)
+class ImagePrompt:
+    """Token ids holding a vision-language model's image tokens, with the images they stand for (in order): how
+    a prefix with images is continued (the agent loop's next turn), since the ids alone cannot say which image."""
+
+    ids: list[int]
+    images: list[Any]
+
+
+# A prompt is raw text, a chat (list of {"role", "content"} messages; a message's content may be a list of parts,
+# {"type": "text", "text"} and images: {"type": "image", "image"} or OpenAI's {"type": "image_url"}), token ids
+# (for continuing a prefix), or token ids with images (``ImagePrompt``; vision-language models).
+Prompt = str | list[Message] | list[int] | ImagePrompt
 FinishReason = Literal["stop", "length"]
 
 
@@ -234,11 +247,13 @@ class LocalTokenizer:
 
 def encode_prompt(tokenizer, prompt: Prompt) -> list[int]:
     """Token ids of a prompt: text gets the tokenizer's special tokens, a chat goes through the chat template,
-    token ids pass through."""
+    token ids pass through. Images are refused: a text-only model cannot see them."""
     if isinstance(prompt, str):
         return tokenizer(prompt).input_ids
     if not prompt:
         raise ValueError("empty prompt")
+    if isinstance(prompt, ImagePrompt) or image_parts(prompt):
+        raise ValueError("the prompt has images but this model is text-only: use a vision-language model")
     if isinstance(prompt[0], int):
         return list(prompt)  # type: ignore[arg-type]
     text = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
@@ -283,3 +298,45 @@ def topk_entropy(logprobs: list[float]) -> float:
     0.6931
     """
     return float(-sum(math.exp(lp) * lp for lp in logprobs if lp > -math.inf))
+
+
+def image_parts(messages: Prompt) -> list[dict[str, Any]]:
+    """The image parts of a chat's messages, in order: ``{"type": "image", "image": PIL image, PNG/JPEG bytes or a
+    path}`` and OpenAI's ``{"type": "image_url", "image_url": {"url": "data:…;base64,…"}}``. Anything but a chat
+    has none."""
+    if not isinstance(messages, list) or not messages or not isinstance(messages[0], dict):
+        return []
+    return [
+        part
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for part in m["content"]
+        if isinstance(part, dict) and part.get("type") in ("image", "image_url")
+    ]
+
+
+def chat_images(messages: Prompt) -> list[Any]:
+    """The images of a chat (``image_parts``) as PIL images."""
+    return [load_image(p) for p in image_parts(messages)]
+
+
+def load_image(part: dict[str, Any]):
+    """One image part as a PIL image (RGB)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    if part["type"] == "image_url":
+        url = part["image_url"]["url"] if isinstance(part["image_url"], dict) else part["image_url"]
+        if not url.startswith("data:"):
+            raise ValueError(f"image_url {url[:40]!r}: only data: URLs are read (nothing is downloaded)")
+        src: Any = io.BytesIO(base64.b64decode(url.partition(",")[2]))
+    else:
+        src = part.get("image")
+        if src is None:
+            raise ValueError("an image part without its image (fill it, e.g. with TRL's prepare_multimodal_messages)")
+        if isinstance(src, Image.Image):
+            return src.convert("RGB")
+        src = io.BytesIO(src) if isinstance(src, (bytes, bytearray)) else src
+    return Image.open(src).convert("RGB")

@@ -4,10 +4,22 @@ from agentkit.models.catalog import (
     CATALOG,
     DEFAULT_CHAT_MODEL,
     ModelInfo,
+    is_vision_model,
     load_model,
     load_tokenizer,
+    load_vision_model,
     resolve,
     stop_strings_for,
 )
 
-__all__ = ["CATALOG", "DEFAULT_CHAT_MODEL", "ModelInfo", "load_model", "load_tokenizer", "resolve", "stop_strings_for"]
+__all__ = [
+    "CATALOG",
+    "DEFAULT_CHAT_MODEL",
+    "ModelInfo",
+    "is_vision_model",
+    "load_model",
+    "load_tokenizer",
+    "load_vision_model",
+    "resolve",
+    "stop_strings_for",
+]

@@ -124,6 +124,15 @@ CATALOG: dict[str, ModelInfo] = {
             None,
             note="randomly initialised 2-layer model with a byte-level tokenizer, for tests",
         ),
+        ModelInfo(
+            "tiny-random-vlm",
+            "llava",
+            "vision",
+            "~0.1M",
+            (),
+            None,
+            note="randomly initialised LLaVA (1-layer CLIP tower, the tiny Llama) and its processor, for tests",
+        ),
     ]
 }
 DEFAULT_CHAT_MODEL = "smollm2-135m"
@@ -174,8 +183,8 @@ def convert_gguf(gguf: Path, out: Path, chat_template: str | None = None) -> Non
 
 def materialize(info: ModelInfo) -> Path:
     """Return the local HF directory of a catalog model, converting it once if needed."""
-    if info.name == "tiny-random":
-        from agentkit.models.tiny import TINY_VERSION, build_tiny_random
+    if info.name in ("tiny-random", "tiny-random-vlm"):
+        from agentkit.models.tiny import TINY_VERSION, build_tiny_random, build_tiny_vlm
 
         d = info.cache_dir()
         current = (
@@ -183,7 +192,7 @@ def materialize(info: ModelInfo) -> Path:
             and (d / ".tiny-version").exists()
             and (d / ".tiny-version").read_text().strip() == str(TINY_VERSION)
         )
-        return d if current else _atomic_dir(d, build_tiny_random)
+        return d if current else _atomic_dir(d, build_tiny_random if info.name == "tiny-random" else build_tiny_vlm)
     if not info.installed():
         missing = [p for p in info.packages if not _dist_installed(p)]
         raise AgentkitError(f"model {info.name!r} needs the package(s) {', '.join(missing)}", info.install_hint)
@@ -279,6 +288,43 @@ def load_model(name_or_path: str, dtype: str = "float32", device: str | None = N
     if device:
         model.to(device)
     return model, tok
+
+
+def is_vision_model(name_or_path: str) -> bool:
+    """Whether a model takes images (its config has a ``vision_config``), read from its config alone: nothing
+    is loaded or converted but a catalog model's directory."""
+    from transformers import AutoConfig
+
+    info = get_info(name_or_path)
+    if info is not None:
+        return info.kind == "vision"
+    try:
+        cfg = AutoConfig.from_pretrained(str(resolve(name_or_path)))
+    except (OSError, ValueError) as e:
+        raise _cannot_load(name_or_path, OSError(str(e))) from None
+    return getattr(cfg, "vision_config", None) is not None
+
+
+def load_vision_model(name_or_path: str, dtype: str = "float32", device: str | None = None):
+    """Load ``(model, processor)`` for a vision-language model (``AutoModelForImageTextToText``); the processor's
+    tokenizer is as ``load_tokenizer`` gives it (left padding, a pad token)."""
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    where = str(resolve(name_or_path))
+    try:
+        processor = AutoProcessor.from_pretrained(where)
+        model = AutoModelForImageTextToText.from_pretrained(where, dtype=getattr(torch, dtype))
+    except OSError as e:
+        raise _cannot_load(name_or_path, e) from None
+    tok = processor.tokenizer
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    model.eval()
+    if device:
+        model.to(device)
+    return model, processor
 
 
 def stop_strings_for(name_or_path: str, tokenizer) -> list[str]:

@@ -1,4 +1,5 @@
-"""A tiny randomly initialised Llama with a byte-level tokenizer: fast, self-contained, for unit tests."""
+"""Tiny randomly initialised models with a byte-level tokenizer (a Llama, a Gemma 3, a LLaVA): fast, self-contained,
+for unit tests."""
 
 from __future__ import annotations
 
@@ -87,3 +88,61 @@ def build_tiny_gemma3(vocab_size: int, hidden: int = 64, layers: int = 2, seed: 
     )
     torch.manual_seed(seed)
     return Gemma3ForCausalLM(cfg)
+
+
+# A chat template that also renders structured content: image parts become the processor's ``<image>``
+# placeholder (which the processor expands to the image's patch tokens), text parts their text.
+TINY_VLM_CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for p in m['content'] %}"
+    "{% if p['type'] == 'image' %}<image>{% elif p['type'] == 'text' %}{{ p['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def build_tiny_vlm(out: Path, seed: int = 0) -> None:
+    """A tiny randomly initialised LLaVA (a 1-layer CLIP vision tower on 32×32 images in 8×8 patches: 16 image
+    tokens; a projector; the tiny Llama) with its processor, for tests of image inputs."""
+    import torch
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    tok = build_tiny_tokenizer()
+    tok.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    tok.chat_template = TINY_VLM_CHAT_TEMPLATE
+    text = LlamaConfig(**_tiny_shape(len(tok), 64, 2), tie_word_embeddings=False)
+    text.bos_token_id, text.eos_token_id, text.pad_token_id = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
+    vision = CLIPVisionConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=32, patch_size=8
+    )
+    cfg = LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_id=tok.convert_tokens_to_ids("<image>"),
+        vision_feature_layer=-1,
+        vision_feature_select_strategy="default",  # drops CLIP's class token: 16 tokens per image
+    )
+    torch.manual_seed(seed)
+    model = LlavaForConditionalGeneration(cfg)
+    with torch.no_grad():  # as build_tiny_model: logits of std ~2
+        model.lm_head.weight.normal_(0, 0.25)
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}),
+        tokenizer=tok,
+        patch_size=8,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        image_token="<image>",
+        chat_template=TINY_VLM_CHAT_TEMPLATE,
+    )
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.save_pretrained(str(out))
+    processor.save_pretrained(str(out))
+    (out / ".tiny-version").write_text(f"{TINY_VERSION}\n")

@@ -7,7 +7,9 @@ points:
 
 1. ``rollout_func`` (TRL's hook for custom generation): each question's G trajectories come from
    ``agentkit.agent.continue_rollout`` on any Engine — an ``HFEngine`` on the policy's own weights (nothing to
-   copy), or e.g. a ``VLLMEngine`` that reloads the weights at each new step. Token ids are the rollout's own
+   copy; a ``VisionEngine`` when the policy is a vision-language model and the rows have an ``image``, which TRL
+   puts into the prompts and into the loss's forward pass), or e.g. a ``VLLMEngine`` that reloads the weights at
+   each new step. Token ids are the rollout's own
    (never re-tokenised) and ``env_mask`` marks tool-result tokens, which TRL leaves out of the loss.
 2. ``_generate_and_score_completions``: after TRL built the batch, its one-scalar-per-completion advantages are
    replaced by per-token ones: each trajectory's turn rewards (``TurnRewards``; TIPS shaping when a ``shaper``
@@ -39,6 +41,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from agentkit.agent.loop import AgentConfig, agent_prompt, continue_rollout
 from agentkit.agent.trajectory import Trajectory
+from agentkit.engines import make_engine
 from agentkit.engines.hf import HFEngine
 from agentkit.rl.advantages import ESTIMATORS, TurnRewards, estimate
 from agentkit.rl.rewards import OutcomeReward
@@ -152,8 +155,9 @@ class AgentGRPOTrainer(GRPOTrainer):
         """The engine that samples the current policy: built on first use (an HFEngine on the policy's own
         weights), or the given one with the policy's weights loaded once per optimizer step."""
         policy = self.accelerator.unwrap_model(self.model)
-        if self._engine is None:
-            self._engine = HFEngine(policy, self.processing_class, name=getattr(policy.config, "name_or_path", None))
+        if self._engine is None:  # an HFEngine, or a VisionEngine on a vision-language policy
+            name = getattr(policy.config, "name_or_path", None)
+            self._engine = make_engine("hf", policy, tokenizer=self.processing_class, name=name)
             self._engine_step = -2  # shares the weights: never reloaded
         elif self._engine_step not in (-2, self.state.global_step):
             self._engine.load_weights(model=_servable(policy))
