@@ -20,6 +20,13 @@ def add_parser(sub) -> None:
     e.add_argument("--level", default="Easy", help="Easy, Medium, Hard or mixed (default: Easy)")
     e.add_argument("--format", default="mixed", help="fill, choice or mixed (default: mixed)")
     e.add_argument("--images", action="store_true", help="add the image column: each state's PNG (default: off)")
+    e.add_argument(
+        "--board",
+        default="text",
+        choices=["text", "image"],
+        help="text: the board written out in each question; image: only in the picture (implies --images) "
+        "(default: text)",
+    )
     e.add_argument("--out", required=True, help="folder to save the dataset to (datasets.load_from_disk reads it)")
     c = g.add_parser(
         "code2logic", help="draft task templates for a game file with a model, validate them by running it"
@@ -44,12 +51,12 @@ def run(a: argparse.Namespace) -> int:
         from agentkit.gamerl.dataset import create_dataset, to_hf
 
         games = [x for x in a.games.split(",") if x]
-        cfg = {"level": a.level, "format": a.format}
+        cfg = {"level": a.level, "format": a.format, "board": a.board}
         if len(games) == 1:
             ds = create_dataset(games[0], a.size, a.seed, **cfg)
         else:
             ds = create_dataset("composite", a.size, a.seed, datasets=[{"name": g, "config": cfg} for g in games])
-        hf = to_hf(list(ds), images=a.images)
+        hf = to_hf(list(ds), images=a.images or a.board == "image")
         hf.save_to_disk(a.out)
         print(f"{a.out}: {len(hf)} rows, columns {', '.join(hf.column_names)}")
         return 0

@@ -23,6 +23,7 @@ from agentkit.gamerl.games import GAMES, get_game
 from agentkit.gamerl.games.base import LEVELS, Level, Task
 from agentkit.gamerl.verifiers import labels, score_answer
 
+IMAGE_BOARD = "The board is shown in the image."
 INSTRUCTION = "Think step by step, then give only the final answer inside <answer></answer>."
 
 
@@ -31,13 +32,15 @@ class GameConfig:
     """One game's dataset. level: Easy / Medium / Hard (board size and steps), or "mixed" (drawn per entry).
     tasks: template names to draw from (empty: all). format: fill (free answers), choice (multiple choice where the
     task has distractors) or mixed (half and half). n_options: options of a multiple-choice question.
-    instruction: the answer-format line closing each question."""
+    instruction: the answer-format line closing each question. board: text (the board written out in the question)
+    or image (the question says the board is in the image; ``entry_image`` draws it: GameQA's visual setting)."""
 
     level: Level | str = "Easy"
     tasks: list[str] = field(default_factory=list)
     format: str = "fill"
     n_options: int = 4
     instruction: str = INSTRUCTION
+    board: str = "text"
 
     def problems(self, game) -> list[str]:
         out = []
@@ -49,6 +52,8 @@ class GameConfig:
         out += [f"tasks: {game.name} has no task {t!r}{did_you_mean(t, names)}" for t in self.tasks if t not in names]
         if not 2 <= self.n_options <= 8:
             out.append(f"n_options: {self.n_options} is not within 2..8")
+        if self.board not in ("text", "image"):
+            out.append(f"board: {self.board!r} is not one of text, image")
         return out
 
 
@@ -91,7 +96,8 @@ def make_entry(game, config: GameConfig, rng: random.Random, idx: int = 0, seed:
         rng.shuffle(options)
         answer = labels(len(options))[options.index(task.answer)]
         verify = {"kind": "choice", "options": options}
-    question = f"{game.rules}\n\n{game.text(state)}\n\n{task.question}"
+    board = game.text(state) if config.board == "text" else IMAGE_BOARD
+    question = f"{game.rules}\n\n{board}\n\n{task.question}"
     if options:
         question += "\nOptions:\n" + "\n".join(f"{lab}. {o}" for lab, o in zip(labels(len(options)), options))
     qid = [t.name for t in game.templates].index(template.name)
@@ -115,8 +121,15 @@ def make_entry(game, config: GameConfig, rng: random.Random, idx: int = 0, seed:
             "options": options,
             "analysis": task.analysis,
             "verify": verify,
+            "board": config.board,
         },
     }
+
+
+def entry_image(entry: dict[str, Any]):
+    """The board of an image-board entry (``GameConfig.board == "image"``) as a PIL image; None for a text board."""
+    m = entry.get("metadata", {})
+    return get_game(m["game"]).draw(m["state"]) if m.get("board") == "image" else None
 
 
 # ---- composites ---------------------------------------------------------------------------------------------------
@@ -189,7 +202,9 @@ def create_dataset(name: str, size: int = 500, seed: int = 0, **cfg):
 # ---- export -------------------------------------------------------------------------------------------------------
 def to_hf(entries, images: bool = False):
     """A ``datasets.Dataset`` in GameQA's schema (``state``, ``verify`` and ``options`` as JSON text, so every row
-    has one type); ``images=True`` adds the ``image`` column (the game's PNG rendering of each state)."""
+    has one type); ``images=True`` adds the ``image`` column (the game's PNG rendering of each state). The text
+    variant writes the board out in the question; the image variant (entries drawn with ``board="image"``, exported
+    with ``images=True``) shows it only in the image."""
     import datasets
 
     from agentkit.gamerl.render import png_bytes
@@ -213,6 +228,7 @@ def to_hf(entries, images: bool = False):
             "options": json.dumps(m["options"]),
             "state": json.dumps(m["state"]),
             "verify": json.dumps(m["verify"]),
+            "board": m.get("board", "text"),
         }
         if images:
             row["image"] = {"bytes": png_bytes(get_game(m["game"]).draw(m["state"])), "path": None}

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from agentkit.gamerl.dataset import entry_image
 from agentkit.gamerl.verifiers import Judge, verify_batch
 
 SYSTEM_PROMPT = (
@@ -15,8 +16,14 @@ SYSTEM_PROMPT = (
 )
 
 
-def chat(entry: dict[str, Any], system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, str]]:
-    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": entry["question"]}]
+def chat(entry: dict[str, Any], system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, Any]]:
+    """The entry as a chat; an image-board entry's user turn is its board image, then the question (the order
+    TRL's ``prepare_multimodal_messages`` gives training prompts)."""
+    image = entry_image(entry)
+    question: Any = entry["question"]
+    if image is not None:
+        question = [{"type": "image", "image": image}, {"type": "text", "text": question}]
+    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": question}]
 
 
 def evaluate(

@@ -22,7 +22,7 @@ from transformers import TrainerCallback
 
 from agentkit.agent.loop import AgentConfig, agent_prompt
 from agentkit.gamerl.curriculum import Curriculum
-from agentkit.gamerl.dataset import GameConfig, make_entry
+from agentkit.gamerl.dataset import GameConfig, entry_image, make_entry
 from agentkit.gamerl.games import get_game
 from agentkit.gamerl.games.base import LEVELS
 from agentkit.rl.trainer import AgentGRPOTrainer
@@ -40,7 +40,8 @@ def draw(game: str, config: GameConfig, rng: random.Random, slot: int, seed: int
 
 def game_rows(games: Sequence[str], per_game: int, seed: int, configs: dict[str, GameConfig], agent: AgentConfig):
     """A ``datasets.Dataset`` of ``per_game`` questions per game (one row each: id, game, slot, prompt, answers,
-    entry as JSON), each game's drawn with its config (``rg:<name>``: reasoning-gym's dataset)."""
+    entry as JSON, and the board ``image`` when the configs draw image boards), each game's drawn with its config
+    (``rg:<name>``: reasoning-gym's dataset)."""
     import datasets
 
     rows = []
@@ -53,7 +54,7 @@ def game_rows(games: Sequence[str], per_game: int, seed: int, configs: dict[str,
 
 
 def _row(row_id: str, game: str, slot: int, entry: dict[str, Any], agent: AgentConfig) -> dict[str, Any]:
-    return {
+    row = {
         "id": row_id,
         "game": game,
         "slot": slot,
@@ -61,6 +62,10 @@ def _row(row_id: str, game: str, slot: int, entry: dict[str, Any], agent: AgentC
         "answers": [str(entry["answer"])],
         "entry": json.dumps(entry),
     }
+    image = entry_image(entry)
+    if image is not None:  # TRL puts it into the prompt (before the question) and into the loss's forward pass
+        row["image"] = image
+    return row
 
 
 class GameGRPOTrainer(AgentGRPOTrainer):

@@ -67,6 +67,7 @@ class GameRLConfig:
     level_questions: Annotated[int, at.Ge(0)] = 12
     seeds: Annotated[list[int], at.MinLen(1)] = field(default_factory=lambda: [0, 1, 2])
     engine: Literal["hf", "vllm"] = "hf"
+    inputs: Literal["text", "image"] = "text"
 
     def problems(self) -> list[str]:
         from agentkit.gamerl.games import GAMES, get_game
@@ -86,7 +87,29 @@ class GameRLConfig:
                 )
         if self.rl.max_turns != 1:
             out.append("rl.max_turns: game questions take one turn; set 1")
+        if self.inputs == "image":
+            out += [f"inputs: image boards come from the built-in games; {g!r} has none" for g in self._rg()]
+            if self.engine != "hf":
+                out.append("inputs: image rollouts run on the hf engine; set engine: hf")
+            out += self._vision_problem()
         return out
+
+    def _rg(self) -> list[str]:
+        return [g for g in [*self.games, *(self.held_out or [])] if g.startswith("rg:")]
+
+    def _vision_problem(self) -> list[str]:
+        """inputs=image needs a model that takes images (read from its config; nothing is loaded)."""
+        from agentkit.errors import AgentkitError
+        from agentkit.models.catalog import is_vision_model, model_problem
+
+        if model_problem(self.model):
+            return []  # the model field's own check says what is wrong
+        try:
+            vision = is_vision_model(self.model)
+        except AgentkitError as e:
+            return [f"model: {e}"]
+        hint = " (an image-text-to-text checkpoint, e.g. tiny-random-vlm in tests)"
+        return [] if vision else [f"inputs: image needs a vision-language model; {self.model!r} is text-only{hint}"]
 
 
 def _rg_known(name: str) -> bool:

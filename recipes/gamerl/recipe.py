@@ -23,7 +23,7 @@ from agentkit.gamerl.dataset import GameConfig, create_dataset
 from agentkit.gamerl.evaluate import SYSTEM_PROMPT, chance, evaluate
 from agentkit.gamerl.games import HELD_OUT
 from agentkit.gamerl.games.base import LEVELS
-from agentkit.models import load_model
+from agentkit.models import is_vision_model, load_model, load_vision_model
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 from agentkit.recipes.gamerl.config import GameRLConfig
@@ -50,7 +50,9 @@ class GameRLRecipe(Recipe[GameRLConfig]):
     def _game_config(self, game: str, level: str | None = None) -> GameConfig:
         c = self.config
         tasks = [t.partition(".")[2] for t in c.tasks if t.partition(".")[0] == game]
-        return GameConfig(level=level or c.eval_level, tasks=tasks, format=c.format, n_options=c.n_options)
+        return GameConfig(
+            level=level or c.eval_level, tasks=tasks, format=c.format, n_options=c.n_options, board=c.inputs
+        )
 
     # ---- the outer loop -----------------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
@@ -78,9 +80,9 @@ class GameRLRecipe(Recipe[GameRLConfig]):
         done = self.ctx.done(name)
         todo = [i for i in range(len(entries)) if str(i) not in done]
         if todo and self.ctx.is_main:
-            from agentkit.engines.hf import HFEngine
+            from agentkit.engines import make_engine
 
-            engine = HFEngine(model, name=self.config.model)
+            engine = make_engine("hf", model, name=self.config.model)  # a VisionEngine on a vision-language model
             try:
                 for start in self.ctx.progress(range(0, len(todo), 32), desc=f"evaluate {name}"):
                     part = todo[start : start + 32]
@@ -142,7 +144,7 @@ class GameRLRecipe(Recipe[GameRLConfig]):
         from agentkit.toollight.sft import lora_config
 
         c, r = self.config, self.config.rl
-        model, tok = load_model(c.model)
+        model, tok = (load_vision_model if is_vision_model(c.model) else load_model)(c.model)  # tok: or a processor
         agent = AgentConfig(
             max_turns=1,
             max_tokens_per_turn=r.max_tokens_per_turn,

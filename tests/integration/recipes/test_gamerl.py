@@ -108,3 +108,53 @@ def test_gamerl_trains_and_evaluates_on_reasoning_gym_datasets(tmp_path):
     assert "level/rg:basic_arithmetic/Easy" not in metrics  # no levels there
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows if r.get("run") == "s0" and "reward" in r] == [1]
+
+
+def test_gamerl_image_boards_reach_the_vision_tower(tmp_path, monkeypatch):
+    """inputs=image on the tiny LLaVA: rollouts and evaluation see each board's picture, and GRPO's loss runs
+    through the vision tower (its LoRA-merged weights move); with text boards the same run leaves the tower as it
+    was. Rewards alternate so every group has an advantage."""
+    import itertools
+
+    from safetensors.torch import load_file
+
+    from agentkit.engines.vision import VisionEngine
+    from agentkit.models import resolve
+
+    calls = itertools.count()
+    images_seen = []
+    real_generate = VisionEngine.generate
+
+    def generate(self, prompts, params=None, on_text=None):
+        images_seen.extend(len(self.prepare(p).images) for p in prompts)
+        return real_generate(self, prompts, params, on_text)
+
+    def alternating(self, traj, row):
+        self.paths["rule"] += 1
+        s = float(next(calls) % 2)
+        return {"score": s, "format": 0.0, "em": s, "f1": s}
+
+    monkeypatch.setattr(VisionEngine, "generate", generate)
+    monkeypatch.setattr(GameReward, "score_row", alternating)
+    base = load_file(str(resolve("tiny-random-vlm") / "model.safetensors"))
+    tower = [k for k in base if "vision_tower" in k and k.endswith("q_proj.weight")]
+    moved = {}
+    for inputs in ("image", "text"):
+        images_seen.clear()
+        overrides = ["model=tiny-random-vlm", f"inputs={inputs}", "level_questions=0", "eval_questions=1"]
+        _, run_dir = run_recipe("gamerl", overrides, output_dir=str(tmp_path / inputs), preset="tiny", quiet=True)
+        assert images_seen and set(images_seen) == ({1} if inputs == "image" else {0})
+        trained = load_file(str(run_dir / "models" / "s0" / "model.safetensors"))
+        moved[inputs] = max((trained[k] - base[k]).abs().max().item() for k in tower)
+        rows = [json.loads(x) for x in (run_dir / "state" / "eval_s0.jsonl").read_text().splitlines()]
+        assert rows  # the trained model was evaluated (on pictures for inputs=image)
+    assert moved["image"] > 0 and moved["text"] == 0
+
+
+def test_gamerl_image_inputs_need_a_vision_model_and_built_in_games(tmp_path):
+    for overrides, message in [
+        (["inputs=image"], "inputs: image needs a vision-language model; 'tiny-random' is text-only"),
+        (["inputs=image", "model=tiny-random-vlm", "held_out=[rg:mini_sudoku]"], "'rg:mini_sudoku' has none"),
+    ]:
+        with pytest.raises(AgentkitError, match=message):
+            run_recipe("gamerl", overrides, output_dir=str(tmp_path / "x"), preset="tiny", quiet=True)

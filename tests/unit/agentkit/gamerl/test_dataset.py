@@ -45,6 +45,7 @@ def test_choice_format_turns_fill_tasks_into_multiple_choice():
         (dict(name="maze", tasks=["shortest_lenght"]), "maze has no task 'shortest_lenght'"),
         (dict(name="maze", levle="Easy"), "unknown option 'levle'"),
         (dict(name="maze", n_options=12), "n_options: 12"),
+        (dict(name="maze", board="svg"), "board: 'svg'"),
     ],
 )
 def test_bad_configs_are_rejected_with_the_field(kwargs, message):
@@ -72,6 +73,28 @@ def test_hf_export_text_and_image_variants_round_trip():
         back = from_hf_row(row)
         assert back["metadata"]["state"] == e["metadata"]["state"]
         assert score_answer(f"<answer>{row['answer']}</answer>", back) == 1.0
+
+
+def test_image_boards_show_the_board_only_in_the_picture():
+    """board=image: the same draw as the text variant, the board written out nowhere, its picture the game's own
+    drawing of the state; the chat puts the picture before the question; the export keeps the board kind."""
+    from agentkit.gamerl.dataset import IMAGE_BOARD, entry_image
+    from agentkit.gamerl.evaluate import chat
+    from agentkit.gamerl.games import get_game
+    from agentkit.gamerl.render import png_bytes
+
+    text, image = (create_dataset("sokoban", size=3, seed=2, board=b) for b in ("text", "image"))
+    for t, i in zip(text, image):
+        board = get_game("sokoban").text(t["metadata"]["state"])
+        assert board in t["question"] and board not in i["question"] and IMAGE_BOARD in i["question"]
+        assert t["answer"] == i["answer"] and t["metadata"]["state"] == i["metadata"]["state"]
+        assert entry_image(t) is None
+        assert png_bytes(entry_image(i)) == png_bytes(get_game("sokoban").draw(i["metadata"]["state"]))
+        user = chat(i)[1]["content"]
+        assert user[0]["type"] == "image" and user[1] == {"type": "text", "text": i["question"]}
+        assert chat(t)[1]["content"] == t["question"]
+    row = to_hf(list(image), images=True)[0]
+    assert row["board"] == "image" and from_hf_row(row)["metadata"]["board"] == "image"
 
 
 def test_a_reasoning_gym_task_through_our_verifier_path():

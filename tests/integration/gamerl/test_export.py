@@ -1,0 +1,20 @@
+"""`agentkit gamerl export`: the text and image variants saved as HF datasets that load back and score."""
+
+import datasets
+
+from agentkit.cli import main
+from agentkit.gamerl import score_answer
+from agentkit.gamerl.dataset import IMAGE_BOARD, from_hf_row
+
+
+def test_export_text_and_image_variants(tmp_path, capsys):
+    for board in ("text", "image"):
+        out = tmp_path / board
+        assert main(["gamerl", "export", "maze,tetris", "--size", "6", "--board", board, "--out", str(out)]) == 0
+        ds = datasets.load_from_disk(str(out))
+        assert len(ds) == 6 and set(ds["game"]) <= {"maze", "tetris"} and set(ds["board"]) == {board}
+        assert ("image" in ds.column_names) == (board == "image")
+        assert all((IMAGE_BOARD in q) == (board == "image") for q in ds["question"])
+        row = ds[0]
+        assert score_answer(f"<answer>{row['answer']}</answer>", from_hf_row(row)) == 1.0
+    assert "6 rows" in capsys.readouterr().out
