@@ -170,13 +170,13 @@ def test_agent_rollout_with_real_model_and_sandbox(smol_engine):
     try:
         trajs = rollout(
             smol_engine,
-            arithmetic_suite(4, seed=5),
+            arithmetic_suite(2, seed=5),
             [tool],
             AgentConfig(max_turns=3, max_tokens_per_turn=64, max_total_tokens=256, temperature=0),
         )
     finally:
         tool.close()
-    assert len(trajs) == 4
+    assert len(trajs) == 2
     for t in trajs:
         assert t.finish in {"answer", "no_call", "max_turns", "max_tool_calls", "max_tokens"}
         assert len(t.mask) == len(t.completion_ids) <= 256
@@ -230,9 +230,9 @@ def test_serve_cli_with_official_client(smol_server):
 
 
 def test_concurrent_agent_requests_with_seeds(smol_server):
-    """16 agent requests at once with n=2, twelve with their own seed and four with the same one (the demo's case,
-    which once failed: merged requests kept the first one's seeds): all succeed, and a request sent again alone
-    gets the same trajectories."""
+    """8 agent requests at once with n=2, six with their own seed and two with the same one (the demo's case, which
+    once failed: merged requests kept the first one's seeds): all succeed, and a request sent again alone gets the
+    same trajectories."""
     from concurrent.futures import ThreadPoolExecutor
 
     import openai
@@ -241,13 +241,13 @@ def test_concurrent_agent_requests_with_seeds(smol_server):
     from agentkit.data import arithmetic_suite
 
     client = openai.OpenAI(base_url=f"{smol_server.url}/v1", api_key="sk-e2e", max_retries=0, timeout=600)
-    tasks = arithmetic_suite(16, seed=21)
+    tasks = arithmetic_suite(8, seed=21)
 
     def ask(i: int):
         r = client.chat.completions.create(
             model="agentkit/tir",
             n=2,
-            seed=100 + i if i < 12 else 0,
+            seed=100 + i if i < 6 else 0,
             temperature=0.8,
             max_tokens=40,
             extra_body={"max_turns": 2},
@@ -255,11 +255,11 @@ def test_concurrent_agent_requests_with_seeds(smol_server):
         )
         return [(c.message.content, t["trace"]) for c, t in zip(r.choices, r.model_extra["agentkit"])]
 
-    with ThreadPoolExecutor(16) as pool:
-        together = list(pool.map(ask, range(16)))
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(ask, range(8)))
     assert all(len(x) == 2 for x in together)
-    assert sum(a != b for a, b in together) >= 8  # the two samples of a request differ (their own seeds)
-    for i in (0, 7, 14):
+    assert sum(a != b for a, b in together) >= 4  # the two samples of a request differ (their own seeds)
+    for i in (0, 7):
         assert ask(i) == together[i]
     assert "Traceback" not in smol_server.tail(20000)
 
