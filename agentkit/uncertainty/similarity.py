@@ -6,8 +6,11 @@ the diagonal is 1). Each unique text is embedded or tokenised once.
 
 - ``embedding`` (default, offline): cosine of L2-normalised MiniLM-L6 sentence embeddings, clipped at 0. One
   batched matmul per run.
-- ``rougeL``: ROUGE-L F1 over lower-cased word tokens, ``2·LCS(a, b) / (|a| + |b|)``. LCS lengths come from
-  rapidfuzz's C++ ``cpdist``, one call for every distinct pair of the run.
+- ``rougeL``: ROUGE-L F1, ``2·LCS(a, b) / (|a| + |b|)``, over the ``rouge_score`` package's tokens (lower-cased
+  ASCII letters and digits, words longer than 3 letters Porter-stemmed): LM-Polygraph's lexical similarity
+  exactly (checked against it in ``tests/integration/uncertainty/test_polygraph_reference.py``); text with no
+  ASCII letters or digits has no tokens, so it is similar to nothing. LCS lengths come from rapidfuzz's C++
+  ``cpdist``, one call for every distinct pair of the run.
 - ``exact``: 1 when the normalised answers are equal (SQuAD normalisation of ``extract_answer``), else 0.
 - ``nli``: ``(p_entail(a→b) + p_entail(b→a)) / 2`` from an NLI cross-encoder (the LM-Polygraph choice, DeBERTa
   MNLI). No NLI model is installable offline; pass its path or hub id with ``nli_model``.
@@ -15,7 +18,7 @@ the diagonal is 1). Each unique text is embedded or tokenised once.
 
 from __future__ import annotations
 
-import re
+from functools import lru_cache
 
 import numpy as np
 from rapidfuzz.distance import LCSseq
@@ -26,7 +29,6 @@ from agentkit.eval.metrics import extract_answer, normalize_answer
 from agentkit.models.embedder import embed
 
 BACKENDS = ("embedding", "rougeL", "exact", "nli")
-_WORD = re.compile(r"\w+", re.U)
 
 
 def similarity_matrices(
@@ -72,8 +74,16 @@ def _embedding(texts, index, embedder, batch_size, progress) -> np.ndarray:
     return np.clip(np.matmul(X, X.transpose(0, 2, 1)), 0.0, 1.0)  # batched BLAS: faster than einsum here
 
 
+@lru_cache(maxsize=1)
+def _rouge_tokenizer():
+    from rouge_score.tokenizers import DefaultTokenizer
+
+    return DefaultTokenizer(use_stemmer=True)  # rouge_score's RougeScorer(use_stemmer=True), as LM-Polygraph uses
+
+
 def tokens(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    """ROUGE's tokens of ``text`` (``rouge_score``'s tokenizer with its Porter stemmer)."""
+    return _rouge_tokenizer().tokenize(text)
 
 
 def pairwise_rouge_l(toks: list[list[str]], index: np.ndarray, pair_mask: np.ndarray) -> np.ndarray:
