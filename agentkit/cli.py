@@ -366,10 +366,15 @@ def _uncertainty_parser(sub) -> None:
         description=(
             "Sample --samples answers per question (plus one greedy answer, the one judged) from each model and save "
             "one row per question. Models: catalog names or paths (embedded engine), vllm:NAME, openai:NAME@URL "
-            "(key from OPENAI_API_KEY), mixed. Rerunning the same command resumes an interrupted run."
+            "(key from OPENAI_API_KEY), mixed; NAME=SPEC saves one under NAME; @ensemble.json stands for the models "
+            "the uncertainty_ensemble recipe trained. Rerunning the same command resumes an interrupted run."
         ),
     )
-    g.add_argument("--models", required=True, help="comma-separated model specs, e.g. smollm2-135m,gemma3-270m")
+    g.add_argument(
+        "--models",
+        required=True,
+        help="comma-separated model specs, e.g. smollm2-135m,gemma3-270m, or @RUN/ensemble.json (default: none)",
+    )
     g.add_argument(
         "--tasks",
         required=True,

@@ -127,6 +127,8 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             raise AgentkitError(f"{key}: expected a list, got {value!r}")
         (item_tp, *_) = typing.get_args(tp) or (Any,)
         return origin(_coerce(v, item_tp, f"{key}[{i}]") for i, v in enumerate(value))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # an item of a list of configs: a mapping
+        return _coerce_dataclass(value, tp, key)
     if origin is dict:
         if isinstance(value, str):
             value = _yaml_value(value, key)
@@ -155,6 +157,23 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             raise AgentkitError(f"{key}: expected a string, got {value!r}")
         return str(value)
     return value
+
+
+def _coerce_dataclass(value: Any, tp: type, key: str) -> Any:
+    """A config dataclass from a mapping, each field coerced and checked (unknown and missing fields named)."""
+    if isinstance(value, tp):
+        return value
+    if not isinstance(value, dict):
+        raise AgentkitError(f"{key}: expected a mapping of {tp.__name__} fields, got {value!r}")
+    fields = {f.name: f for f in dataclasses.fields(tp)}
+    for name in value:
+        if name not in fields:
+            raise AgentkitError(f"{key}: unknown field {name!r}, {did_you_mean(str(name), fields)}")
+    for name, f in fields.items():
+        if name not in value and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise AgentkitError(f"{key}.{name}: required")
+    hints = _hints(tp)
+    return tp(**{name: _coerce(v, hints[name], f"{key}.{name}") for name, v in value.items()})
 
 
 _BOUNDS = (

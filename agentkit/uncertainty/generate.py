@@ -2,7 +2,8 @@
 
 Models are given as specs, mixed freely: a catalog name or path (``smollm2-135m``: the embedded HFEngine),
 ``vllm:NAME`` (VLLMEngine, GPU) or ``openai:NAME@URL`` (any OpenAI-compatible server; the key comes from
-``OPENAI_API_KEY``). Each model answers every question K times at ``temperature`` plus once greedily (the answer
+``OPENAI_API_KEY``); ``NAME=SPEC`` saves a model under NAME (``gemma-sft=outputs/…/models/gemma-sft``), and
+``@ensemble.json`` stands for the models of an ensemble the ``uncertainty_ensemble`` recipe trained. Each model answers every question K times at ``temperature`` plus once greedily (the answer
 that is judged). Finished questions are appended to ``OUT.partial/<model>.jsonl`` as they complete, so an
 interrupted run resumes where it stopped; the final file is written atomically when every model is done.
 """
@@ -74,8 +75,15 @@ class ModelSpec:
     name: str
     base_url: str | None = None
 
+    key_name: str | None = None  # NAME of a NAME=SPEC spec: the model's key in the saved rows
+
     @classmethod
     def parse(cls, spec: str) -> ModelSpec:
+        name, eq, rest = spec.partition("=")
+        if eq and name and rest and not spec.startswith(("openai:", "vllm:")):
+            inner = cls.parse(rest)
+            inner.spec, inner.key_name = spec, name
+            return inner
         if spec.startswith("openai:"):
             name, _, url = spec[len("openai:") :].partition("@")
             if not name or not url:
@@ -87,13 +95,27 @@ class ModelSpec:
 
     @property
     def key(self) -> str:
-        """The model's name in the saved rows (``samples`` keys)."""
-        return self.name
+        """The model's name in the saved rows (``samples`` keys): NAME of NAME=SPEC, else the model's name."""
+        return self.key_name or self.name
 
     def build(self):
         if self.kind == "openai":
             return make_engine("openai", self.name, base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY"))
         return make_engine(self.kind, self.name)
+
+
+def expand_models(models: list[str]) -> list[str]:
+    """Model specs with each ``@FILE`` (an ``ensemble.json`` of ``recipes/uncertainty_ensemble``) replaced by its
+    models as ``NAME=PATH``, the reference first."""
+    out = []
+    for m in (m.strip() for m in models):
+        if m.startswith("@"):
+            from agentkit.uncertainty.ensemble import read_ensemble
+
+            out += read_ensemble(m[1:])
+        elif m:
+            out.append(m)
+    return out
 
 
 def _prompt(task: Task, system: str, few_shot: bool) -> list[dict[str, str]]:
@@ -119,7 +141,7 @@ def generate(
 ) -> Path:
     if samples < 2:
         raise AgentkitError(f"--samples {samples}: AU needs at least 2 samples per question")
-    specs = [ModelSpec.parse(m.strip()) for m in models if m.strip()]
+    specs = [ModelSpec.parse(m) for m in expand_models(models)]
     if len({s.key for s in specs}) != len(specs):
         raise AgentkitError("--models names a model twice")
     out = Path(out)

@@ -26,12 +26,16 @@ import numpy as np
 
 
 def auroc(correct: np.ndarray, score: np.ndarray) -> float:
-    from sklearn.metrics import roc_auc_score
+    """P(score of an error > score of a correct answer) + ½ P(tie): the Mann–Whitney form, from average ranks
+    (equal to scikit-learn's ``roc_auc_score``, tested, and ~50× faster, which the bootstrap needs)."""
+    from scipy.stats import rankdata
 
-    err = 1 - np.asarray(correct, dtype=float)
-    if err.min() == err.max():
+    err = np.asarray(correct, dtype=float) == 0
+    n_err, n_ok = int(err.sum()), int((~err).sum())
+    if n_err == 0 or n_ok == 0:
         return float("nan")  # one class only: AUROC is undefined
-    return float(roc_auc_score(err, score))
+    ranks = rankdata(np.asarray(score, dtype=float))
+    return float((ranks[err].sum() - n_err * (n_err + 1) / 2) / (n_err * n_ok))
 
 
 def rejection_curve(correct: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -89,11 +93,35 @@ def ece(correct: np.ndarray, confidence: np.ndarray, bins: int = 10) -> float:
     return float((n * np.abs(np.array(r["accuracy"]) - np.array(r["confidence"]))).sum() / n.sum())
 
 
-def summarize(correct: np.ndarray, score: np.ndarray, bins: int = 10) -> dict[str, float]:
-    """AUROC, PRR, AURAC and ECE of one estimator."""
-    return {
+def bootstrap_ci(
+    correct: np.ndarray, score: np.ndarray, metric, n: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``metric(correct, score)`` over questions resampled with replacement
+    (resamples with a single class, where AUROC and PRR are undefined, are left out)."""
+    c, s = np.asarray(correct, dtype=float), np.asarray(score, dtype=float)
+    rng = np.random.default_rng(seed)
+    vals = []
+    for _ in range(n):
+        idx = rng.integers(0, len(c), len(c))
+        v = metric(c[idx], s[idx])
+        if v == v:
+            vals.append(v)
+    if not vals:
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(vals, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def summarize(correct: np.ndarray, score: np.ndarray, bins: int = 10, boot: int = 0) -> dict[str, float]:
+    """AUROC, PRR, AURAC and ECE of one estimator; with ``boot`` > 0 also the 95 % bootstrap interval of the first
+    three (``auroc_ci``, …, over ``boot`` resamples of the questions, the same resamples for every estimator)."""
+    out: dict[str, float | tuple[float, float]] = {
         "auroc": auroc(correct, score),
         "prr": prr(correct, score),
         "aurac": aurac(correct, score),
         "ece": ece(correct, to_confidence(score), bins),
     }
+    if boot:
+        for name, fn in (("auroc", auroc), ("prr", prr), ("aurac", aurac)):
+            out[f"{name}_ci"] = bootstrap_ci(correct, score, fn, boot)
+    return out  # type: ignore[return-value]

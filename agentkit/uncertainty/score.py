@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from agentkit.config import Fraction, PosInt
+from agentkit.config import Fraction, NonNegInt, PosInt
 from agentkit.errors import AgentkitError
 from agentkit.eval.metrics import exact_match, extract_answer, normalize_answer, numeric_match, token_f1
 from agentkit.files import atomic_write
@@ -35,6 +35,7 @@ class ScoreConfig:
     tasks, contains otherwise), em, f1 (≥ f1_threshold), numeric, contains. inter / clip_eu: see
     ``agentkit.uncertainty.estimators``. sets_threshold: similarity at which two samples share a semantic set.
     low_au_quantile / eu_flag_quantile: the confident-failure diagnostic (see ``confident_failures``).
+    bootstrap: resamples of the questions for the 95 % intervals of AUROC, PRR and AURAC (0: none).
     """
 
     reference_model: str | None = None
@@ -52,6 +53,7 @@ class ScoreConfig:
     eu_flag_quantile: Fraction = 0.5
     skip_bad: bool = False
     bins: PosInt = 10
+    bootstrap: NonNegInt = 1000
 
 
 def judge(row: GenerationRow, prediction: str, label: str, f1_threshold: float) -> float:
@@ -235,12 +237,13 @@ def evaluate(p: Prepared, scores: dict[str, np.ndarray], cfg: ScoreConfig) -> di
         "models": p.models,
         "similarity": cfg.similarity,
         "skipped": {"count": p.skipped.count, "reasons": dict(p.skipped.reasons), "examples": p.skipped.examples},
-        "estimators": {name: summarize(c, s, cfg.bins) for name, s in scores.items()},
+        "estimators": {name: summarize(c, s, cfg.bins, cfg.bootstrap) for name, s in scores.items()},
         "per_task_auroc": per_task,
         "au_eu_spearman": float(rho) if rho == rho else float("nan"),
         "confident_failures": confident_failures(
             c, scores["AU"], scores["EU"], cfg.low_au_quantile, cfg.eu_flag_quantile
         ),
+        "au_eu": {"AU": scores["AU"].tolist(), "EU": scores["EU"].tolist(), "correct": c.tolist()},
         "curves": {
             name: {
                 "rejection": rejection_curve(c, s).tolist(),
@@ -289,8 +292,28 @@ def write_report(out: Path, res: dict[str, Any], cfg: ScoreConfig, source: str) 
     fig.savefig(out / "reliability.png", dpi=120)
     plt.close(fig)
 
+    pts = res["au_eu"]
+    fig, ax = plt.subplots(figsize=(4.6, 4))
+    au, eu, ok = (np.asarray(pts[k], dtype=float) for k in ("AU", "EU", "correct"))
+    for mask, label, color in ((ok == 1, "correct", "C2"), (ok == 0, "wrong", "C3")):
+        ax.scatter(au[mask], eu[mask], s=10, alpha=0.6, color=color, label=f"{label} ({int(mask.sum())})")
+    cf = res["confident_failures"]
+    ax.axvline(cf["low_au_threshold"], color="grey", ls=":", lw=1)
+    ax.axhline(cf["eu_flag_threshold"], color="grey", ls=":", lw=1)
+    ax.set_xlabel("AU (1 − self-consistency)")
+    ax.set_ylabel("EU (cross-model disagreement)")
+    ax.set_title("Per question; dotted: the diagnostic's thresholds", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "au_eu.png", dpi=120)
+    plt.close(fig)
+
     def f(x):
         return "–" if x != x else f"{x:.3f}"
+
+    def ci(m, key):
+        lo, hi = m.get(f"{key}_ci", (float("nan"), float("nan")))
+        return f(m[key]) if lo != lo else f"{f(m[key])} [{lo:.2f}, {hi:.2f}]"
 
     lines = [
         f"# Uncertainty on `{source}`",
@@ -303,9 +326,11 @@ def write_report(out: Path, res: dict[str, Any], cfg: ScoreConfig, source: str) 
         "|---|---|---|---|---|",
     ]
     lines += [
-        f"| {n} | {f(m['auroc'])} | {f(m['prr'])} | {f(m['aurac'])} | {f(m['ece'])} |"
+        f"| {n} | {ci(m, 'auroc')} | {ci(m, 'prr')} | {ci(m, 'aurac')} | {f(m['ece'])} |"
         for n, m in res["estimators"].items()
     ]
+    if cfg.bootstrap:
+        lines += ["", f"Brackets: 95 % bootstrap intervals over {cfg.bootstrap} resamples of the questions."]
     cf = res["confident_failures"]
     lines += [
         "",
@@ -315,7 +340,10 @@ def write_report(out: Path, res: dict[str, Any], cfg: ScoreConfig, source: str) 
         f"flags {cf['confident_failures_flagged_by_eu']} (flag rate {f(cf['eu_flag_rate_confident_failures'])}"
         f" vs {f(cf['eu_flag_rate_confident_correct'])} on confident correct answers). Errors flagged by EU "
         f"but not AU: {cf['errors_flagged_by_eu_not_au']} of {cf['errors']}. Spearman ρ(AU, EU) = "
-        f"{f(res['au_eu_spearman'])}.",
+        f"{f(res['au_eu_spearman'])}. Share of all errors caught by EU alone (EU above its flag threshold, AU "
+        f"at or below its low threshold): {f(cf['share_errors_flagged_by_eu_not_au'])}.",
+        "",
+        "![AU against EU per question](au_eu.png)",
         "",
         "## AUROC per task",
         "",

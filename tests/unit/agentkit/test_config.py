@@ -109,3 +109,31 @@ def test_malformed_sets():
     for bad, match in ((["a..b=1"], "empty part"), (["inner=1", "inner.lr=2"], "conflicts")):
         with pytest.raises(AgentkitError, match=match):
             parse_sets(bad)
+
+
+@dataclass
+class Item:
+    name: str
+    weight: Annotated[float, Gt(0)] = 1.0
+
+
+@dataclass
+class WithItems:
+    items: list[Item] = field(default_factory=lambda: [Item("a")])
+
+
+def test_lists_of_configs_from_yaml_and_set(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("items:\n  - {name: b, weight: 2}\n  - {name: c}\n")
+    cfg = build_config(WithItems, load_yaml(f))
+    assert cfg.items == [Item("b", 2.0), Item("c", 1.0)]
+    cfg = build_config(WithItems, parse_sets(["items=[{name: d, weight: '0.5'}]"]))
+    assert cfg.items == [Item("d", 0.5)]
+    for value, message in [
+        ("[{name: d, wieght: 2}]", r"items\[0\]: unknown field 'wieght', did you mean 'weight'"),
+        ("[{weight: 2}]", r"items\[0\].name: required"),
+        ("[{name: d, weight: -1}]", r"items\[0\].weight"),
+        ("[d]", r"items\[0\]: expected a mapping of Item fields"),
+    ]:
+        with pytest.raises(AgentkitError, match=message):
+            build_config(WithItems, parse_sets([f"items={value}"]))

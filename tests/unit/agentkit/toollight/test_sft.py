@@ -140,3 +140,34 @@ def test_json_chat_style_is_the_rollout_format(tiny_engine):
         chat[-1]["content"] = tool(**result.arguments).output
     n = len(t.prompt_ids + t.completion_ids) - len(t.segments[-1].token_ids)
     assert (t.prompt_ids + t.completion_ids)[:n] == encode_prompt(tiny_engine.tokenizer, chat)
+
+
+def test_labelled_logits_loss_equals_the_full_forward_loss():
+    """Logits only where the next token is labelled: the same loss and gradients as HF's labels= loss over the full
+    [B, T, V] logits, with padding and answers at different positions per row."""
+    import torch
+
+    from agentkit.models.tiny import build_tiny_model
+    from agentkit.toollight.sft import labelled_logits_trainer
+
+    torch.manual_seed(0)
+    model = build_tiny_model(64)
+    ids = torch.randint(0, 60, (3, 12))
+    mask = torch.ones_like(ids)
+    mask[2, 9:] = 0  # right padding
+    labels = torch.full_like(ids, -100)
+    labels[0, 10:] = ids[0, 10:]
+    labels[1, 4:7] = ids[1, 4:7]
+    labels[2, 7:9] = ids[2, 7:9]
+    inputs = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+    ours = labelled_logits_trainer().compute_loss(None, model, inputs)
+    ours.backward()
+    g_ours = model.lm_head.weight.grad.clone()
+    model.zero_grad()
+    full = model(**inputs).loss  # mean over the labelled tokens
+    full.backward()
+    assert ours.item() == pytest.approx(full.item(), rel=1e-6)
+    assert torch.allclose(g_ours, model.lm_head.weight.grad, atol=1e-6)
+    n = 2 + 3 + 2  # labelled tokens; with num_items_in_batch the sum is divided by it (gradient accumulation)
+    summed = labelled_logits_trainer().compute_loss(None, model, inputs, num_items_in_batch=torch.tensor(2 * n))
+    assert summed.item() == pytest.approx(full.item() / 2, rel=1e-6)
