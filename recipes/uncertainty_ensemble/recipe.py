@@ -100,12 +100,12 @@ class EnsembleRecipe(Recipe[EnsembleConfig]):
         if met or max(history) >= m.max_steps:
             return history  # an earlier attempt reached the stop: only the final save was left
         rows = sft_rows(tok, self._tasks(c.train_questions, m.data_seed), c.few_shot)
-        recipe = self
+        recipe, every = self, m.eval_every or c.eval_every
 
         class DevCheck(TrainerCallback):
             def on_step_end(self, args, state, control, model=None, **kw):
                 step = state.global_step
-                if step % c.eval_every and step != m.max_steps:
+                if step % every and step != m.max_steps:
                     return
                 training = model.training
                 acc = recipe._accuracy(f"{m.name}@{step}", model, tok)
@@ -118,7 +118,7 @@ class EnsembleRecipe(Recipe[EnsembleConfig]):
 
         settings = SFTSettings(learning_rate=m.learning_rate, batch_size=m.batch_size, seed=m.train_seed)
         args = trainer_args(settings, len(rows), self._state(m.name), not self.ctx.quiet)
-        args.update(max_steps=m.max_steps, save_strategy="no", logging_steps=max(1, c.eval_every // 2))
+        args.update(max_steps=m.max_steps, save_strategy="no", logging_steps=max(1, every // 2))
         patched = "forward" in model.__dict__
         trainer = labelled_logits_trainer()(
             model=model,
