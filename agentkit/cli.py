@@ -426,6 +426,12 @@ def _uncertainty_parser(sub) -> None:
     s.add_argument("--inter", default="pooled", choices=["pooled", "member"], help="how cross-model pairs average")
     s.add_argument("--clip-eu", action="store_true", help="clip EU at 0")
     s.add_argument("--skip-bad", action="store_true", help="skip malformed rows (counted in the report)")
+    s.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        help="resamples of the questions for 95%% intervals of AUROC, PRR and AURAC; 0: none (default: 1000)",
+    )
     s.add_argument("--out", help="report directory (default: GENERATIONS.uncertainty/)")
 
 
@@ -470,6 +476,7 @@ def _cmd_uncertainty(a) -> int:
             "inter": a.inter,
             "clip_eu": a.clip_eu,
             "skip_bad": a.skip_bad,
+            "bootstrap": a.bootstrap,
         },
     )
     out = a.out or str(a.generations).rstrip("/") + ".uncertainty"
