@@ -34,13 +34,14 @@ class MemberConfig:
 def _default_members() -> list[MemberConfig]:
     return [
         # Measured: at lr 1e-4 Gemma went from 0.08 to 0.62 dev accuracy in 20 steps (SmolLM2: 0.23), so it is
-        # checked every 3 steps at a lower rate; the SmolLM2 variants get a few steps on their own questions.
+        # checked every 3 steps at a lower rate. SmolLM2 variants at lr 1e-5 kept the reference's dev answers after 6
+        # steps (0.23 on every kind): a near copy is no ensemble member, so they train at 1e-4, checked every 2 steps.
         MemberConfig("gemma-sft", "gemma3-270m", data_seed=11, max_steps=30, eval_every=3, learning_rate=3e-5),
         MemberConfig(
-            "smol-a", DEFAULT_CHAT_MODEL, data_seed=21, max_steps=12, min_steps=6, eval_every=3, learning_rate=1e-5
+            "smol-a", DEFAULT_CHAT_MODEL, data_seed=21, max_steps=12, min_steps=2, eval_every=2, learning_rate=1e-4
         ),
         MemberConfig(
-            "smol-b", DEFAULT_CHAT_MODEL, data_seed=31, max_steps=12, min_steps=6, eval_every=3, learning_rate=1e-5
+            "smol-b", DEFAULT_CHAT_MODEL, data_seed=31, max_steps=12, min_steps=2, eval_every=2, learning_rate=1e-4
         ),
     ]
 
