@@ -29,6 +29,7 @@ from agentkit.engines.base import (
     chat_images,
     image_parts,
 )
+from agentkit.engines.hf import _find_stop
 
 
 def as_template_chat(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -224,8 +225,7 @@ class VisionEngine(LocalTokenizer):
                 reason, why, end = "stop", t, k + 1
                 break
             if stop:
-                text = self.tokenizer.decode(toks[: k + 1], skip_special_tokens=True)
-                hit = next((s for s in stop if s in text), None)
+                hit = _find_stop(self.tokenizer.decode(toks[: k + 1], skip_special_tokens=True), stop)
                 if hit is not None:
                     reason, why, end = "stop", hit, k + 1
                     break

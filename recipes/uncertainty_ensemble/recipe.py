@@ -16,13 +16,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agentkit.data.suites import suite_tasks
 from agentkit.files import save_pretrained_dir
 from agentkit.models import load_model
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 from agentkit.recipes.uncertainty_ensemble.config import EnsembleConfig, MemberConfig
 from agentkit.uncertainty.ensemble import dev_accuracy, sft_rows, write_ensemble
+from agentkit.uncertainty.generate import load_tasks
 
 
 class EnsembleRecipe(Recipe[EnsembleConfig]):
@@ -37,7 +37,8 @@ class EnsembleRecipe(Recipe[EnsembleConfig]):
         self.dev = self._tasks(c.dev_questions, c.dev_seed)
 
     def _tasks(self, n: int, seed: int):
-        return [t for s in self.config._suites() for t in suite_tasks(s, n, seed, kb=seed)]
+        """``n`` questions of each suite at ``seed``, as ``uncertainty generate --tasks`` draws them."""
+        return load_tasks(",".join(f"{s}:{n}" for s in self.config._suites()), seed)
 
     def _accuracy(self, key: str, model, tok=None) -> dict[str, float]:
         """Greedy dev accuracy, recorded once under ``key``."""
@@ -45,7 +46,7 @@ class EnsembleRecipe(Recipe[EnsembleConfig]):
         if key not in done:
             from agentkit.engines.hf import HFEngine
 
-            engine = HFEngine(model, tok) if tok is not None else HFEngine(model)
+            engine = HFEngine(model, tok)  # a name loads its own tokenizer (tok None)
             desc = None if self.ctx.quiet else f"dev {key}"
             acc = dev_accuracy(engine, self.dev, self.config.max_tokens, self.config.few_shot, desc)
             self.ctx.record("dev", {key: acc})
