@@ -160,3 +160,140 @@ def split(
         rest, te = idx, idx[:0]
     tr, va = train_test_split(rest, test_size=val / (1 - test), stratify=y[rest], random_state=seed)
     return tr, va, te
+
+
+# ---- graphs (PyTorch Geometric, the [graph] extra) ----------------------------------------------------------------
+
+
+def partition_graph(
+    homophily: float,
+    classes: int = 5,
+    per_class: int = 200,
+    degree: float = 5.0,
+    channels: int = 32,
+    informative: int = 6,
+    class_sep: float = 0.6,
+    seed: int = 0,
+):
+    """A homophily-controlled random partition graph (PyG's ``RandomPartitionGraphDataset`` recipe) as a ``Data``.
+
+    ``classes`` blocks of ``per_class`` nodes; an edge joins two nodes of one block with probability
+    p_in = h·degree/per_class and of two blocks with p_out = (degree/per_class − p_in)/(classes − 1), so the
+    expected node homophily is ``homophily`` (h = 0.1: strongly heterophilic, 0.9: homophilic) and the mean
+    degree ``degree``. Features: scikit-learn's ``make_classification`` (``informative`` of ``channels``
+    dimensions carry the class at separation ``class_sep``), one cluster per class. We build it from PyG's
+    ``stochastic_blockmodel_graph`` because the dataset class passes a tensor where scikit-learn ≥ 1.9 wants an
+    array. Seeded; nothing is written to disk.
+    """
+    import torch
+    from sklearn.datasets import make_classification
+    from torch_geometric.data import Data
+    from torch_geometric.utils import stochastic_blockmodel_graph
+
+    p_in = homophily * degree / per_class
+    p_out = (degree / per_class - p_in) / (classes - 1)
+    probs = torch.full((classes, classes), p_out)
+    probs.fill_diagonal_(p_in)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        edge_index = stochastic_blockmodel_graph([per_class] * classes, probs)
+    x, y = make_classification(
+        classes * per_class,
+        channels,
+        n_informative=informative,
+        n_redundant=0,
+        n_classes=classes,
+        n_clusters_per_class=1,
+        class_sep=class_sep,
+        random_state=seed,
+    )
+    x = x[np.argsort(y, kind="stable")]  # block b holds the nodes of class b
+    y = torch.arange(classes).repeat_interleave(per_class)
+    return Data(x=torch.tensor(x, dtype=torch.float32), edge_index=edge_index, y=y)
+
+
+def anomaly_graph(
+    nodes: int = 2000,
+    blocks: int = 4,
+    degree: float = 8.0,
+    homophily: float = 0.9,
+    channels: int = 16,
+    anomaly_rate: float = 0.05,
+    shift: float = 1.5,
+    seed: int = 0,
+):
+    """A contextual stochastic block model with injected anomalies, as a ``Data`` with ``y`` = 1 for anomalies.
+
+    Normal nodes: block means μ_b ~ N(0, I) and features μ_b + N(0, I); edges from PyG's SBM generator with
+    ``homophily`` of each node's expected neighbours in its own block. Anomalies (``anomaly_rate`` of the
+    nodes, chosen at random, so their neighbours are mostly normal): half *contextual* (the features of a node
+    of another block, plus a shift of ``shift``·N(0, I)), half *structural* (joined into cliques of 10 and given
+    the mean of their old neighbours' features, which hides them from feature-only detectors). Both raise a
+    node's local Rayleigh quotient: its signal differs from its neighbours'. ``block`` keeps each node's block.
+    """
+    import torch
+    from torch_geometric.data import Data
+    from torch_geometric.utils import coalesce, stochastic_blockmodel_graph, to_undirected
+
+    g = torch.Generator().manual_seed(seed)
+    per = [nodes // blocks + (b < nodes % blocks) for b in range(blocks)]
+    p = degree / nodes * blocks
+    probs = torch.full((blocks, blocks), p * (1 - homophily) / (blocks - 1))
+    probs.fill_diagonal_(p * homophily)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        edge_index = stochastic_blockmodel_graph(per, probs)
+    block = torch.arange(blocks).repeat_interleave(torch.tensor(per))
+    mu = torch.randn(blocks, channels, generator=g)
+    x = mu[block] + torch.randn(nodes, channels, generator=g)
+    y = torch.zeros(nodes, dtype=torch.long)
+    anomalies = torch.randperm(nodes, generator=g)[: int(anomaly_rate * nodes)]
+    y[anomalies] = 1
+    ctx, struct = anomalies[: len(anomalies) // 2], anomalies[len(anomalies) // 2 :]
+    other = (block[ctx] + torch.randint(1, blocks, (len(ctx),), generator=g)) % blocks
+    x[ctx] = (
+        mu[other] + torch.randn(len(ctx), channels, generator=g) + shift * torch.randn(len(ctx), channels, generator=g)
+    )
+    src, dst = edge_index
+    for clique in struct.split(10):
+        for v in clique.tolist():
+            nb = dst[src == v]
+            if len(nb):
+                x[v] = x[nb].mean(0)
+        a, b = torch.meshgrid(clique, clique, indexing="ij")
+        keep = a != b
+        edge_index = torch.cat([edge_index, torch.stack([a[keep], b[keep]])], 1)
+    edge_index = coalesce(to_undirected(edge_index), num_nodes=nodes)
+    return Data(x=x, edge_index=edge_index, y=y, block=block)
+
+
+def ba_motifs(graphs: int = 1000, base: int = 20, channels: int = 10, seed: int = 0):
+    """BA-2Motifs, generated offline with PyG's ``ExplainerDataset``: a list of ``Data``.
+
+    Each graph is a Barabási–Albert graph BA(``base``, m = 1: a forest, PyG's generator drops repeated edges) with one motif attached by a random edge: a house
+    (label 0) or a 5-cycle (label 1), half each, shuffled. Node features 0.1·1 (``channels`` wide), so only the
+    structure tells the classes apart. ``edge_gt`` marks the motif's edges (the ground-truth explanation).
+    """
+    import torch
+    from torch_geometric.data import Data
+    from torch_geometric.datasets import ExplainerDataset
+    from torch_geometric.datasets.graph_generator import BAGraph
+    from torch_geometric.datasets.motif_generator import CycleMotif, HouseMotif
+
+    out = []
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        for label, motif in enumerate((HouseMotif(), CycleMotif(5))):
+            ds = ExplainerDataset(BAGraph(base, 1), motif, num_motifs=1, num_graphs=graphs // 2)
+            for e in ds:
+                n = int(e.edge_index.max()) + 1
+                out.append(
+                    Data(
+                        x=torch.full((n, channels), 0.1),
+                        edge_index=e.edge_index,
+                        y=torch.tensor([label]),
+                        edge_gt=e.edge_mask.bool(),
+                    )
+                )
+        order = torch.randperm(len(out)).tolist()
+    return [out[i] for i in order]

@@ -90,3 +90,43 @@ def warmup_cosine(opt: torch.optim.Optimizer, total: int, warm_frac: float = 0.1
     return torch.optim.lr_scheduler.LambdaLR(
         opt, lambda t: min(1.0, (t + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(t, total) / total))
     )
+
+
+def linear_probe(
+    z: torch.Tensor, y: torch.Tensor, train, val, test, cs: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)
+) -> dict[str, float]:
+    """Logistic regression on frozen embeddings ``z [N, d]`` (standardised on the training rows), its inverse
+    regularisation C picked on the validation rows; returns ``{"val_accuracy", "test_accuracy", "C"}``."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = z.detach().cpu().double().numpy(), y.cpu().numpy()
+    scaler = StandardScaler().fit(x[train])
+    x = scaler.transform(x)
+    best = {"val_accuracy": -1.0}
+    for c in cs:
+        lr = LogisticRegression(C=c, max_iter=2000).fit(x[train], y[train])
+        score = lr.score(x[val], y[val])
+        if score > best["val_accuracy"]:
+            best = {"val_accuracy": score, "test_accuracy": lr.score(x[test], y[test]), "C": c}
+    return best
+
+
+class GCN(nn.Module):
+    """``layers`` PyG ``GCNConv`` layers (ReLU and dropout between them): Z = Â σ(… σ(Â X W₁) …) W_L, with
+    Â = D̃^-½ (A + I) D̃^-½. ``edge_weight`` (optional, ``[E]``) weights the edges of A."""
+
+    def __init__(self, d_in: int, hidden: int, d_out: int, layers: int = 2, dropout: float = 0.5):
+        from torch_geometric.nn import GCNConv
+
+        super().__init__()
+        dims = [d_in] + [hidden] * (layers - 1) + [d_out]
+        self.convs = nn.ModuleList(GCNConv(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.dropout = dropout
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None):
+        for i, conv in enumerate(self.convs):
+            x = conv(F.dropout(x, self.dropout, self.training), edge_index, edge_weight)
+            if i < len(self.convs) - 1:
+                x = F.relu(x)
+        return x

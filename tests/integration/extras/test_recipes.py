@@ -17,6 +17,10 @@ from agentkit.errors import AgentkitError
         "extras.robust.nat",
         "extras.efficiency.dequant",
         "extras.vision.skipless",
+        "extras.graph.h3gnn",
+        "extras.graph.apf",
+        "extras.graph.difflift",
+        "extras.graph.sc",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -37,6 +41,10 @@ def test_extras_recipes_tiny(recipe, tmp_path):
         ("extras.robust.hdro", "shift_group=4", "shift_group: must be <= 3"),
         ("extras.vision.skipless", "patch=5", "patch: 5 does not divide 28"),
         ("extras.efficiency.dequant", "settings=[W4A4]", "'W4A4' is not fp, A<a>W<w>"),
+        ("extras.graph.h3gnn", "informative=2", "2\\^2 dimensions cannot hold 5 class clusters"),
+        ("extras.graph.apf", "p_anomaly=0.9", "p_anomaly: 0.9 must not exceed p_normal"),
+        ("extras.graph.difflift", "liftings=[hyper,ring]", "'ring' is not allowed"),
+        ("extras.graph.difflift", "k_min=10", "k_min: 10 must be below k_max"),
     ],
 )
 def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 from agentkit.errors import AgentkitError
 from agentkit.extras import data
@@ -60,3 +61,43 @@ def test_coloured_fashion_mnist_groups_and_rotation():
     one = g == 1
     assert np.allclose(xr[one].sum(1), np.rot90(x[one].sum(1), 1, axes=(1, 2)), atol=1e-6)
     assert np.array_equal(xr[~one], x[~one])
+
+
+def test_partition_graph_controls_homophily_and_is_seeded():
+    from torch_geometric.utils import homophily
+
+    from agentkit.extras.data import partition_graph
+
+    for h in (0.1, 0.9):
+        g = partition_graph(h, classes=5, per_class=100, degree=6, seed=1)
+        assert g.num_nodes == 500 and g.x.shape == (500, 32)
+        assert homophily(g.edge_index, g.y) == pytest.approx(h, abs=0.05)
+        assert g.edge_index.size(1) / g.num_nodes == pytest.approx(6, rel=0.15)
+    a, b = partition_graph(0.5, seed=3), partition_graph(0.5, seed=3)
+    assert torch.equal(a.edge_index, b.edge_index) and torch.equal(a.x, b.x)
+    assert not torch.equal(a.edge_index, partition_graph(0.5, seed=4).edge_index)
+
+
+def test_anomaly_graph_injects_contextual_and_structural_anomalies():
+    from torch_geometric.utils import is_undirected
+
+    from agentkit.extras.data import anomaly_graph
+
+    g = anomaly_graph(nodes=400, anomaly_rate=0.05, seed=0)
+    assert int(g.y.sum()) == 20 and is_undirected(g.edge_index)
+    deg = torch.bincount(g.edge_index[0], minlength=400).float()
+    assert deg[g.y == 1].mean() > deg[g.y == 0].mean() + 2  # the structural half sits in cliques of 10
+
+
+def test_ba_motifs_ground_truth():
+    import networkx as nx
+
+    from agentkit.extras.data import ba_motifs
+
+    graphs = ba_motifs(40, seed=0)
+    assert sorted(int(g.y) for g in graphs) == [0] * 20 + [1] * 20
+    for g in graphs:
+        assert g.num_nodes == 25 and torch.allclose(g.x, torch.full((25, 10), 0.1))
+        assert int(g.edge_gt.sum()) == (12 if int(g.y) == 0 else 10)  # house: 6 edges, 5-cycle: 5 (both ways)
+        base = nx.Graph(g.edge_index[:, ~g.edge_gt].t().tolist())  # BA(20, m = 1) and the motif's link edge
+        assert nx.is_forest(base)  # so every cycle of the graph lies in the motif
