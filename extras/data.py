@@ -165,6 +165,18 @@ def split(
 # ---- graphs (PyTorch Geometric, the [graph] extra) ----------------------------------------------------------------
 
 
+def require_pyg() -> None:
+    """Fail with one line that says what to install when PyTorch Geometric is missing (graph recipes call this
+    in ``setup``, before any job)."""
+    try:
+        import torch_geometric  # noqa: F401
+    except ImportError as e:
+        raise AgentkitError(
+            "the extras.graph recipes need PyTorch Geometric, which is not installed",
+            "pip install 'agentkit[graph]' (make setup installs it)",
+        ) from e
+
+
 def partition_graph(
     homophily: float,
     classes: int = 5,

@@ -43,7 +43,7 @@ class APFRecipe(Recipe[APFConfig]):
     description = "APF vs GCN, DGI + LR, a fixed band-pass filter and ablations: anomaly AUPRC with 100 labels"
 
     def setup(self) -> None:
-        import torch_geometric  # noqa: F401  (fail before any job when the [graph] extra is missing)
+        data.require_pyg()
 
     def train(self) -> dict[str, Any]:
         c = self.config

@@ -41,7 +41,7 @@ class DiffLiftRecipe(Recipe[DiffLiftConfig]):
     description = "∂lift learned liftings vs static 1-hop, feature-kNN and cycle liftings: node and graph accuracy"
 
     def setup(self) -> None:
-        import torch_geometric  # noqa: F401  (fail before any job when the [graph] extra is missing)
+        data.require_pyg()
 
     def train(self) -> dict[str, Any]:
         c = self.config

@@ -32,7 +32,7 @@ class H3GNNRecipe(Recipe[H3GNNConfig]):
     description = "H³GNNs vs raw features, Â²X, GraphMAE-style and BYOL: probe accuracy against homophily"
 
     def setup(self) -> None:
-        import torch_geometric  # noqa: F401  (fail before any job when the [graph] extra is missing)
+        data.require_pyg()
 
     def train(self) -> dict[str, Any]:
         c = self.config

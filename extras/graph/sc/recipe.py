@@ -27,6 +27,7 @@ class SCRecipe(Recipe[SCConfig]):
     description = "GSAT vs GSAT + self-consistency on BA-2Motifs: explanation AUC, SHD across seeds, fidelity"
 
     def setup(self) -> None:
+        data.require_pyg()
         from torch_geometric.data import Batch
 
         c = self.config

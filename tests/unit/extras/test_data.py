@@ -101,3 +101,11 @@ def test_ba_motifs_ground_truth():
         assert int(g.edge_gt.sum()) == (12 if int(g.y) == 0 else 10)  # house: 6 edges, 5-cycle: 5 (both ways)
         base = nx.Graph(g.edge_index[:, ~g.edge_gt].t().tolist())  # BA(20, m = 1) and the motif's link edge
         assert nx.is_forest(base)  # so every cycle of the graph lies in the motif
+
+
+def test_graph_recipes_say_what_to_install_without_pyg(monkeypatch):
+    data.require_pyg()  # installed by make setup
+    monkeypatch.setitem(__import__("sys").modules, "torch_geometric", None)  # import now raises ImportError
+    with pytest.raises(AgentkitError, match="need PyTorch Geometric") as e:
+        data.require_pyg()
+    assert "agentkit[graph]" in e.value.hint
