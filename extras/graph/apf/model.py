@@ -105,7 +105,7 @@ def membership(sets: list[torch.Tensor], n: int) -> torch.Tensor:
     rows = torch.cat([torch.full((len(s),), v) for v, s in enumerate(sets)])
     cols = torch.cat(sets)
     vals = torch.cat([torch.full((len(s),), 1.0 / len(s)) for s in sets])
-    return torch.sparse_coo_tensor(torch.stack([rows, cols]), vals, (n, n)).coalesce()
+    return torch.sparse_coo_tensor(torch.stack([rows, cols]), vals, (n, n), check_invariants=True).coalesce()
 
 
 def chebyshev_basis(x: torch.Tensor, edge_index: torch.Tensor, order: int) -> torch.Tensor:
@@ -115,7 +115,7 @@ def chebyshev_basis(x: torch.Tensor, edge_index: torch.Tensor, order: int) -> to
     n = x.size(0)
     src, dst = edge_index
     dinv = degree(src, n).clamp_min(1).pow(-0.5)
-    lhat = torch.sparse_coo_tensor(edge_index.flip(0), -dinv[src] * dinv[dst], (n, n)).coalesce()
+    lhat = torch.sparse_coo_tensor(edge_index.flip(0), -dinv[src] * dinv[dst], (n, n), check_invariants=True).coalesce()
     out = [x, torch.sparse.mm(lhat, x)]
     for _ in range(order - 1):
         out.append(2 * torch.sparse.mm(lhat, out[-1]) - out[-2])

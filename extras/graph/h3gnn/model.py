@@ -49,7 +49,9 @@ def high_pass(x: torch.Tensor, edge_index: torch.Tensor, beta: float, power: int
     from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
     ei, ew = gcn_norm(edge_index, None, x.size(0), add_self_loops=True)
-    adj = torch.sparse_coo_tensor(ei.flip(0), ew, (x.size(0), x.size(0)))  # row = target, as GCNConv aggregates
+    adj = torch.sparse_coo_tensor(
+        ei.flip(0), ew, (x.size(0), x.size(0)), check_invariants=True
+    )  # row = target, as GCNConv aggregates
     for _ in range(power):
         x = x - beta * torch.sparse.mm(adj, x)
     return x

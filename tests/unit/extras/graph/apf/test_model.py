@@ -55,7 +55,9 @@ def test_rq_subgraphs_keep_the_candidate_with_the_largest_quotient():
     assert hop[0] == 5 and set(hop.tolist()) == set(
         (
             torch.eye(120)
-            + torch.sparse_coo_tensor(g.edge_index, torch.ones(g.edge_index.size(1)), (120, 120)).to_dense()
+            + torch.sparse_coo_tensor(
+                g.edge_index, torch.ones(g.edge_index.size(1)), (120, 120), check_invariants=True
+            ).to_dense()
         )
         .matrix_power(2)[5]
         .nonzero()
