@@ -9,6 +9,7 @@ Backward, for a sample whose margin ŷ_y − max_{c≠y} ŷ_c is below r·K_L:
   threshold pass the error down); where that sum is 0 the target stays a_{l−1};
   mask M_l: in each group of γ₀ neurons, the wrong neuron (a_l ≠ a*_l) with the smallest |z_l| (least stable);
   update H_l += 2 Σ_batch (M_l ⊙ a*_l) a_{l−1}ᵀ, clipped to int16;
+  (``feedback="random"``: fixed random ±1 matrices B_l replace W_lᵀ, the local-rule baseline);
   reinforcement: each neuron that is already right is, with probability p_r √(2 / (π K_{l−1})), pushed further
   from its threshold, H_l += a*_l a_{l−1}ᵀ (its weights move away from 0 where they agree).
 Every tensor the forward and backward passes make is an integer (the tests check each op's dtype); randomness is
@@ -47,6 +48,7 @@ class BinaryMLP:
         p_r: float = 0.5,
         h_init: int = 8,
         seed: int = 0,
+        feedback: str = "transpose",
     ):
         for k in sizes[1:]:
             if k % group:
@@ -60,6 +62,15 @@ class BinaryMLP:
             for i, o in zip(sizes[:-1], sizes[1:])
         ]
         self.P = sign(torch.randint(-1, 1, (classes, sizes[-1]), generator=self.gen))
+        if feedback not in ("transpose", "random"):
+            raise ValueError(f"feedback: {feedback!r} is not transpose or random")
+        # "random": fixed ±1 feedback matrices in place of W_lᵀ, a local rule (binary feedback alignment) that
+        # needs no weight transport; the baseline BEP's exact binary chain rule is compared with
+        self.B = (
+            None
+            if feedback == "transpose"
+            else [sign(torch.randint(-1, 1, h.shape, generator=self.gen)) for h in self.H]
+        )
         self.group = group
         self.margin = math.floor(r * sizes[-1])  # trigger below r·K_L
         self.gates = [math.floor(nu * k) for k in sizes[:-1]]  # |z_l| ≤ ⌊ν K_{l−1}⌋
@@ -89,7 +100,8 @@ class BinaryMLP:
         want = [torch.where(triggered[:, None], self.P[y], acts[-1])]
         for k in range(len(self.H) - 1, 0, -1):  # a*_k from layer k + 1 (0-based: H[k])
             g = (zs[k].abs() <= self.gates[k]).to(torch.int8)
-            back = (g * want[0]).int() @ self.W[k].int()  # W_{k+1}ᵀ (g ⊙ a*_{k+1}), [B, K_k]
+            fb = self.W[k] if self.B is None else self.B[k]
+            back = (g * want[0]).int() @ fb.int()  # W_{k+1}ᵀ (g ⊙ a*_{k+1}), [B, K_k]
             t = torch.where(back == 0, acts[k], sign(back))
             want.insert(0, torch.where(triggered[:, None], t, acts[k]))
         return want

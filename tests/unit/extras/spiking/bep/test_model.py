@@ -36,6 +36,21 @@ def test_binary_backward_step_of_a_two_layer_net_by_hand():
     assert net.H[0].tolist() == [[3, 1, -2], [-1, 2, 1], [0, -1, -1], [1, 1, 1]]
 
 
+def test_random_feedback_replaces_the_transpose():
+    from agentkit.extras.spiking.bep.model import BinaryMLP
+
+    net = _net()
+    local = BinaryMLP([3, 4, 4], classes=2, group=2, r=0.5, nu=0.25, p_r=0.0, feedback="random")
+    local.H, local.P = [h.clone() for h in net.H], net.P.clone()
+    local.B = [local.B[0], torch.tensor([[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [-1, 1, -1, 1]], dtype=torch.int8)]
+    a0, y = torch.tensor([[1, -1, 1]], dtype=torch.int8), torch.tensor([0])
+    zs, acts = local.forward(a0)
+    # gated a*_2 = (0, 0, −1, −1); B_2ᵀ of it = (0, −2, 0, −2): zeros keep a_1 = (−1, −1, 1, 1)
+    assert local.targets(zs, acts, y, torch.tensor([True]))[0].tolist() == [[-1, -1, 1, -1]]
+    with pytest.raises(ValueError, match="feedback: 'dfa' is not transpose or random"):
+        BinaryMLP([3, 4], classes=2, group=2, feedback="dfa")
+
+
 def test_untriggered_samples_do_not_update():
     net = _net()
     a0 = torch.tensor([[1, -1, 1]], dtype=torch.int8)
