@@ -120,7 +120,7 @@ class BinaryMLP:
         other = s.scatter(1, y[:, None], torch.iinfo(torch.int32).min).amax(1)
         triggered = s.gather(1, y[:, None])[:, 0] - other < self.margin
         want = self.targets(zs, acts, y, triggered)
-        flips = 0
+        flips = update_ops = 0
         for k, (z, a_prev, a, t) in enumerate(zip(zs, acts[:-1], acts[1:], want)):
             m = self.mask(z, a != t)
             delta = 2 * (m * t).int().T @ a_prev.int()
@@ -130,7 +130,8 @@ class BinaryMLP:
             delta += (right * lucky * t).int().T @ a_prev.int()
             self.H[k] = (self.H[k].int() + delta).clamp(-INT16, INT16).to(torch.int16)
             flips += int(m.sum())
-        return {"triggered": int(triggered.sum()), "updated_neurons": flips}
+            update_ops += (int(m.sum()) + int((right * lucky).sum())) * a_prev.size(1)  # one add per synapse touched
+        return {"triggered": int(triggered.sum()), "updated_neurons": flips, "update_ops": update_ops}
 
     def bit_ops(self, batch: int = 1) -> dict[str, int]:
         """Bit operations per ``batch`` samples: a forward pass is Σ_l K_{l−1}·K_l XNOR-popcounts (plus the

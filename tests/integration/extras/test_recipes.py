@@ -21,6 +21,7 @@ from agentkit.errors import AgentkitError
         "extras.graph.apf",
         "extras.graph.difflift",
         "extras.graph.sc",
+        "extras.spiking.bep",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -45,6 +46,7 @@ def test_extras_recipes_tiny(recipe, tmp_path):
         ("extras.graph.apf", "p_anomaly=0.9", "p_anomaly: 0.9 must not exceed p_normal"),
         ("extras.graph.difflift", "liftings=[hyper,ring]", "'ring' is not allowed"),
         ("extras.graph.difflift", "k_min=10", "k_min: 10 must be below k_max"),
+        ("extras.spiking.bep", "hidden=[30]", "group: 4 does not divide the hidden widths \\[30\\]"),
     ],
 )
 def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):

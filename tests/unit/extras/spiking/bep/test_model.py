@@ -29,7 +29,7 @@ def test_binary_backward_step_of_a_two_layer_net_by_hand():
     # gate |z_2| ≤ ⌊0.25·4⌋ = 1 passes neurons 2 and 3; W_2ᵀ(0, 0, −1, −1) = (0, −2, −2, 0): zeros keep a_1
     assert want[0].tolist() == [[-1, -1, -1, 1]]
     out = net.step(a0, y)
-    assert out == {"triggered": 1, "updated_neurons": 3}
+    assert out == {"triggered": 1, "updated_neurons": 3, "update_ops": 2 * 4 + 1 * 3}
     # layer 2: wrong neurons 1, 2, 3; groups (0, 1) → 1, (2, 3) → 2 (tie |z| = 0: the first); H += 2 a*_j a_1
     assert net.H[1].tolist() == [[1, -1, 1, 1], [0, 0, 1, 3], [1, 3, -1, -4], [1, 1, 1, 1]]
     # layer 1: only neuron 2 is wrong (a*_1 = −1): H row 2 += 2·(−1)·a_0
@@ -55,7 +55,11 @@ def test_untriggered_samples_do_not_update():
     net = _net()
     a0 = torch.tensor([[1, -1, 1]], dtype=torch.int8)
     before = [h.clone() for h in net.H]
-    assert net.step(a0, torch.tensor([1])) == {"triggered": 0, "updated_neurons": 0}  # class 1 wins by 2 ≥ 2
+    assert net.step(a0, torch.tensor([1])) == {
+        "triggered": 0,
+        "updated_neurons": 0,
+        "update_ops": 0,
+    }  # class 1 wins by 2 ≥ 2
     assert all(torch.equal(a, b) for a, b in zip(before, net.H))
 
 
