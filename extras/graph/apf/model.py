@@ -87,17 +87,8 @@ def two_hop_sets(edge_index: torch.Tensor, n: int) -> list[torch.Tensor]:
 
     a = sp.coo_matrix((np.ones(edge_index.size(1)), edge_index.numpy()), (n, n)).tocsr() + sp.eye(n, format="csr")
     a2 = (a @ a).tocsr()
-    return [
-        torch.cat(
-            [
-                torch.tensor([v]),
-                torch.from_numpy(a2.indices[a2.indptr[v] : a2.indptr[v + 1]]).long()[
-                    torch.from_numpy(a2.indices[a2.indptr[v] : a2.indptr[v + 1]]) != v
-                ],
-            ]
-        )
-        for v in range(n)
-    ]
+    rows = (torch.from_numpy(a2.indices[a2.indptr[v] : a2.indptr[v + 1]]).long() for v in range(n))
+    return [torch.cat([torch.tensor([v]), row[row != v]]) for v, row in enumerate(rows)]
 
 
 def membership(sets: list[torch.Tensor], n: int) -> torch.Tensor:

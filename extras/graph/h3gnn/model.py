@@ -44,14 +44,17 @@ class WGCN(nn.Module):
         return x
 
 
-def high_pass(x: torch.Tensor, edge_index: torch.Tensor, beta: float, power: int) -> torch.Tensor:
-    """(I − βÂ)^P X with Â = D̃^-½(A + I)D̃^-½ (``[N, d]``): keeps what differs from the neighbourhood."""
+def gcn_adjacency(edge_index: torch.Tensor, n: int) -> torch.Tensor:
+    """Â = D̃^-½(A + I)D̃^-½ as a sparse ``[N, N]`` matrix, row = target (as ``GCNConv`` aggregates)."""
     from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
-    ei, ew = gcn_norm(edge_index, None, x.size(0), add_self_loops=True)
-    adj = torch.sparse_coo_tensor(
-        ei.flip(0), ew, (x.size(0), x.size(0)), check_invariants=True
-    )  # row = target, as GCNConv aggregates
+    ei, ew = gcn_norm(edge_index, None, n, add_self_loops=True)
+    return torch.sparse_coo_tensor(ei.flip(0), ew, (n, n), check_invariants=True)
+
+
+def high_pass(x: torch.Tensor, edge_index: torch.Tensor, beta: float, power: int) -> torch.Tensor:
+    """(I − βÂ)^P X (``[N, d]``): keeps what differs from the neighbourhood."""
+    adj = gcn_adjacency(edge_index, x.size(0))
     for _ in range(power):
         x = x - beta * torch.sparse.mm(adj, x)
     return x

@@ -12,7 +12,7 @@ from torch import nn
 
 from agentkit.extras import data, report
 from agentkit.extras.graph.h3gnn.config import H3GNNConfig
-from agentkit.extras.graph.h3gnn.model import H3Encoder, TeacherStudent, hardness_mask_probs
+from agentkit.extras.graph.h3gnn.model import H3Encoder, TeacherStudent, gcn_adjacency, hardness_mask_probs
 from agentkit.extras.nets import GCN, linear_probe
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe, job_key
@@ -153,10 +153,8 @@ class H3GNNRecipe(Recipe[H3GNNConfig]):
 
 
 def propagate(x: torch.Tensor, edge_index: torch.Tensor, k: int) -> torch.Tensor:
-    """Â^k X with Â = D̃^-½(A + I)D̃^-½ (SGC's features: a GCN without weights)."""
-    from torch_geometric.nn import SGConv
-
-    conv = SGConv(x.size(1), x.size(1), K=k, bias=False)
-    with torch.no_grad():
-        conv.lin.weight.copy_(torch.eye(x.size(1)))
-        return conv(x, edge_index)
+    """Â^k X (SGC's features: a GCN without weights)."""
+    adj = gcn_adjacency(edge_index, x.size(0))
+    for _ in range(k):
+        x = torch.sparse.mm(adj, x)
+    return x

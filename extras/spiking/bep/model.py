@@ -132,9 +132,3 @@ class BinaryMLP:
             flips += int(m.sum())
             update_ops += (int(m.sum()) + int((right * lucky).sum())) * a_prev.size(1)  # one add per synapse touched
         return {"triggered": int(triggered.sum()), "updated_neurons": flips, "update_ops": update_ops}
-
-    def bit_ops(self, batch: int = 1) -> dict[str, int]:
-        """Bit operations per ``batch`` samples: a forward pass is Σ_l K_{l−1}·K_l XNOR-popcounts (plus the
-        prototype scores); a backward pass at most the same again through Wᵀ."""
-        fwd = sum(h.numel() for h in self.H) + self.P.numel()
-        return {"forward": batch * fwd, "backward": batch * fwd}

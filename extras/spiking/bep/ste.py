@@ -36,6 +36,7 @@ class STEBinaryMLP(nn.Module):
         a = a0.float()
         for w in self.weights:
             a = SignSTE.apply(a @ SignSTE.apply(w).T / math.sqrt(w.size(1)))  # scaled so |z| ≤ 1 is the STE window
+        # the scores / √K_L lie in [−1, 1]; ×4 makes the softmax able to reach confident predictions
         return a @ self.P.T / math.sqrt(self.P.size(1)) * 4.0
 
     def loss(self, a0: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
