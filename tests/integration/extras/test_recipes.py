@@ -22,6 +22,8 @@ from agentkit.errors import AgentkitError
         "extras.graph.difflift",
         "extras.graph.sc",
         "extras.spiking.bep",
+        "extras.spiking.diffpc",
+        "extras.spiking.frernn",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -47,6 +49,10 @@ def test_extras_recipes_tiny(recipe, tmp_path):
         ("extras.graph.difflift", "liftings=[hyper,ring]", "'ring' is not allowed"),
         ("extras.graph.difflift", "k_min=10", "k_min: 10 must be below k_max"),
         ("extras.spiking.bep", "hidden=[30]", "group: 4 does not divide the hidden widths \\[30\\]"),
+        ("extras.spiking.bep", "rnn_val=45", "rnn_val: 45 must leave both classes"),
+        ("extras.spiking.diffpc", "val_size=600", "val_size: 600 must be below train_size 600"),
+        ("extras.spiking.diffpc", "methods=[diffpc,ep]", "'ep' is not allowed"),
+        ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )
 def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):

