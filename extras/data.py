@@ -51,6 +51,19 @@ def fashion_mnist(
     return x.astype(np.float32) / 255.0, y
 
 
+def fashion_mnist_splits(train: int, val: int, test: int) -> dict[str, tuple]:
+    """``{"train", "val", "test"}`` → ``(images float32 torch [N, 28, 28] in [0, 1], labels int64 torch [N])``: a
+    seeded, class-balanced ``train`` images from the training file (``val`` of them held out, stratified) and
+    ``test`` images from the test file, as the extras demos split them."""
+    import torch
+
+    x, y = fashion_mnist("train", train, seed=0)
+    xt, yt = fashion_mnist("test", test, seed=1)
+    tr, va, _ = split(y, val=val / len(y), test=0, seed=0)
+    t = torch.from_numpy
+    return {"train": (t(x[tr]), t(y[tr])), "val": (t(x[va]), t(y[va])), "test": (t(xt), t(yt))}
+
+
 def _balanced(y: np.ndarray, n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     per = [rng.permutation(np.flatnonzero(y == c)) for c in np.unique(y)]

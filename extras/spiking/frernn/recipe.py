@@ -25,15 +25,8 @@ class FRERNNRecipe(Recipe[FRERNNConfig]):
 
     def setup(self) -> None:
         c = self.config
-        x, y = data.fashion_mnist("train", c.train_size, seed=0)
-        xt, yt = data.fashion_mnist("test", c.test_size, seed=1)
-        x, xt = torch.from_numpy(x).flatten(1), torch.from_numpy(xt).flatten(1)
-        tr, va, _ = data.split(y, val=c.val_size / len(y), test=0, seed=0)
-        self.sets = {
-            "train": (x[tr], torch.from_numpy(y[tr])),
-            "val": (x[va], torch.from_numpy(y[va])),
-            "test": (xt, torch.from_numpy(yt)),
-        }
+        splits = data.fashion_mnist_splits(c.train_size, c.val_size, c.test_size)
+        self.sets = {k: (x.flatten(1), y) for k, (x, y) in splits.items()}
 
     def train(self) -> dict[str, Any]:
         c = self.config

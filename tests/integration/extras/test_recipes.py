@@ -24,6 +24,7 @@ from agentkit.errors import AgentkitError
         "extras.spiking.bep",
         "extras.spiking.diffpc",
         "extras.spiking.frernn",
+        "extras.spiking.lrfdyn",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -52,6 +53,8 @@ def test_extras_recipes_tiny(recipe, tmp_path):
         ("extras.spiking.bep", "rnn_val=45", "rnn_val: 45 must leave both classes"),
         ("extras.spiking.diffpc", "val_size=600", "val_size: 600 must be below train_size 600"),
         ("extras.spiking.diffpc", "methods=[diffpc,ep]", "'ep' is not allowed"),
+        ("extras.spiking.lrfdyn", "dilations=[1,7]", "dilations: 7 reaches past the 7×7 token grid"),
+        ("extras.spiking.lrfdyn", "heads=5", "heads: 5 does not divide d = 16"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )

