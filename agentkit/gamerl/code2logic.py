@@ -13,7 +13,8 @@ parses) has:
 Validation. Model-written code runs only in ``agentkit.tools.sandbox`` (kernel isolation): the game file, then the
 template, for ``instances`` seeds in one call; then once more in a fresh process to recompute every answer. A task
 is accepted when its setup and answer ran, every placeholder resolved, its answer reads as its kind (the verifier
-accepts the gold), and the recomputation agrees; a template is accepted when it yields at least one task, its
+accepts the gold), and the recomputation agrees; a template is accepted when every recomputation agrees (one that
+differs marks the template as not deterministic, whatever its other instances did), it yields at least one task, its
 answers are not all the same (a template that ignores the state is rejected) and its questions differ. Every
 rejection carries its reason.
 """
@@ -183,6 +184,9 @@ def validate(sandbox, game_source: str, template: Any, game: str, instances: int
             rejected.append({**r, "reason": reason})
         else:
             accepted.append(_entry(game, template, r))
+    unstable = [t for t in rejected if t["reason"].startswith("the recomputed answer differs")]
+    if unstable:  # a property of the template, not of one instance: a lucky instance must not let it through
+        return TemplateReport(template, False, unstable[0]["reason"], [], rejected)
     if not accepted:
         reasons = Counter(t["reason"] for t in rejected)
         return TemplateReport(template, False, f"no valid task: {reasons.most_common(1)[0][0]}", [], rejected)

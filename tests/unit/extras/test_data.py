@@ -126,5 +126,5 @@ def test_fashion_mnist_splits_hold_out_validation_from_training():
     (x, y), (xv, yv), (xt, yt) = splits["train"], splits["val"], splits["test"]
     assert x.shape == (500, 28, 28) and xv.shape == (100, 28, 28) and xt.shape == (200, 28, 28)
     assert x.dtype == xv.dtype == xt.dtype == torch.float32 and y.dtype == torch.int64
-    assert (yv.bincount(minlength=10) == 10).all()  # stratified from a class-balanced draw
+    assert (yv.bincount(minlength=10) == 10).all() and (yt.bincount(minlength=10) == 20).all()  # class-balanced
     assert not (x.flatten(1)[:, None] == xv.flatten(1)[None]).all(-1).any()  # no validation image in training
