@@ -62,7 +62,7 @@ class FRERNNRecipe(Recipe[FRERNNConfig]):
         (x, y), gen = self.sets["train"], torch.Generator().manual_seed(seed)
         net = FRERNN([784] + [c.width] * layers, 10, c.feedback if method == "fre" else 1.0, c.skip * res, seed)
         steps = c.steps_per_layer * layers if method == "fre" else c.ep_steps
-        opt = torch.optim.Adam(net.parameters(), c.bp_lr if method == "bp" else c.lr)
+        opt = torch.optim.Adam(net.parameters(), c.lr)
         best, clock, settle_sum, batches = (-1.0, 0.0, 0), 0.0, 0, 0
         for _ in range(c.epochs):
             t0 = time.perf_counter()
