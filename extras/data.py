@@ -64,6 +64,12 @@ def fashion_mnist_splits(train: int, val: int, test: int) -> dict[str, tuple]:
     return {"train": (t(x[tr]), t(y[tr])), "val": (t(x[va]), t(y[va])), "test": (t(xt), t(yt))}
 
 
+def split_problems(train_size: int, val_size: int) -> list[str]:
+    """The cross-check of a config's ``fashion_mnist_splits`` sizes, for its ``problems()`` (before any data
+    loads): the held-out validation images must leave some for training."""
+    return [f"val_size: {val_size} must be below train_size {train_size}"] if val_size >= train_size else []
+
+
 def _balanced(y: np.ndarray, n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     per = [rng.permutation(np.flatnonzero(y == c)) for c in np.unique(y)]

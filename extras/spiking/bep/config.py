@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import annotated_types as at
 
 from agentkit.config import Fraction, NonNegInt, PosFloat, PosInt
+from agentkit.extras.data import split_problems
 
 
 @dataclass
@@ -70,6 +71,7 @@ class BEPConfig:
             out.append(f"group: {self.group} does not divide the hidden widths {bad}")
         if self.rnn and not 2 <= self.rnn_val <= 40:
             out.append(f"rnn_val: {self.rnn_val} must leave both classes in GunPoint's 50 training series (2 … 40)")
+        out += split_problems(self.train_size, self.val_size)
         if self.rnn and self.rnn_stride > 75:
             out.append(f"rnn_stride: {self.rnn_stride} leaves fewer than 2 steps of GunPoint's 150")
         return out

@@ -129,7 +129,7 @@ class BEPRecipe(Recipe[BEPConfig]):
         return BinaryRNN(c.rnn_levels, c.rnn_hidden, 2, c.group, r, nu, c.p_r, c.h_init, seed, feedback)
 
     def _select(self, method: str, nu: float, r: float) -> float:
-        return self._train("mlp", method, 0, nu, r, 0, self.config.select_epochs)["val_accuracy"]
+        return self._train("mlp", method, 0, nu, r, 0, self.config.select_epochs, test=False)["val_accuracy"]
 
     def _run(self, task: str, method: str, seed: int, best) -> dict[str, Any]:
         c = self.config
@@ -142,8 +142,11 @@ class BEPRecipe(Recipe[BEPConfig]):
         best = max(tried, key=lambda t: t["val_accuracy"])  # first best: the earliest depth in rnn_depths among ties
         return {**best, "by_depth": {str(t["depth"]): t["test_accuracy"] for t in tried}}  # str: as JSON reloads it
 
-    def _train(self, task: str, method: str, seed: int, nu: float, r: float, depth: int, epochs: int) -> dict:
-        """Train one network; the epoch with the best validation accuracy gives the test accuracy."""
+    def _train(
+        self, task: str, method: str, seed: int, nu: float, r: float, depth: int, epochs: int, test: bool = True
+    ) -> dict:
+        """Train one network; the epoch with the best validation accuracy gives the test accuracy (``test``
+        False: selection runs, which need only validation, leave it at 0)."""
         c = self.config
         sets = self.mlp if task == "mlp" else self.seq
         (x, y), batch = sets["train"], c.batch_size if task == "mlp" else c.rnn_batch_size
@@ -171,7 +174,8 @@ class BEPRecipe(Recipe[BEPConfig]):
                 val = (predict(sets["val"][0]) == sets["val"][1]).float().mean().item()
                 curve.append(val)
                 if val > best[0]:
-                    best = (val, (predict(sets["test"][0]) == sets["test"][1]).float().mean().item())
+                    acc = (predict(sets["test"][0]) == sets["test"][1]).float().mean().item() if test else 0.0
+                    best = (val, acc)
         n = epochs * len(y)
         return {
             "test_accuracy": best[1],

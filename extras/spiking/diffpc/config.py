@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import annotated_types as at
 
 from agentkit.config import Fraction, PosFloat, PosInt
+from agentkit.extras.data import split_problems
 
 
 @dataclass
@@ -45,6 +46,4 @@ class DiffPCConfig:
     seeds: PosInt = 3
 
     def problems(self) -> list[str]:
-        if self.val_size >= self.train_size:
-            return [f"val_size: {self.val_size} must be below train_size {self.train_size}"]
-        return []
+        return split_problems(self.train_size, self.val_size)

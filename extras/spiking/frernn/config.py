@@ -9,6 +9,7 @@ from typing import Annotated
 import annotated_types as at
 
 from agentkit.config import PosFloat, PosInt
+from agentkit.extras.data import split_problems
 
 SETTING = re.compile(r"^(fre|ep|bp)-([1-9][0-9]*)(-res)?$")
 
@@ -48,9 +49,7 @@ class FRERNNConfig:
         out = [f"settings: {s!r} is not <fre|ep|bp>-<layers>[-res]" for s in self.settings if not SETTING.match(s)]
         if len(set(self.settings)) < len(self.settings):
             out.append("settings: a setting is listed twice")
-        if self.val_size >= self.train_size:
-            out.append(f"val_size: {self.val_size} must be below train_size {self.train_size}")
-        return out
+        return out + split_problems(self.train_size, self.val_size)
 
 
 def parse(setting: str) -> tuple[str, int, bool]:

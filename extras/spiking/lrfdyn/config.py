@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import annotated_types as at
 
 from agentkit.config import NonNegInt, PosFloat, PosInt
+from agentkit.extras.data import split_problems
 
 
 @dataclass
@@ -47,6 +48,4 @@ class LRFDynConfig:
         grid = 28 // self.patch
         if max(self.dilations) >= grid:
             out.append(f"dilations: {max(self.dilations)} reaches past the {grid}×{grid} token grid")
-        if self.val_size >= self.train_size:
-            out.append(f"val_size: {self.val_size} must be below train_size {self.train_size}")
-        return out
+        return out + split_problems(self.train_size, self.val_size)
