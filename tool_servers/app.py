@@ -5,6 +5,10 @@ Routes (OpenAPI at ``/openapi.json``, docs at ``/docs``):
 - ``GET  /health``   → ``{"status": "ok", "tool": NAME}`` (no key needed)
 - ``GET  /v1/tool``  → ``{"name", "description", "parameters"}`` (the tool's JSON schema)
 - ``POST /v1/call``  ``{"arguments": {...}, "session_id": null}`` → ``{"output", "ok", "meta"}``
+- ``DELETE /v1/sessions/{session_id}`` → ``{"closed": ID}``: the session's state is gone (python tool)
+
+A session is reached by whoever names its id: clients pick unguessable ids (the agent loop sends 128 random bits)
+and delete them when done; idle sessions are closed by the tool itself.
 
 Auth: ``Authorization: Bearer KEY`` when the server has a key (401 otherwise). At most ``max_concurrency``
 calls run at once; up to ``max_queue`` more wait, each at most ``queue_timeout_s`` for a slot; beyond that the
@@ -28,7 +32,9 @@ from agentkit.tools.base import Tool
 
 class CallRequest(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict, description="the tool's arguments")
-    session_id: str | None = Field(None, description="keep state across calls (python tool)")
+    session_id: str | None = Field(
+        None, max_length=128, description="keep state across calls (python tool); pick an unguessable id"
+    )
 
 
 class CallResponse(BaseModel):
@@ -55,6 +61,13 @@ def build_app(
     @app.get("/v1/tool")
     async def describe() -> dict[str, Any]:
         return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+
+    @app.delete("/v1/sessions/{session_id}")
+    async def close_session(session_id: str) -> dict[str, str]:
+        close = getattr(tool, "close_session", None)
+        if close is not None:
+            await run_in_threadpool(close, session_id)
+        return {"closed": session_id}
 
     @app.post("/v1/call", response_model=CallResponse)
     async def call(req: CallRequest):

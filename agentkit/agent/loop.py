@@ -9,6 +9,7 @@ trajectory records. Tag format: ``agentkit.tools.parsers``.
 from __future__ import annotations
 
 import inspect
+import secrets
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -199,23 +200,54 @@ def continue_rollout(
     stops = (
         tag_stop_strings(tuple(tools)) if cfg.style == "tags" else [] if cfg.tool_turns == "chat" else ["</tool_call>"]
     )
-    with ThreadPoolExecutor(max_workers=cfg.tool_workers) as pool:
-        for turn in range(cfg.max_turns):
-            active = [t for t in trajs if t.finish == "running" and t.meta["turns"] < cfg.max_turns]
-            if not active:
-                break
-            if time.perf_counter() - start > cfg.max_wall_s:
-                for t in active:
-                    t.finish = "wall_time"
-                break
-            _turn(engine, active, tools, cfg, turn, stops, pool, on_event or (lambda _e: None))
+    sessions = _Sessions(trajs)
+    try:
+        with ThreadPoolExecutor(max_workers=cfg.tool_workers) as pool:
+            for turn in range(cfg.max_turns):
+                active = [t for t in trajs if t.finish == "running" and t.meta["turns"] < cfg.max_turns]
+                if not active:
+                    break
+                if time.perf_counter() - start > cfg.max_wall_s:
+                    for t in active:
+                        t.finish = "wall_time"
+                    break
+                _turn(engine, active, tools, cfg, turn, stops, pool, on_event or (lambda _e: None), sessions)
+    finally:
+        sessions.close(tools)
     for t in trajs:
         if t.finish == "running":
             t.finish = "max_turns"
     return trajs
 
 
-def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, stops, pool, emit) -> None:
+class _Sessions:
+    """The tool sessions of one ``continue_rollout`` call: one per trajectory, named by a random id (never by
+    anything a caller or a reused object id could repeat, so no two requests of a server can meet in one), and
+    closed when the call returns, however it returns (``close_session(id)`` of each tool that was called)."""
+
+    def __init__(self, trajs: list[Trajectory]):
+        self.ids = {id(t): "s-" + secrets.token_hex(16) for t in trajs}
+        self.opened: set[tuple[str, str]] = set()  # (tool name, session id) that were called
+
+    def of(self, traj: Trajectory, tool: str) -> str:
+        sid = self.ids[id(traj)]
+        self.opened.add((tool, sid))
+        return sid
+
+    def close(self, tools: dict[str, Tool]) -> None:
+        for name, sid in sorted(self.opened):
+            close = getattr(tools.get(name), "close_session", None)
+            if close is None:
+                continue
+            try:
+                close(sid)
+            except Exception:  # noqa: BLE001 - a tool that cannot close is no reason to lose the rollout
+                pass
+
+
+def _turn(
+    engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, stops, pool, emit, sessions: _Sessions
+) -> None:
     budget = [cfg.max_total_tokens - len(t.completion_ids) for t in active]
     # Each trajectory draws with its own seed (the n samples of a question are separate prompts, which a single
     # seed would make identical): (config seed, turn, sample index).
@@ -265,7 +297,7 @@ def _turn(engine, active: list[Trajectory], tools, cfg: AgentConfig, turn: int, 
                 t.answer = c.text.strip()
         if t.finish == "running" and len(t.completion_ids) >= cfg.max_total_tokens:
             t.finish = "max_tokens"
-    results = list(pool.map(lambda tc: _call_tool(tools, *tc), calls))
+    results = list(pool.map(lambda tc: _call_tool(tools, sessions.of(tc[0], tc[1].name), tc[1]), calls))
     texts = result_texts(getattr(engine, "tokenizer", None), calls, [res for res, _ in results], cfg)
     for (t, call), (res, secs), text in zip(calls, results, texts):
         ids = engine.tokenize(text)
@@ -361,7 +393,7 @@ def _parse_turn(text: str, stop_reason, tools, style: str) -> tuple[str | None, 
     return None, found
 
 
-def _call_tool(tools: dict[str, Tool], traj: Trajectory, call: ToolCall) -> tuple[ToolResult, float]:
+def _call_tool(tools: dict[str, Tool], session: str, call: ToolCall) -> tuple[ToolResult, float]:
     t0 = time.perf_counter()
     if call.error:
         return ToolResult(f"Error: {call.error}", ok=False), 0.0
@@ -370,7 +402,7 @@ def _call_tool(tools: dict[str, Tool], traj: Trajectory, call: ToolCall) -> tupl
         return ToolResult(f"Error: unknown tool {call.name!r}", ok=False), 0.0
     kwargs = dict(call.arguments)
     if "session_id" in inspect.signature(tool.__call__).parameters:  # one Python namespace per trajectory
-        kwargs["session_id"] = f"{traj.task_id}/{traj.meta['sample']}/{id(traj)}"
+        kwargs["session_id"] = session
     try:
         res = tool(**kwargs)
     except Exception as e:  # a tool bug must not end the rollout; the model sees the error

@@ -12,7 +12,9 @@ class PythonTool:
     """Run Python code and return what it prints (and the value of a final expression).
 
     One call = a fresh process, unless ``session_id`` is given: then globals persist across calls of that
-    session (one session per trajectory) until it idles out.
+    session (one session per trajectory) until ``close_session`` (the agent loop closes its sessions when its
+    rollout returns) or until it idles out. Whoever holds a session id reaches its state: the agent loop names
+    them by random ids.
     """
 
     name = "python"
@@ -35,6 +37,10 @@ class PythonTool:
         if not isinstance(code, str) or not code.strip():
             return ToolResult("Error: 'code' must be a non-empty string of Python source.", ok=False)
         return self.sandbox.run(code, session_id=session_id)
+
+    def close_session(self, session_id: str) -> None:
+        """End a session: its worker, its globals and its files are gone (an unknown id is ignored)."""
+        self.sandbox.close_session(session_id)
 
     def close(self) -> None:
         self.sandbox.close()

@@ -43,5 +43,14 @@ class RemoteTool:
             return ToolResult(f"Error: the {self.name} server is unreachable ({e})", ok=False)
         return ToolResult(r["output"], ok=r["ok"], meta=r.get("meta", {}))
 
+    def close_session(self, session_id: str) -> None:
+        """End a session on the server (``DELETE /v1/sessions/ID``); a server without sessions ignores it."""
+        from urllib.parse import quote
+
+        try:
+            self._request("DELETE", "/v1/sessions/" + quote(session_id, safe=""))
+        except (urllib.error.URLError, TimeoutError, OSError):
+            pass  # the server reaps idle sessions itself
+
     def close(self) -> None:
         """Nothing to release: each call is its own connection, and the server closes idle sessions."""

@@ -59,6 +59,9 @@ def test_remote_python_tool_with_sessions(python_server):
     assert tool.name == "python" and tool.parameters["required"] == ["code"]
     assert tool(code="print(6 * 7)").output == "42\n"
     assert tool(code="x = 5", session_id="s").ok and tool(code="x + 1", session_id="s").output == "6\n"
+    tool.close_session("s")  # DELETE /v1/sessions/s: its globals are gone
+    assert "NameError" in tool(code="x", session_id="s").output
+    tool.close_session("never-opened")  # an unknown id is no error
     bad = RemoteTool(python_server, api_key="k1")
     bad.api_key = "wrong"
     r = bad(code="print(1)")
