@@ -11,7 +11,12 @@ parses) has:
 - ``kind``: the answer kind (``agentkit.gamerl.verifiers``), ``qa_type`` (GameQA's families) and ``name``.
 
 Validation. Model-written code runs only in ``agentkit.tools.sandbox`` (kernel isolation): the game file, then the
-template, for ``instances`` seeds in one call; then once more in a fresh process to recompute every answer. A task
+template, one sandbox call per instance seed; then once more in a fresh process to recompute every answer. Each
+instance's question and answer come back as the value of the call's ``result`` expression, over the sandbox's
+result channel: the code runs in a process that holds no channel to the supervisor, so what the game file or the
+template prints (a forged result line) is only output, and a value that is not two strings is that instance's
+error. Whatever the code does, its values must pass every check below, which run outside the sandbox; a template
+that cannot be validated at all is rejected with the reason and the run goes on. A task
 is accepted when its setup and answer ran, every placeholder resolved, its answer reads as its kind (the verifier
 accepts the gold), and the recomputation agrees; a template is accepted when every recomputation agrees (one that
 differs marks the template as not deterministic, whatever its other instances did), it yields at least one task, its
@@ -82,10 +87,11 @@ Game:
 ```
 Write one new template for this game (a {qa_type} question)."""
 
-# Runs inside the sandbox after the game file: every instance's question and answer, as one JSON line.
-_RUNNER = """
-import json as _json, random as _random
-_T = _json.loads({template!r})
+# Runs inside the sandbox after the game file, for one instance: the seeded ``rng``, then the template's setup. The
+# instance's question and answer are then computed by ``_c2l_result(question, answer)``, the call's ``result``
+# expression: they come back as its value over the sandbox's result channel, never through what the code prints.
+_PRELUDE = """
+import random as _random
 def _fmt(v):
     if isinstance(v, bool):
         return "yes" if v else "no"
@@ -94,25 +100,18 @@ def _fmt(v):
     if isinstance(v, (list, set, frozenset, tuple)):
         return ", ".join(_fmt(x) for x in (sorted(v) if isinstance(v, (set, frozenset)) else v)) or "none"
     return str(v)
-_out = []
-for _seed in {seeds!r}:
-    _ns = dict(globals())
-    _ns["rng"] = _random.Random(_seed)
-    try:
-        exec(compile(_T["setup"], "setup", "exec"), _ns)
-        _q = _T["question"].format(**{{k: v for k, v in _ns.items() if not k.startswith("_")}})
-        _a = _fmt(eval(compile(_T["answer"], "answer", "eval"), _ns))
-        _out.append({{"seed": _seed, "question": _q, "answer": _a}})
-    except Exception as _e:
-        _out.append({{"seed": _seed, "error": type(_e).__name__ + ": " + str(_e)[:200]}})
-print("@@RESULT@@" + _json.dumps(_out))
+def _c2l_result(question, answer):
+    names = {{k: v for k, v in globals().items() if not k.startswith("_")}}
+    return {{"question": question.format(**names), "answer": _fmt(eval(compile(answer, "answer", "eval"), globals()))}}
+rng = _random.Random({seed})
+exec(compile({setup!r}, "setup", "exec"))
 """
 
 
 def _sandbox_config():
     from agentkit.tools.sandbox import SandboxConfig
 
-    return SandboxConfig(cpu_s=10, wall_s=30, memory_mb=1024, max_output=200_000, pool_size=1)
+    return SandboxConfig(cpu_s=10, wall_s=30, memory_mb=1024, max_output=20_000, pool_size=2)
 
 
 @dataclass
@@ -141,15 +140,24 @@ def _schema_problem(template: Any) -> str | None:
     return None
 
 
-def run_template(sandbox, game_source: str, template: dict[str, Any], seeds: Sequence[int]) -> list[dict] | str:
-    """The template's instances for ``seeds``, computed in the sandbox (a list of {seed, question, answer} or
-    {seed, error}); a string says why the call itself failed (syntax error in the game, time or memory limit…)."""
-    code = game_source + "\n" + _RUNNER.format(template=json.dumps(template), seeds=list(seeds))
-    res = sandbox.run(code)
-    text = res.output
-    if "@@RESULT@@" not in text:
-        return (text.strip().splitlines() or ["no output"])[-1][:300]
-    return json.loads(text.split("@@RESULT@@", 1)[1].splitlines()[0])
+def run_instance(sandbox, game_source: str, template: dict[str, Any], seed: int) -> dict[str, Any]:
+    """One instance of ``template``, computed in its own sandbox call: ``{seed, question, answer}``, or
+    ``{seed, error}`` saying why not (an exception in the game file or the template, a limit, a value that is not
+    two strings). The question and answer are the value of the call's result expression (``Sandbox.run(...,
+    result=...)``): nothing the game or the template prints can stand in for them."""
+    code = game_source + "\n" + _PRELUDE.format(seed=seed, setup=template["setup"])
+    expr = f"_c2l_result({template['question']!r}, {template['answer']!r})"
+    try:
+        res = sandbox.run(code, result=expr)
+    except Exception as e:  # noqa: BLE001 - the sandbox failing on one instance must not end the run
+        return {"seed": seed, "error": f"the sandbox failed: {type(e).__name__}: {e}"[:300]}
+    value = res.meta.get("value")
+    if not res.ok:
+        last = (res.output.strip().splitlines() or ["no output"])[-1]
+        return {"seed": seed, "error": last[:300]}
+    if not (isinstance(value, dict) and isinstance(value.get("question"), str) and isinstance(value.get("answer"), str)):
+        return {"seed": seed, "error": "the result is not a question and an answer (strings)"}
+    return {"seed": seed, "question": value["question"], "answer": value["answer"]}
 
 
 def validate(sandbox, game_source: str, template: Any, game: str, instances: int = 8, seed: int = 0) -> TemplateReport:
@@ -159,11 +167,8 @@ def validate(sandbox, game_source: str, template: Any, game: str, instances: int
     if problem:
         return TemplateReport(template if isinstance(template, dict) else {"raw": template}, False, problem)
     seeds = [seed * 1000 + i for i in range(instances)]
-    first = run_template(sandbox, game_source, template, seeds)
-    if isinstance(first, str):
-        return TemplateReport(template, False, f"the code failed to run: {first}")
-    again = run_template(sandbox, game_source, template, seeds)
-    recomputed = {} if isinstance(again, str) else {r["seed"]: r for r in again}
+    first = [run_instance(sandbox, game_source, template, s) for s in seeds]
+    recomputed = {s: run_instance(sandbox, game_source, template, s) for s, r in zip(seeds, first) if "error" not in r}
     spec = {"kind": template["kind"]}
     accepted, rejected = [], []
     for r in first:
@@ -301,6 +306,15 @@ def code2logic(
     game = path.stem
     found = list(templates) + (draft_templates(engine, source, drafts, seed=seed) if drafts else [])
     if sandbox is not None:
-        return Code2LogicResult(game, [validate(sandbox, source, t, game, instances, seed) for t in found])
+        return Code2LogicResult(game, [_validate_or_reject(sandbox, source, t, game, instances, seed) for t in found])
     with Sandbox(_sandbox_config()) as own:
-        return Code2LogicResult(game, [validate(own, source, t, game, instances, seed) for t in found])
+        return Code2LogicResult(game, [_validate_or_reject(own, source, t, game, instances, seed) for t in found])
+
+
+def _validate_or_reject(sandbox, source: str, template: Any, game: str, instances: int, seed: int) -> TemplateReport:
+    """``validate``, with anything it did not foresee turned into that template's rejection (the others go on)."""
+    try:
+        return validate(sandbox, source, template, game, instances, seed)
+    except Exception as e:  # noqa: BLE001
+        shown = template if isinstance(template, dict) else {"raw": template}
+        return TemplateReport(shown, False, f"validation failed: {type(e).__name__}: {e}"[:300])

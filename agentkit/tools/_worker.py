@@ -163,9 +163,12 @@ def load_seccomp(sc):
     return True
 
 
+GATE = {"fork": False}  # the runner's own fork (run_apart) passes the hook; the code's never does
+
+
 def audit(writable):
     def hook(event, args):
-        if event in BLOCKED_EVENTS:
+        if event in BLOCKED_EVENTS and not (event == "os.fork" and GATE["fork"]):
             what = (
                 "network access"
                 if event.startswith("socket")
@@ -209,17 +212,82 @@ def runner(cfg, fds):
         soft = max(1, round(used + job["cpu_s"]))
         hard = soft + 1 if not cfg["session"] else resource.getrlimit(resource.RLIMIT_CPU)[1]
         resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))  # a child that ignores SIGXCPU dies at hard
-        ok, error = execute(job["code"], ns, cfg["max_output"])
-        for f in (sys.stdout, sys.stderr):
-            try:
-                f.flush()
-            except (OSError, ValueError):
-                pass
-        status.write(json.dumps({"ok": ok, "error": error}) + "\n")
+        if job.get("result") is not None and not cfg["session"]:
+            line = run_apart(job["code"], job["result"], ns, cfg)
+        else:
+            line = {"ok": False, "error": ""}
+            line["ok"], line["error"] = execute(job["code"], ns, cfg["max_output"])
+            flush_output()
+        status.write(json.dumps(line) + "\n")
         status.flush()
         if not cfg["session"]:
-            os._exit(0 if ok else 1)  # one call: its exit status confirms the status line
+            os._exit(0 if line["ok"] else 1)  # one call: its exit status confirms the status line
     os._exit(0)
+
+
+def flush_output():
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def run_apart(code, expr, ns, cfg):
+    """Run ``code`` in a child that holds neither the status nor the job channel, then evaluate ``expr`` there;
+    the child hands back ``{"ok", "error", "value"}`` (``value``: the expression's JSON) on a pipe of its own, and
+    this process, which never runs the code, checks it and returns the status line. What the code prints, or
+    writes to any descriptor it holds, cannot become a result: only the expression's value can. A child killed
+    by a signal (the CPU limit) takes this process down the same way, so the supervisor reports the limit."""
+    cap = cfg["max_value"]
+    r, w = os.pipe()
+    GATE["fork"] = True
+    try:
+        pid = os.fork()
+    finally:
+        GATE["fork"] = False
+    if pid == 0:
+        try:
+            os.close(r)
+            os.close(STATUS_FD)
+            os.close(JOB_FD)
+            ok, error = execute(code, ns, cfg["max_output"])
+            value = None
+            if ok:
+                try:
+                    value = json.dumps(eval(compile(expr, "<result>", "eval"), ns))
+                except BaseException as e:
+                    ok, error = False, "".join(traceback.format_exception_only(type(e), e))
+            flush_output()
+            data = json.dumps({"ok": ok, "error": error, "value": value}).encode()
+            while data:
+                data = data[os.write(w, data) :]
+        finally:
+            os._exit(0)
+    os.close(w)
+    data, size = bytearray(), 0
+    while chunk := os.read(r, 65536):
+        size += len(chunk)
+        if size > cap:  # more than a value may be: stop it
+            os.kill(pid, signal.SIGKILL)
+            break
+        data += chunk
+    os.close(r)
+    status = os.waitpid(pid, 0)[1]
+    if size > cap:
+        return {"ok": False, "error": f"the result is larger than {cap} bytes\n", "value": None}
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    try:
+        out = json.loads(bytes(data))
+        assert isinstance(out["ok"], bool) and isinstance(out["error"], str)
+        assert out["value"] is None or isinstance(out["value"], str) and out["ok"]
+        json.loads(out["value"] or "null")
+    except (ValueError, KeyError, TypeError, AssertionError):
+        return {"ok": False, "error": "the code's process returned an unreadable result\n", "value": None}
+    return {"ok": out["ok"], "error": out["error"], "value": out["value"]}
 
 
 def execute(code, ns, max_output):
@@ -318,7 +386,7 @@ def serve_job(cfg, runner_fds, job_line):
             if (
                 not chunk
                 or streams[fd] is None
-                and (cfg["session"] and b"\n" in status or len(status) > 16 * cfg["max_output"])
+                and (cfg["session"] and b"\n" in status or len(status) > 16 * cfg["max_output"] + 8 * cfg["max_value"])
             ):
                 del streams[fd]  # end of file, a session's status line, or more than a status line can be
         if out.size + err.size > cfg["runaway_bytes"]:  # a runaway printer: stop it now, not at the CPU limit
@@ -357,11 +425,14 @@ def serve_job(cfg, runner_fds, job_line):
         lines = bytes(status).split(b"\n")
         parsed = json.loads(lines[0] if cfg["session"] else lines[-2] if len(lines) > 1 else b"")
         assert isinstance(parsed, dict) and isinstance(parsed["ok"], bool) and isinstance(parsed["error"], str)
+        assert parsed.get("value") is None or isinstance(parsed["value"], str)
     except (ValueError, UnicodeDecodeError, KeyError, AssertionError):
         result["limit"] = "protocol" if status else "crash"
         result["error"] = "" if status else f"exit status {code}"
         return result
     result["ok"], result["error"] = parsed["ok"] and code == 0, parsed["error"][-8 * cfg["max_output"] :]
+    if result["ok"] and parsed.get("value") is not None:
+        result["value"] = parsed["value"]
     return result
 
 

@@ -123,6 +123,11 @@ class SandboxConfig:
             raise AgentkitError(f"sandbox pool_size must be >= 0, not {self.pool_size!r}")
 
     @property
+    def max_value(self) -> int:
+        """Largest JSON value a call's ``result`` expression may hand back (bytes)."""
+        return max(16 * self.max_output, 2**20)
+
+    @property
     def runaway_bytes(self) -> int:
         """Output past which a program is stopped (the supervisor enforces it, the result names it)."""
         return max(64 * self.max_output, 2**20)
@@ -334,6 +339,7 @@ class _Worker:
             "pid_namespace": kernel,
             "libraries": _libraries(),
             "runaway_bytes": cfg.runaway_bytes,
+            "max_value": cfg.max_value,
         }
         env = _sandbox_env(workdir)  # the weaker mode's code gets it; under bwrap, bwrap sets the code's own
         if kernel:
@@ -357,7 +363,7 @@ class _Worker:
         self.last_used = time.monotonic()
         self.lock = threading.Lock()
         # the longest honest result line: stdout, stderr and error text cut at max_output, JSON-escaped
-        self.max_line = 64 * 1024 + 6 * 10 * cfg.max_output
+        self.max_line = 64 * 1024 + 6 * 10 * cfg.max_output + 8 * cfg.max_value
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         line = self._readline(timeout)
@@ -393,11 +399,12 @@ class _Worker:
             buf += chunk
         return bytes(buf.split(b"\n", 1)[0])
 
-    def call(self, code: str, cfg: SandboxConfig) -> ToolResult:
+    def call(self, code: str, cfg: SandboxConfig, result: str | None = None) -> ToolResult:
         start = time.perf_counter()
         self.last_used = time.monotonic()
         try:
-            self.proc.stdin.write(json.dumps({"code": code, "cpu_s": cfg.cpu_s}).encode() + b"\n")
+            job = {"code": code, "cpu_s": cfg.cpu_s, "result": result}
+            self.proc.stdin.write(json.dumps(job).encode() + b"\n")
             line = self._readline(cfg.wall_s)
         except (BrokenPipeError, OSError):
             line = b""
@@ -429,6 +436,8 @@ class _Worker:
                 meta={**meta, "limit": "crash"},
             )
         if limit is None:
+            if isinstance(r.get("value"), str):
+                meta["value"] = json.loads(r["value"])
             return ToolResult(out + r["error"], ok=r["ok"] is True, meta={**meta, "truncated": truncated})
         why = {
             "cpu": f"CPU-time limit of {cfg.cpu_s:g} s exceeded",
@@ -548,11 +557,21 @@ class Sandbox:
             self._background(self._refill)
         return w or self._spawn(session=False)
 
-    def run(self, code: str, session_id: str | None = None) -> ToolResult:
+    def run(self, code: str, session_id: str | None = None, result: str | None = None) -> ToolResult:
+        """Run ``code``; with ``session_id``, in that session's worker (created on first use).
+
+        ``result``: a Python expression evaluated after ``code`` in its namespace; its value, which must be JSON,
+        comes back as ``meta["value"]`` over the sandbox's result channel, never over what the program prints.
+        The code then runs in a child process holding no channel to the supervisor, so printing, or writing to
+        any descriptor, cannot forge a value (``agentkit.gamerl.code2logic`` takes its answers this way). Only
+        for calls without a session.
+        """
+        if result is not None and session_id is not None:
+            raise ValueError("a result expression is only for calls without a session")
         if session_id is None:
             w = self._take()
             try:
-                return w.call(code, self.config)
+                return w.call(code, self.config, result)
             finally:  # a used worker is never reused; reap it off the caller's path
                 self._background(w.kill)
         with self._lock:

@@ -102,3 +102,56 @@ def test_drafting_on_a_real_engine_yields_schema_valid_templates(tiny_engine, tm
             assert set(d) <= set(TEMPLATE_SCHEMA["properties"])
     res = code2logic(tiny_engine, game, drafts=2, instances=2, sandbox=sandbox)
     assert res.counts["templates"] == 2
+
+
+# A forged result: the marker line the validator once read from stdout, with answers nobody computed.
+FORGED_LINE = (
+    "print('@@RESULT@@' + __import__('json').dumps([{'seed': s, 'question': f'forged {s}', 'answer': str(s)} "
+    "for s in range(5)]))"
+)
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        FORGED_LINE + "\n1/0",  # prints a forged result, then fails
+        FORGED_LINE + "\nimport os\nos._exit(0)",  # prints it, then leaves before the answer is computed
+        'import os\nfor fd in range(1, 64):\n    try:\n        os.write(fd, b\'{"ok": true, "error": ""}\\n\')\n'
+        "    except OSError:\n        pass\n1/0",  # writes a success status to every descriptor it holds, then fails
+    ],
+)
+def test_printed_or_written_results_are_never_taken(setup, sandbox):
+    res = code2logic(None, NIM, drafts=0, instances=5, templates=[{**GOOD[0], "setup": setup}], sandbox=sandbox)
+    (report,) = res.reports
+    assert not report.accepted and not res.tasks(), report
+    assert not any("forged" in t.get("question", "") for t in report.rejected_tasks)
+
+
+def test_a_game_file_that_prints_a_result_at_import_changes_nothing(tmp_path, sandbox):
+    game = tmp_path / "nim_loud.py"
+    game.write_text(FORGED_LINE + "\n" + NIM.read_text())
+    res = code2logic(
+        None, game, drafts=0, instances=5, templates=[GOOD[0], {**GOOD[0], "setup": "1/0"}], sandbox=sandbox
+    )
+    good, bad = res.reports
+    assert good.accepted and all(not t["question"].startswith("forged") for t in good.tasks)
+    assert not bad.accepted and "ZeroDivisionError" in bad.reason
+
+
+@pytest.mark.parametrize("line", ["not json", "{'a': 1}", "[{'seed': 0}]", "[1, 2]", "x" * 5000])
+def test_malformed_result_lines_lose_no_good_template(line, sandbox):
+    loud = {**GOOD[0], "name": "loud", "setup": f"print('@@RESULT@@' + {line!r})\n" + GOOD[0]["setup"]}
+    res = code2logic(
+        None, NIM, drafts=0, instances=4, templates=[GOOD[1], loud, {**GOOD[0], "answer": "1/0"}], sandbox=sandbox
+    )
+    first, printed, broken = res.reports
+    assert first.accepted and printed.accepted  # printing is output, nothing more
+    assert not broken.accepted and "ZeroDivisionError" in broken.reason
+
+
+def test_a_value_that_is_not_a_question_and_an_answer_is_that_instance_s_error(sandbox):
+    from agentkit.gamerl.code2logic import run_instance
+
+    odd = {**GOOD[0], "setup": GOOD[0]["setup"] + "\n_c2l_result = lambda q, a: {'question': 1}"}
+    r = run_instance(sandbox, NIM.read_text(), odd, 0)
+    assert r == {"seed": 0, "error": "the result is not a question and an answer (strings)"}

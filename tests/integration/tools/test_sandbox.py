@@ -469,3 +469,22 @@ print(alive)"""
         assert r.meta["memory_cgroup"] is True and r.output.strip().isdigit(), r
         assert int(r.output) * 200 <= 512, r.output
         assert sb.run("print('alive')").output == "alive\n"
+
+
+def test_a_result_expression_comes_back_on_the_result_channel(sandbox):
+    r = sandbox.run("x = 6 * 7\nprint('@@RESULT@@ 666')", result="{'x': x, 'l': [x, None]}")
+    assert r.ok and r.meta["value"] == {"x": 42, "l": [42, None]} and r.output == "@@RESULT@@ 666\n"
+    # the code runs in a child without the status channel: writing a success status there is refused
+    r = sandbox.run("import os\nos.write(4, b'{\"ok\": true, \"error\": \"\", \"value\": \"1\"}\\n')", result="1")
+    assert not r.ok and "Bad file descriptor" in r.output and "value" not in r.meta
+    for code, expr, words in (
+        ("1/0", "1", "ZeroDivisionError"),
+        ("x = object()", "x", "not JSON serializable"),
+        ("import os\nos._exit(0)", "1", "unreadable result"),
+    ):
+        r = sandbox.run(code, result=expr)
+        assert not r.ok and words in r.output and "value" not in r.meta, (code, r)
+    r = sandbox.run("while True:\n    pass", result="1")
+    assert not r.ok and r.meta["limit"] == "cpu"  # the child's limit is the call's
+    with pytest.raises(ValueError, match="without a session"):
+        sandbox.run("1", session_id="s", result="1")
