@@ -76,7 +76,7 @@ class AceService:
 
     def context(self, question: str) -> tuple[str, set[str], int]:
         with self.lock:
-            pb = self.store.playbook
+            pb = self.store.refresh()  # another process (``agentkit ace rollback``) may have written since
             ids = retrieve(pb, self.refiner.cache, [question], self.top_k)[0] if self.top_k else None
             return pb.to_text(ids), set(pb.bullets) if ids is None else ids, pb.version
 

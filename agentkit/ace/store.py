@@ -11,6 +11,16 @@ Log entries (one JSON object per line, fsynced before the playbook file is repla
 (``verify``). A crash between the log append and the file write leaves the file one version behind: ``open``
 replays the entries it lacks. A line cut by a crash is the last one and is ignored. A rollback keeps
 ``next_id``: ids are never reused, so a bullet id names one text in the whole history.
+
+One writer at a time: every write (a learning server, ``agentkit ace rollback``, a recipe) takes the file's
+inter-process lock (``agentkit.files.locked``), reads the entries other processes appended since it last looked,
+and only then applies its change on top of the newest version. Replaying is one pass over the log: each version's
+playbook is kept as its JSON while the pass goes on, so a rollback entry takes its target's state instead of
+replaying the log again (the cost is linear in the log's length however many rollbacks it holds).
+
+Every entry is checked as it is read, and a log that breaks a rule is one error naming its line: versions are
+integers, each one more than the last; ``init`` holds a playbook, a rollback an earlier version's number, any
+other entry a list of deltas.
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from typing import Any
 from agentkit.ace.deltas import BatchResult, Delta, apply_batch
 from agentkit.ace.playbook import Playbook
 from agentkit.errors import AgentkitError
-from agentkit.files import atomic_write
+from agentkit.files import atomic_write, locked
 
 
 def _sha(text: str) -> str:
@@ -40,7 +50,8 @@ def log_path(path: Path) -> Path:
 class PlaybookStore:
     """``PlaybookStore.create(FILE, playbook)`` starts a history; ``PlaybookStore(FILE)`` opens one.
     ``commit(deltas, source)`` applies a batch and records it; ``at(version)`` rebuilds an old version;
-    ``rollback(version)`` makes it current again (as a new version)."""
+    ``rollback(version)`` makes it current again (as a new version); ``refresh()`` takes in what other processes
+    wrote."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -49,128 +60,206 @@ class PlaybookStore:
             raise AgentkitError(
                 f"{self.path} does not exist", "create it with `agentkit run ace` or PlaybookStore.create"
             )
-        self.entries = self._read_log()
-        self.playbook = Playbook.from_json(self.path.read_text(), str(self.path))
-        behind = [e for e in self.entries if e["version"] > self.playbook.version]
-        if behind:  # a crash came between the log append and the file write: finish the write
-            for e in behind:
-                self._replay(self.playbook, e)
-            atomic_write(self.path, self.playbook.to_json())
+        self.entries: list[dict[str, Any]] = []
+        self._texts: list[str] = []  # each entry's playbook JSON, in log order
+        self._log_size = -1
+        with locked(self.path):
+            self._read_new()
+            current = _read_text(self.path)
+            on_file = Playbook.from_json(current, str(self.path))
+            if on_file.version < self.playbook.version:  # a crash came between the log append and the file write
+                atomic_write(self.path, self._texts[-1])
+            elif current != self._texts[-1]:
+                raise AgentkitError(
+                    f"{self.path}: differs from the replay of its log (version {on_file.version} on file, "
+                    f"{self.playbook.version} in the log)",
+                    "was it edited by hand? `agentkit ace verify` names the first mismatch",
+                )
+
+    @property
+    def playbook(self) -> Playbook:
+        """The newest version this store has read (``refresh()`` reads what others wrote since)."""
+        return self._current
 
     @classmethod
     def create(cls, path: str | Path, playbook: Playbook | None = None, overwrite: bool = False) -> PlaybookStore:
         path = Path(path)
         pb = playbook or Playbook()
-        if (path.exists() or log_path(path).exists()) and not overwrite:
-            raise AgentkitError(f"{path} already exists", "open it, or pass overwrite=True to start a new history")
-        log_path(path).unlink(missing_ok=True)
-        entry = {"version": pb.version, "time": _now(), "source": "init", "playbook": pb.to_dict()}
-        _append(log_path(path), entry)
-        atomic_write(path, pb.to_json())
+        with locked(path):
+            if (path.exists() or log_path(path).exists()) and not overwrite:
+                raise AgentkitError(f"{path} already exists", "open it, or pass overwrite=True to start a new history")
+            log_path(path).unlink(missing_ok=True)
+            entry = {"version": pb.version, "time": _now(), "source": "init", "playbook": pb.to_dict()}
+            _append(log_path(path), entry)
+            atomic_write(path, pb.to_json())
         return cls(path)
 
     # --- writing -----------------------------------------------------------------------------------------
     def commit(self, deltas: list[Delta], source: str = "curator", meta: dict[str, Any] | None = None) -> BatchResult:
-        """Apply a batch (``agentkit.ace.deltas`` rules) and record it; a batch that changes nothing is not
-        recorded."""
-        res = apply_batch(self.playbook, deltas)
-        if res.changed:
-            text = self.playbook.to_json()
-            entry = {
-                "version": self.playbook.version,
-                "time": _now(),
-                "source": source,
-                "deltas": [d.to_dict() for d in res.applied],
-                "sha256": _sha(text),
-                **({"meta": meta} if meta else {}),
-            }
-            self._write(entry, text)
+        """Apply a batch (``agentkit.ace.deltas`` rules) to the newest version and record it; a batch that
+        changes nothing is not recorded."""
+        with locked(self.path):
+            self._read_new()
+            pb = Playbook.from_json(self._texts[-1])
+            res = apply_batch(pb, deltas)
+            if res.changed:
+                text = pb.to_json()
+                entry = {
+                    "version": pb.version,
+                    "time": _now(),
+                    "source": source,
+                    "deltas": [d.to_dict() for d in res.applied],
+                    "sha256": _sha(text),
+                    **({"meta": meta} if meta else {}),
+                }
+                self._write(entry, text, pb)
         return res
 
     def rollback(self, version: int) -> Playbook:
         """Make version ``version`` current again, recorded as a new version (the history keeps everything)."""
-        old = self.at(version)
-        old.version = self.playbook.version + 1
-        old.next_id = self.playbook.next_id
-        self.playbook = old
-        text = old.to_json()
-        self._write(
-            {"version": old.version, "time": _now(), "source": "rollback", "to": version, "sha256": _sha(text)}, text
-        )
+        with locked(self.path):
+            self._read_new()
+            old = self.at(version)
+            old.version = self._current.version + 1
+            old.next_id = self._current.next_id
+            text = old.to_json()
+            entry = {"version": old.version, "time": _now(), "source": "rollback", "to": version, "sha256": _sha(text)}
+            self._write(entry, text, old)
         return old
 
-    def _write(self, entry: dict[str, Any], text: str) -> None:
+    def refresh(self) -> Playbook:
+        """Read the entries other processes appended since this store last looked; the newest playbook."""
+        if _size(self.log) != self._log_size:
+            with locked(self.path):
+                self._read_new()
+        return self._current
+
+    def _write(self, entry: dict[str, Any], text: str, pb: Playbook) -> None:
         _append(self.log, entry)
-        self.entries.append(entry)
+        self._take(entry, text, pb)
+        self._log_size = _size(self.log)
         atomic_write(self.path, text)
+
+    def _take(self, entry: dict[str, Any], text: str, pb: Playbook) -> None:
+        self.entries.append(entry)
+        self._texts.append(text)
+        self._current = pb
 
     # --- reading -----------------------------------------------------------------------------------------
     def at(self, version: int) -> Playbook:
         """The playbook as it was at ``version``, rebuilt from the log."""
         versions = [e["version"] for e in self.entries]
-        if version not in versions:
+        if isinstance(version, bool) or not isinstance(version, int) or version not in versions:
             raise AgentkitError(f"{self.path}: no version {version}", f"versions {versions[0]}..{versions[-1]}")
-        pb = Playbook()
-        for e in self.entries:
-            if e["version"] > version:
-                break
-            pb = self._replay(pb, e)
-        return pb
+        return Playbook.from_json(self._texts[version - versions[0]])
 
     def verify(self) -> None:
-        """Replay the whole log and check every version's hash and the file; raises naming the first mismatch."""
-        pb = Playbook()
-        for e in self.entries:
-            pb = self._replay(pb, e)
-            if "sha256" in e and _sha(pb.to_json()) != e["sha256"]:
+        """Check every version's recorded hash against the replay (done as the log is read) and the file against
+        the newest version; raises naming the first mismatch."""
+        for e, text in zip(self.entries, self._texts):
+            if "sha256" in e and _sha(text) != e["sha256"]:
                 raise AgentkitError(f"{self.log}: replaying version {e['version']} does not give its recorded hash")
-        if pb.to_json() != self.path.read_text():
+        if _read_text(self.path) != self._texts[-1]:
             raise AgentkitError(f"{self.path}: differs from the replay of its log", "the file was edited by hand?")
 
     def history(self) -> list[dict[str, Any]]:
         """One row per version: version, time, source, operation counts, bullets after it."""
-        rows, pb = [], Playbook()
-        for e in self.entries:
-            pb = self._replay(pb, e)
+        rows = []
+        for e, text in zip(self.entries, self._texts):
             ops = Counter(d["op"] for d in e.get("deltas", []))
             what = ", ".join(f"{k} {v}" for k, v in sorted(ops.items()))
             if e["source"] == "rollback":
                 what = f"to version {e['to']}"
+            bullets = len(Playbook.from_json(text))
             rows.append(
-                {"version": e["version"], "time": e["time"], "source": e["source"], "changes": what, "bullets": len(pb)}
+                {"version": e["version"], "time": e["time"], "source": e["source"], "changes": what, "bullets": bullets}
             )
         return rows
 
-    def _replay(self, pb: Playbook, e: dict[str, Any]) -> Playbook:
-        if e["source"] == "init":
-            return Playbook.from_dict(e["playbook"], f"{self.log} version {e['version']}")
-        if e["source"] == "rollback":
-            old = self.at(e["to"])
-            old.version, old.next_id = e["version"], pb.next_id
-            return old
-        res = apply_batch(pb, [Delta.parse(d, resolved=True) for d in e["deltas"]])
-        if pb.version != e["version"] or res.rejected:
-            raise AgentkitError(f"{self.log}: version {e['version']} does not replay ({len(res.rejected)} rejected)")
-        return pb
-
-    def _read_log(self) -> list[dict[str, Any]]:
+    def _read_new(self) -> None:
+        """Read and replay the log's entries after those already taken (all of them the first time)."""
         if not self.log.is_file():
             raise AgentkitError(f"{self.log} is missing", "a playbook's history lives beside it; was it moved alone?")
-        lines = self.log.read_text().splitlines()
-        entries = []
+        raw = self.log.read_bytes()
+        self._log_size = len(raw)
+        try:
+            lines = raw.decode("utf-8").splitlines()
+        except UnicodeDecodeError as e:
+            raise AgentkitError(f"{self.log}: not UTF-8 text (byte {e.start})", "is it a playbook's log?") from None
         for n, line in enumerate(lines, 1):
+            if n <= len(self.entries):
+                continue
             try:
                 e = json.loads(line)
             except json.JSONDecodeError:
                 if n == len(lines):
                     break  # cut by a crash before its playbook was written
                 raise AgentkitError(f"{self.log}:{n}: not valid JSON") from None
-            if not isinstance(e, dict) or not {"version", "source"} <= e.keys():
-                raise AgentkitError(f"{self.log}:{n}: an entry needs version and source")
-            entries.append(e)
-        if not entries or entries[0]["source"] != "init":
+            problem = self._entry_problem(e, n)
+            if problem:
+                raise AgentkitError(f"{self.log}:{n}: {problem}")
+            pb = self._replay(e, f"{self.log}:{n}: version {e['version']}")
+            self._take(e, pb.to_json(), pb)
+        if not self.entries:
             raise AgentkitError(f"{self.log}: the first entry must be the init playbook")
-        return entries
+
+    def _entry_problem(self, e: Any, n: int) -> str | None:
+        if not isinstance(e, dict):
+            return f"an entry must be a JSON object, got {type(e).__name__}"
+        v, source = e.get("version"), e.get("source")
+        if isinstance(v, bool) or not isinstance(v, int):
+            return f"version must be an integer, got {v!r}"
+        if not isinstance(source, str):
+            return f"source must be a string, got {source!r}"
+        if n == 1:
+            return None if source == "init" else "the first entry must be the init playbook"
+        if source == "init":
+            return "only the first entry may be an init playbook"
+        last = self.entries[-1]["version"]
+        if v != last + 1:
+            return f"version {v} follows version {last} (each entry is one version more)"
+        if source == "rollback":
+            to = e.get("to")
+            if isinstance(to, bool) or not isinstance(to, int) or not self.entries[0]["version"] <= to < v:
+                return f"a rollback needs 'to', an earlier version ({self.entries[0]['version']}..{v - 1}), got {to!r}"
+        elif not isinstance(e.get("deltas"), list):
+            return "an entry needs 'deltas', a list of operations"
+        if "sha256" in e and not isinstance(e["sha256"], str):
+            return "sha256 must be a string"
+        return None
+
+    def _replay(self, e: dict[str, Any], where: str) -> Playbook:
+        """The playbook after entry ``e``, from the state after the entries before it."""
+        if e["source"] == "init":
+            return Playbook.from_dict(e["playbook"], where)
+        if e["source"] == "rollback":
+            old = self.at(e["to"])
+            old.version, old.next_id = e["version"], self._current.next_id
+            return old
+        pb = Playbook.from_json(self._texts[-1])
+        try:
+            res = apply_batch(pb, [Delta.parse(d, resolved=True) for d in e["deltas"]])
+        except ValueError as err:
+            raise AgentkitError(f"{where}: {err}") from None
+        if pb.version != e["version"] or res.rejected:
+            raise AgentkitError(f"{where} does not replay ({len(res.rejected)} rejected)")
+        return pb
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise AgentkitError(f"{path}: not UTF-8 text (byte {e.start})", "is it a playbook (JSON)?") from None
+    except OSError as e:
+        raise AgentkitError(f"{path}: cannot be read ({e.strerror})") from None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
 
 
 def _append(path: Path, entry: dict[str, Any]) -> None:

@@ -155,7 +155,9 @@ def run_instance(sandbox, game_source: str, template: dict[str, Any], seed: int)
     if not res.ok:
         last = (res.output.strip().splitlines() or ["no output"])[-1]
         return {"seed": seed, "error": last[:300]}
-    if not (isinstance(value, dict) and isinstance(value.get("question"), str) and isinstance(value.get("answer"), str)):
+    if not (
+        isinstance(value, dict) and isinstance(value.get("question"), str) and isinstance(value.get("answer"), str)
+    ):
         return {"seed": seed, "error": "the result is not a question and an answer (strings)"}
     return {"seed": seed, "question": value["question"], "answer": value["answer"]}
 

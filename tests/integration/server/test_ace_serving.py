@@ -104,3 +104,47 @@ def test_bad_feedback_is_a_400_naming_the_field(served):
             with pytest.raises(openai.BadRequestError) as e:
                 client.chat.completions.create(model="agentkit/ace", messages=msgs, extra_body=body)
             assert e.value.body["param"] == param, body
+
+
+# A second process: the CLI's rollback, then its verify, 50 times; each line of output is one round.
+ROLLBACKS = """
+import sys
+from agentkit import cli
+from agentkit.ace.store import PlaybookStore
+path = sys.argv[1]
+for i in range(50):
+    newest = PlaybookStore(path).playbook.version
+    assert cli.main(["ace", "rollback", path, "--to", str(max(0, newest - 1 - i % 3))]) == 0
+    assert cli.main(["ace", "verify", path]) == 0
+"""
+
+
+def test_a_learning_server_and_cli_rollbacks_interleaved(served):
+    """One writer at a time across processes: every write takes the file's lock and re-reads the log, so a
+    rollback never lands on a stale version and `ace verify` passes after each of the 50 rounds."""
+    import subprocess
+    import sys
+
+    store, start = served
+    with start(learn=True) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        cli = subprocess.Popen(
+            [sys.executable, "-c", ROLLBACKS, str(store.path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        learned = 0
+        while cli.poll() is None or learned < 5:
+            r = client.chat.completions.create(
+                model="agentkit/ace",
+                messages=[{"role": "user", "content": "Convert 12 miles to km."}],
+                extra_body={"agentkit": {"reference": "19.31 km", "metric": "exact"}},
+            )
+            learned += "learned" in r.model_extra["agentkit"]
+        out = cli.communicate()[0].decode()
+    assert cli.returncode == 0, out
+    assert out.count("replay to the file byte for byte") == 50 and out.count("again (") == 50
+    final = PlaybookStore(store.path)
+    final.verify()
+    versions = [e["version"] for e in final.entries]
+    assert versions == list(range(versions[0], versions[0] + len(versions)))
+    sources = [e["source"] for e in final.entries]
+    assert sources.count("rollback") == 50 and sources.count("serve") >= 5  # both writers landed

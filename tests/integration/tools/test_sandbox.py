@@ -475,7 +475,7 @@ def test_a_result_expression_comes_back_on_the_result_channel(sandbox):
     r = sandbox.run("x = 6 * 7\nprint('@@RESULT@@ 666')", result="{'x': x, 'l': [x, None]}")
     assert r.ok and r.meta["value"] == {"x": 42, "l": [42, None]} and r.output == "@@RESULT@@ 666\n"
     # the code runs in a child without the status channel: writing a success status there is refused
-    r = sandbox.run("import os\nos.write(4, b'{\"ok\": true, \"error\": \"\", \"value\": \"1\"}\\n')", result="1")
+    r = sandbox.run('import os\nos.write(4, b\'{"ok": true, "error": "", "value": "1"}\\n\')', result="1")
     assert not r.ok and "Bad file descriptor" in r.output and "value" not in r.meta
     for code, expr, words in (
         ("1/0", "1", "ZeroDivisionError"),

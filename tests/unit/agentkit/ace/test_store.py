@@ -86,3 +86,80 @@ def test_missing_files_and_unknown_versions(tmp_path):
     log_path(store.path).unlink()
     with pytest.raises(AgentkitError, match="log.jsonl is missing"):
         PlaybookStore(store.path)
+
+
+def _log_with(store, *entries):
+    """The store's log with ``entries`` (objects or raw lines) appended."""
+    with open(log_path(store.path), "a") as f:
+        for e in entries:
+            f.write((e if isinstance(e, str) else json.dumps(e)) + "\n")
+        f.write("\n")  # a last line that is whole, so that the entries above are read
+
+
+BAD_LOGS = {
+    "a string version": ({"version": "4", "source": "curator", "deltas": []}, "version must be an integer, got '4'"),
+    "a version skipped": ({"version": 9, "source": "curator", "deltas": []}, "version 9 follows version 3"),
+    "no deltas": ({"version": 4, "source": "curator"}, "needs 'deltas', a list of operations"),
+    "an unknown operation": (
+        {"version": 4, "source": "curator", "deltas": [{"op": "EXPLODE"}]},
+        "version 4: unknown operation 'EXPLODE'",
+    ),
+    "a rollback to itself": ({"version": 4, "source": "rollback", "to": 4}, "an earlier version (0..3), got 4"),
+    "a rollback without to": ({"version": 4, "source": "rollback"}, "an earlier version (0..3), got None"),
+    "a second init": ({"version": 4, "source": "init", "playbook": {}}, "only the first entry may be an init"),
+    "a list": ([1, 2], "an entry must be a JSON object, got list"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_LOGS))
+def test_a_bad_log_entry_is_one_error_naming_its_line(tmp_path, case):
+    entry, words = BAD_LOGS[case]
+    store = grown(tmp_path)
+    _log_with(store, entry)
+    with pytest.raises(AgentkitError) as e:
+        PlaybookStore(store.path)
+    assert "pb.json.log.jsonl:5: " in str(e.value) and words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_binary_files_are_one_error(tmp_path):
+    store = grown(tmp_path)
+    store.path.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    with pytest.raises(AgentkitError, match="pb.json: not UTF-8 text"):
+        PlaybookStore(store.path)
+    log_path(store.path).write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(AgentkitError, match="pb.json.log.jsonl: not UTF-8 text"):
+        PlaybookStore(store.path)
+
+
+def test_a_thousand_chained_rollbacks_replay_in_one_pass(tmp_path, monkeypatch):
+    """Each rollback takes its target's state from the same pass; replaying a rollback used to replay the log
+    again, so history and verify time doubled with each chained rollback."""
+    import time
+
+    from agentkit.ace import store as store_mod
+
+    store = grown(tmp_path)
+    for k in range(1000):
+        store.rollback(store.playbook.version - 1 - k % 3)
+    parsed = []
+    real = store_mod.Playbook.from_json
+    monkeypatch.setattr(store_mod.Playbook, "from_json", lambda text, where="": parsed.append(1) or real(text, where))
+    start = time.perf_counter()
+    again = PlaybookStore(store.path)
+    again.verify()
+    seconds = time.perf_counter() - start
+    assert len(again.entries) == 1004 and len(parsed) <= 2 * 1004 + 2  # linear: at most two parses per entry
+    assert seconds < 1.0, seconds
+    assert again.playbook.to_json() == store.playbook.to_json()
+
+
+def test_a_second_writer_is_read_before_writing(tmp_path):
+    """Two stores on one file (two processes, in effect): each write re-reads the log under the lock."""
+    a = grown(tmp_path)
+    b = PlaybookStore(a.path)
+    a.rollback(1)
+    res = b.commit([Delta("ADD", section="OTHERS", content="from b")])  # on top of a's rollback, as version 5
+    assert b.playbook.version == 5 and res.added == ["misc-00003"]
+    assert a.refresh().version == 5 and "from b" in a.playbook.to_text()
+    assert [e["version"] for e in PlaybookStore(a.path).entries] == [0, 1, 2, 3, 4, 5]
+    PlaybookStore(a.path).verify()
