@@ -78,7 +78,9 @@ def causal_lm_loss(lm: nn.Module, ids: torch.Tensor, mask: torch.Tensor, chunk: 
     head, cap = base.get_output_embeddings(), getattr(base.config, "final_logit_softcapping", None)
 
     def ce_sum(h: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        logits = head(h).float()
+        logits = head(h)
+        if logits.dtype in (torch.float16, torch.bfloat16):  # CE in at least float32 (a float64 model keeps its own)
+            logits = logits.float()
         if cap:  # Gemma's soft-capping, as its forward applies it
             logits = torch.tanh(logits / cap) * cap
         return nn.functional.cross_entropy(logits, target, reduction="sum")
