@@ -34,7 +34,9 @@ class ImagePrompt:
 # {"type": "text", "text"} and images: {"type": "image", "image"} or OpenAI's {"type": "image_url"}), token ids
 # (for continuing a prefix), or token ids with images (``ImagePrompt``; vision-language models).
 Prompt = str | list[Message] | list[int] | ImagePrompt
-FinishReason = Literal["stop", "length"]
+# "abort": the caller cancelled it (a client that went away); "error": this completion failed alone (its grammar
+# could not go on; ``stop_reason`` says why) while the batch's others finished
+FinishReason = Literal["stop", "length", "abort", "error"]
 
 
 @dataclass
@@ -166,6 +168,10 @@ class Completion:
     @property
     def completion_tokens(self) -> int:
         return len(self.token_ids)
+
+
+class ContextLengthError(ValueError):
+    """A prompt that does not fit the model's context (a server answers it with 400 ``context_length_exceeded``)."""
 
 
 @dataclass

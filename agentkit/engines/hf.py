@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import torch
 
-from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored
+from agentkit.engines.base import Completion, ContextLengthError, LocalTokenizer, Prompt, SamplingParams, Scored
 from agentkit.engines.kv import (
     growing_only,
     make_cache,
@@ -170,7 +170,6 @@ class HFEngine(LocalTokenizer):
         return ids.to(self.device), mask.to(self.device), pos.to(self.device)
 
     # ---- generation ---------------------------------------------------------------------------------------
-    @torch.inference_mode()
     def generate(
         self, prompts: list[Prompt], params: SamplingParams | None = None, on_text: TextCallback | None = None
     ) -> list[list[Completion]]:
@@ -179,30 +178,57 @@ class HFEngine(LocalTokenizer):
         ``on_text(prompt_index, sample_index, delta)`` receives each completion's text as it is generated (text
         that could still turn out to be part of a stop string is held back until it cannot).
         """
+        job = self.start(prompts, params, on_text)
+        while not job.step():
+            pass
+        return job.result()
+
+    def start(
+        self, prompts: list[Prompt], params: SamplingParams | None = None, on_text: TextCallback | None = None
+    ) -> GenerationJob:
+        """``generate`` one decode step at a time: ``job.step()`` runs the next forward pass (a prefill or one
+        decode step) and says whether the job is done, ``job.result()`` is what ``generate`` returns, and
+        ``job.cancel(prompt_indices)`` ends those prompts' samples at the next step (``finish_reason="abort"``).
+        A server interleaves the steps of several jobs, so a short request is not held behind a long one
+        (``agentkit.server.serving.Batcher``). Bad prompts raise here, before any step."""
         params = params or SamplingParams()
         params.check_per_prompt(len(prompts))
-        self._check_weights()
         encoded = [self.encode(p) for p in prompts]
-        self.counts["requests"] += 1
-        self.counts["prompt_tokens"] += sum(map(len, encoded))
+        vocab = self.model.config.get_text_config().vocab_size
         for i, ids in enumerate(encoded):
             if len(ids) >= self.max_model_len:
-                raise ValueError(f"prompt {i} has {len(ids)} tokens; the model's context is {self.max_model_len}")
+                raise ContextLengthError(
+                    f"prompt {i} has {len(ids)} tokens; the model's context is {self.max_model_len}"
+                )
+            if ids and not 0 <= min(ids) <= max(ids) < vocab:
+                bad = next(t for t in ids if not 0 <= t < vocab)
+                raise ValueError(f"prompt {i} has the token id {bad}, outside the vocabulary (0..{vocab - 1})")
+        cancelled: set[int] = set()
+        return GenerationJob(self._steps(encoded, params, on_text, cancelled), cancelled)
+
+    @torch.inference_mode()
+    def _steps(self, encoded: list[list[int]], params: SamplingParams, on_text, cancelled: set[int]):
+        """The generator behind ``start``: yields before each forward pass, returns the completions."""
+        yield
+        self._check_weights()
+        self.counts["requests"] += 1
+        self.counts["prompt_tokens"] += sum(map(len, encoded))
         # Sequences (prompt index, sample index), longest prompts first so micro-batches share similar lengths.
         seqs = sorted(
-            ((i, j) for i in range(len(prompts)) for j in range(params.n)),
+            ((i, j) for i in range(len(encoded)) for j in range(params.n)),
             key=lambda s: (-len(encoded[s[0]]), s[0], s[1]),
         )
-        out: list[list[Completion | None]] = [[None] * params.n for _ in prompts]
+        out: list[list[Completion | None]] = [[None] * params.n for _ in encoded]
         stream = DeltaStream(self.tokenizer, on_text, params.stop + self.default_stop) if on_text else None
         for start in range(0, len(seqs), self.max_batch_size):
             chunk = seqs[start : start + self.max_batch_size]
-            for (i, j), comp in zip(chunk, self._generate_batch(encoded, chunk, params, stream)):
+            comps = yield from self._generate_batch(encoded, chunk, params, stream, cancelled)
+            for (i, j), comp in zip(chunk, comps):
                 out[i][j] = comp
                 self.counts["completion_tokens"] += comp.completion_tokens
                 if stream:
                     stream.finish((i, j), comp.text)
-        return out  # type: ignore[return-value]
+        return out
 
     def _prefill(self, prompts: list[list[int]], headroom: int = 0):
         """Encode the prompts; returns (cache, last logits [U, V], attention mask [U, L], last positions [U, 1]).
@@ -319,10 +345,13 @@ class HFEngine(LocalTokenizer):
         seqs: list[tuple[int, int]],
         params: SamplingParams,
         stream: DeltaStream | None = None,
-    ) -> list[Completion]:
+        cancelled: set[int] = frozenset(),  # type: ignore[assignment]
+    ):
+        """A generator: yields before each forward pass, returns the micro-batch's completions."""
         unique = list(dict.fromkeys(i for i, _ in seqs))
         budget = [min(params.max_tokens, self.max_model_len - len(encoded[i])) for i, _ in seqs]
         # Free cache slots for the decode steps (beyond 512 the buffers grow by doubling, to bound the memory).
+        yield
         cache, logits, mask, pos = self._prefill([encoded[i] for i in unique], max(0, min(max(budget), 512)) + 1)
         # Each distinct prompt was encoded once; repeat its cache rows for its samples.
         expand = torch.tensor([unique.index(i) for i, _ in seqs], device=self.device)
@@ -352,6 +381,9 @@ class HFEngine(LocalTokenizer):
         real = [0] * len(rows)  # how many of a row's drafts are its own (the rest pad it to the batch's width)
         drafted, kept = [0] * len(seqs), [0] * len(seqs)  # per sequence: its own draft tokens fed and kept
         while True:
+            for s in rows:
+                if finish[s] is None and seqs[s][0] in cancelled:
+                    finish[s] = ("abort", None)
             live = [r for r, s in enumerate(rows) if finish[s] is None]
             if not live:
                 break
@@ -391,8 +423,9 @@ class HFEngine(LocalTokenizer):
                         ents[s].append(ent[i])
                     if top is not None:
                         tops[s].append(dict(zip(top.indices[i].tolist(), top.values[i].tolist())))
-                    if grammar is not None and grammar.accept(s, t):  # the grammar is complete
-                        finish[s] = ("stop", t)
+                    if grammar is not None and (failed := grammar.error(s) or grammar.advance(s, t)):
+                        # the grammar is complete ("stop"), or could not go on: this row fails, not the batch
+                        finish[s] = ("stop", t) if failed is True else ("error", failed)
                     elif t in self.eos_ids and not params.ignore_eos:
                         finish[s] = ("stop", t)
                     elif stop and (hit := _find_stop(self.tokenizer.decode(toks[s][-tail:]), stop)):
@@ -419,6 +452,7 @@ class HFEngine(LocalTokenizer):
             if all(finish[s] is not None for s in rows):
                 break
             drafts, real = self._drafts(encoded, seqs, rows, toks, finish, drafted, kept)
+            yield
             fed = torch.tensor([[t, *d] for t, d in zip(last, drafts)], device=self.device)
             steps = torch.arange(1, fed.shape[1] + 1, device=self.device)
             mask = torch.cat([mask, mask.new_ones(len(rows), fed.shape[1])], dim=1)
@@ -493,7 +527,7 @@ class HFEngine(LocalTokenizer):
     def _completion(self, prompt, toks, lps, ents, tops, finish, params: SamplingParams) -> Completion:
         reason, why = finish
         text = self.tokenizer.decode(toks, skip_special_tokens=True)
-        if isinstance(why, str):  # cut the text at the stop string
+        if reason == "stop" and isinstance(why, str):  # cut the text at the stop string
             cut = text.find(why)
             if cut >= 0:
                 text = text[: cut + (len(why) if params.include_stop_str_in_output else 0)]
@@ -646,6 +680,33 @@ class HFEngine(LocalTokenizer):
         return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min).to(self.device)
 
 
+class GenerationJob:
+    """One ``HFEngine.generate`` call run a step at a time (``HFEngine.start``); not thread-safe: one thread steps
+    it, any thread may ``cancel``."""
+
+    def __init__(self, steps, cancelled: set[int]):
+        self._steps, self._cancelled = steps, cancelled
+        self._done, self._result = False, None
+
+    def step(self) -> bool:
+        """Run the next forward pass; True once the job is done (``result()`` is ready)."""
+        if not self._done:
+            try:
+                next(self._steps)
+            except StopIteration as stop:
+                self._done, self._result = True, stop.value
+        return self._done
+
+    def cancel(self, prompts) -> None:
+        """End every sample of these prompt indices at the next step (``finish_reason="abort"``)."""
+        self._cancelled.update(prompts)
+
+    def result(self) -> list[list[Completion]]:
+        if not self._done:
+            raise RuntimeError("the generation job is not done")
+        return self._result  # type: ignore[return-value]
+
+
 def _scored(logp: torch.Tensor, cont: list[int], entropy: bool) -> Scored:
     """A continuation's ``Scored`` from the log-probabilities ``[len(cont), V]`` that predict its tokens."""
     tok = torch.tensor(cont, device=logp.device, dtype=torch.long)
@@ -723,4 +784,4 @@ def _generators(seeds: list[int | None], sample_idx: list[int], device) -> list[
     return gens
 
 
-__all__ = ["HFEngine"]
+__all__ = ["GenerationJob", "HFEngine"]

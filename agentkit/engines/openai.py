@@ -29,6 +29,31 @@ from agentkit.errors import AgentkitError
 from agentkit.models.catalog import get_info
 
 
+def check_base_url(url: str | None, what: str = "the upstream server's base URL", timeout_s: float = 3.0) -> str:
+    """``url`` if it is an http(s) URL whose host answers a TCP connection within ``timeout_s``; otherwise one
+    ``AgentkitError`` naming it (before any model loads or any request is retried)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from agentkit.errors import AgentkitError
+
+    if not url:
+        raise AgentkitError(f"the openai engine needs {what}", "e.g. http://127.0.0.1:8000/v1 (or set OPENAI_BASE_URL)")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise AgentkitError(f"{url!r} is not an http(s) URL", f"{what}, e.g. http://127.0.0.1:8000/v1")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise AgentkitError(f"{url!r} has an invalid port", f"{what}, e.g. http://127.0.0.1:8000/v1") from None
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise AgentkitError(f"cannot reach {url} ({reason})", "is the server running, and is the URL right?") from None
+    return url
+
+
 class OpenAIEngine(LocalTokenizer):
     def __init__(
         self,
@@ -46,7 +71,7 @@ class OpenAIEngine(LocalTokenizer):
         import openai
 
         self.model_name = model
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        base_url = check_base_url(base_url or os.environ.get("OPENAI_BASE_URL"))
         key = api_key or os.environ.get("OPENAI_API_KEY", "EMPTY")
         self.client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
         # /tokenize and /detokenize sit beside /v1, as in vLLM

@@ -26,10 +26,14 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentkit.jsontext import json_depth
+
 if TYPE_CHECKING:
     import torch
 
 JSON_LAYOUT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+# Deepest JSON schema text compiled (objects and arrays); deeper ones are refused before any recursive walk.
+MAX_SCHEMA_DEPTH = 48
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,8 @@ class Constraint:
     def _build_grammar(self) -> str:
         from llguidance import LLMatcher, grammar_from
 
+        if self.json is not None and (depth := json_depth(self.json)) > MAX_SCHEMA_DEPTH:
+            raise ValueError(f"the JSON schema nests {depth} levels deep; at most {MAX_SCHEMA_DEPTH} are accepted")
         if self.json is not None:
             grammar = LLMatcher.grammar_from_json_schema(strict_schema(json.loads(self.json)), defaults=JSON_LAYOUT)
         elif self.json_object:
@@ -191,6 +197,12 @@ class RowGrammars:
 
     def __init__(self, matchers: list, vocab_size: int):
         self.matchers, self.vocab_size = matchers, vocab_size
+        self.errors: dict[int, str] = {}  # sequence -> why its grammar could not go on
+
+    def error(self, seq: int) -> str | None:
+        """Why ``seq``'s grammar failed (llguidance's limits: an ambiguous grammar can outgrow the parser's
+        item budget), or None. A failed row ends with ``finish_reason="error"``; the batch's other rows go on."""
+        return self.errors.get(seq)
 
     def mask(self, seqs: list[int], logp: torch.Tensor) -> torch.Tensor:
         """``logp [R, V]`` for the sequences ``seqs`` (one per row) → a copy with the tokens each constrained
@@ -201,25 +213,36 @@ class RowGrammars:
         import llguidance.torch
         import torch
 
-        rows = [r for r, s in enumerate(seqs) if self.matchers[s] is not None]
+        rows = [r for r, s in enumerate(seqs) if self.matchers[s] is not None and s not in self.errors]
         if not rows:
             return logp
         bitmask = torch.empty(len(rows), (self.vocab_size + 31) // 32, dtype=torch.int32)
         for k, r in enumerate(rows):
-            llguidance.torch.fill_next_token_bitmask(self.matchers[seqs[r]], bitmask, k)
+            m = self.matchers[seqs[r]]
+            llguidance.torch.fill_next_token_bitmask(m, bitmask, k)
+            if m.is_error():
+                self.errors[seqs[r]] = _first_line(m.get_error())
         out = logp.clone()
         idx = torch.tensor(rows, device=logp.device)
         out[idx] = apply_bitmask(logp[idx], bitmask)
         return out
 
-    def accept(self, seq: int, token: int) -> bool:
-        """Advance ``seq``'s matcher by ``token``; True when its grammar is now complete (the token ended it)."""
+    def advance(self, seq: int, token: int) -> bool | str:
+        """Advance ``seq``'s matcher by ``token``: True when its grammar is now complete (the token ended it),
+        False while it goes on, or the error (a string) when the matcher could not take the token."""
         m = self.matchers[seq]
         if m is None:
             return False
-        if not m.consume_token(token):
-            raise RuntimeError(f"the grammar rejected token {token} it allowed: {m.get_error()}")  # a bug
+        if seq in self.errors:
+            return self.errors[seq]
+        if not m.consume_token(token) or m.is_error():
+            self.errors[seq] = _first_line(m.get_error()) or f"the grammar rejected the token {token}"
+            return self.errors[seq]
         return m.is_stopped()
+
+
+def _first_line(text: str) -> str:
+    return next((x.strip() for x in (text or "").splitlines() if x.strip()), "")
 
 
 def apply_bitmask(logits: torch.Tensor, bitmask: torch.Tensor) -> torch.Tensor:

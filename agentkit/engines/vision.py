@@ -21,6 +21,7 @@ import torch
 
 from agentkit.engines.base import (
     Completion,
+    ContextLengthError,
     ImagePrompt,
     LocalTokenizer,
     Prompt,
@@ -150,7 +151,9 @@ class VisionEngine(LocalTokenizer):
         prepared = [self.prepare(p) for p in prompts]
         for i, p in enumerate(prepared):
             if len(p.ids) >= self.max_model_len:
-                raise ValueError(f"prompt {i} has {len(p.ids)} tokens; the model's context is {self.max_model_len}")
+                raise ContextLengthError(
+                    f"prompt {i} has {len(p.ids)} tokens; the model's context is {self.max_model_len}"
+                )
         self.counts["requests"] += 1
         self.counts["prompt_tokens"] += sum(len(p.ids) for p in prepared)
         seeds = params.per_prompt("seeds", len(prompts))

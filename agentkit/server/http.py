@@ -7,6 +7,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
 from agentkit.errors import AgentkitError
+from agentkit.jsontext import json_depth
 
 log = logging.getLogger("agentkit.server")
 
@@ -94,18 +96,62 @@ def validation_error(errors: list[dict[str, Any]], body: Any) -> RequestError:
     return RequestError(400, text, param=None if first == "body" else first)
 
 
-def parse_body(raw: bytes, cls):
-    """The request model ``cls`` from a raw JSON body, or a ``RequestError`` naming each bad field."""
+# Limits on a JSON body, checked before it is parsed (a body nested 100,000 deep exhausts the parser's recursion).
+MAX_JSON_DEPTH = 64
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]", re.IGNORECASE)
+
+
+def _lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= c <= "\udfff" for c in value)
+    if isinstance(value, dict):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(v) for v in value)
+    return False
+
+
+def parse_body(raw: bytes, cls, max_depth: int = MAX_JSON_DEPTH):
+    """The request model ``cls`` from a raw JSON body, or a ``RequestError`` naming each bad field. Before parsing,
+    the body may nest at most ``max_depth`` deep; after, text must be valid Unicode (JSON's ``\\ud800`` escapes
+    can spell lone surrogates, which no tokenizer takes; NUL is valid text and passes)."""
+    depth = json_depth(raw)
+    if depth > max_depth:
+        raise RequestError(
+            400, f"the request body nests {depth} levels deep; at most {max_depth} are accepted", code="too_deep"
+        )
     try:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise RequestError(400, f"the request body is not valid JSON ({e})") from None
+    except RecursionError:  # a parser with less stack than the depth limit assumes
+        raise RequestError(400, "the request body nests too deeply", code="too_deep") from None
     if not isinstance(body, dict):
         raise validation_error([], body)
+    if _SURROGATE.search(raw) and _lone_surrogate(body):
+        raise RequestError(
+            400, "the request has text with a lone UTF-16 surrogate (\\ud800-\\udfff), not valid Unicode"
+        )
     try:
         return cls.model_validate(body)
     except ValidationError as e:
         raise validation_error(e.errors(), body) from None
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The request's body, refused with 413 as soon as it grows past ``max_bytes`` (not after reading it all)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise RequestError(
+            413, f"the request body has {int(declared)} bytes; at most {max_bytes} are accepted", code="too_large"
+        )
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise RequestError(413, f"the request body is larger than {max_bytes} bytes", code="too_large")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -136,14 +182,53 @@ def install_error_handlers(app: FastAPI) -> None:
         err = validation_error(errors, e.body)
         return openai_error(err.status, err.message, err.type, err.param)
 
-    @app.middleware("http")
-    async def server_errors(request: Request, call_next):
+    app.add_middleware(_ServerErrors)
+
+
+# Both middlewares are plain ASGI, not Starlette's ``BaseHTTPMiddleware``: under that one an endpoint never learns
+# that its client hung up (``request.is_disconnected()`` stays False), and a server must cancel such work.
+class _ServerErrors:
+    """Any exception a route raises before its response starts: a 500 in the OpenAI shape, logged once."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def tracked(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            return await call_next(request)
+            await self.app(scope, receive, tracked)
         except Exception as e:  # a bug or an engine failure: the client still gets the OpenAI shape
             if not getattr(e, "agentkit_logged", False):
-                log.exception("%s %s failed", request.method, request.url.path)
-            return openai_error(500, f"{type(e).__name__}: {e}", "server_error")
+                log.exception("%s %s failed", scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            await openai_error(500, f"{type(e).__name__}: {e}", "server_error")(scope, receive, send)
+
+
+class _BearerKey:
+    def __init__(self, app, expected: bytes):
+        self.app, self.expected = app, expected
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                answer = openai_error(
+                    401,
+                    "missing or wrong API key (send 'Authorization: Bearer KEY')",
+                    "authentication_error",
+                    code="invalid_api_key",
+                )
+                return await answer(scope, receive, send)
+        await self.app(scope, receive, send)
 
 
 OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs"})
@@ -152,22 +237,8 @@ OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs"})
 def require_bearer_key(app: FastAPI, api_key: str | None) -> None:
     """With a key, every route needs ``Authorization: Bearer KEY`` (401 otherwise) but ``/health`` and the API's
     own description (``/openapi.json``, ``/docs``)."""
-    if not api_key:
-        return
-    expected = f"Bearer {api_key}".encode()
-
-    @app.middleware("http")
-    async def auth(request: Request, call_next):
-        if request.url.path not in OPEN_PATHS and not hmac.compare_digest(
-            request.headers.get("authorization", "").encode(), expected
-        ):
-            return openai_error(
-                401,
-                "missing or wrong API key (send 'Authorization: Bearer KEY')",
-                "authentication_error",
-                code="invalid_api_key",
-            )
-        return await call_next(request)
+    if api_key:
+        app.add_middleware(_BearerKey, expected=f"Bearer {api_key}".encode())
 
 
 def free_port() -> int:

@@ -7,6 +7,7 @@ server-side and returns the final answer with the trace in an ``agentkit`` exten
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 import uuid
@@ -17,7 +18,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from agentkit.agent import AgentConfig, rollout
-from agentkit.engines.base import Completion
+from agentkit.engines.base import Completion, ContextLengthError
 from agentkit.server.chat import (
     agent_conversation,
     chat_response,
@@ -27,13 +28,13 @@ from agentkit.server.chat import (
     to_messages,
     token_names,
 )
-from agentkit.server.http import RequestError, install_error_handlers, parse_body, require_bearer_key
+from agentkit.server.http import RequestError, install_error_handlers, parse_body, read_body, require_bearer_key
 from agentkit.server.protocol import ChatCompletionRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest
-from agentkit.server.serving import BatchedEngine, Batcher
+from agentkit.server.serving import BatchedEngine, Batcher, Cancelled, ServeLimits
 
 
-async def _parse(request: Request, cls):
-    return parse_body(await request.body(), cls)
+def _client_gone() -> RequestError:
+    return RequestError(499, "the client closed the request", code="client_closed")
 
 
 def create_app(
@@ -45,18 +46,67 @@ def create_app(
     agent_config=None,
     window_s: float = 0.01,
     services: dict[str, Any] | None = None,
+    limits: ServeLimits | None = None,
 ) -> FastAPI:
     """``services``: more agent models, name → an object with ``answer(engine, question, system, extension) ->
-    (text, extension out, usage)``, run in a worker thread with the batched engine (``agentkit.ace.serve``)."""
+    (text, extension out, usage)``, run in a worker thread with the batched engine (``agentkit.ace.serve``).
+    ``limits``: what one request may ask (``ServeLimits``: prompts, n, body size and depth, jobs at once)."""
     app = FastAPI(title="agentkit", version="1", description="OpenAI-compatible API over agentkit engines and agents")
-    batcher = Batcher(engine, window_s=window_s)
+    limits = limits or ServeLimits()
+    batcher = Batcher(engine, window_s=window_s, max_jobs=limits.max_jobs)
     app.state.batcher = batcher
     agents = {agent_name: tools} if tools else {}
     services = services or {}
     max_len = getattr(engine, "max_model_len", None)
+    vocab = len(engine.tokenizer) if getattr(engine, "tokenizer", None) is not None else None
 
     require_bearer_key(app, api_key)
     install_error_handlers(app)
+
+    @app.exception_handler(ContextLengthError)
+    async def too_long(_: Request, e: ContextLengthError):  # a service's own prompt (the ACE roles')
+        err = RequestError(400, str(e), param="messages", code="context_length_exceeded")
+        return _error_response(err)
+
+    async def _parse(request: Request, cls):
+        raw = await read_body(request, limits.max_body_bytes)
+        if len(raw) > 1 << 18:  # a large body is checked off the event loop, which other requests need
+            return await run_in_threadpool(parse_body, raw, cls, limits.max_json_depth)
+        return parse_body(raw, cls, limits.max_json_depth)
+
+    def check_ids(ids: list[int], param: str) -> None:
+        """Token ids a client sent must name tokens of the vocabulary."""
+        if vocab is not None and ids and not 0 <= min(ids) <= max(ids) < vocab:
+            bad = next(t for t in ids if not 0 <= t < vocab)
+            raise RequestError(400, f"token id {bad} is outside the vocabulary (0..{vocab - 1})", param=param)
+
+    def check_n(req) -> None:
+        if req.n > limits.max_n:
+            raise RequestError(400, f"n is {req.n}; this server samples at most {limits.max_n} per prompt", param="n")
+
+    async def wait(request: Request, fut, on_gone=None):
+        """The batcher's answer to ``fut``; a client that goes away meanwhile has its work cancelled (within a
+        decode step) and gets 499."""
+        afut = asyncio.wrap_future(fut)
+
+        def gone():
+            (on_gone or (lambda: batcher.cancel(fut)))()
+            afut.add_done_callback(lambda f: f.cancelled() or f.exception())  # its end is nobody's to read
+
+        try:
+            while True:
+                done, _ = await asyncio.wait({afut}, timeout=0.1)
+                if done:
+                    try:
+                        return afut.result()
+                    except Cancelled:
+                        raise _client_gone() from None
+                if await request.is_disconnected():
+                    gone()
+                    raise _client_gone()
+        except asyncio.CancelledError:  # the server dropped this handler (its client went away, or shutdown)
+            gone()
+            raise
 
     @app.get("/health")
     async def health():
@@ -94,9 +144,13 @@ def create_app(
     async def detokenize(request: Request):
         req = await _parse(request, DetokenizeRequest)
         check(req.model, [], None)
+        check_ids(req.tokens, "tokens")
         return {"prompt": engine.decode(req.tokens, skip_special_tokens=False)}
 
-    def check(model: str, prompt_ids: list[int], params) -> None:
+    def check(model: str, prompt_ids: list[int], params, asked: int | None = None):
+        """The model exists and the prompt fits; returns ``params`` with ``max_tokens`` cut to the context left.
+        ``asked``: the client's own ``max_tokens`` (vLLM's rule: prompt + asked beyond the context is a 400; a
+        default is cut to what is left)."""
         if model != model_name and model not in agents and model not in services:
             raise RequestError(
                 404,
@@ -112,28 +166,49 @@ def create_app(
                 param="messages",
                 code="context_length_exceeded",
             )
+        if params is None or not max_len:
+            return params
+        room = max_len - len(prompt_ids)
+        if asked is not None and asked > room:
+            raise RequestError(
+                400,
+                f"This model's maximum context length is {max_len} tokens. However, you requested "
+                f"{len(prompt_ids) + asked} tokens ({len(prompt_ids)} in the prompt, {asked} in the completion). "
+                "Please reduce the length of the prompt or completion.",
+                param="max_tokens",
+                code="context_length_exceeded",
+            )
+        return dataclasses.replace(params, max_tokens=min(params.max_tokens, room))
 
-    async def generate(prompts, params):
-        return await asyncio.wrap_future(batcher.submit(prompts, params))
+    async def generate(request: Request, prompts, params, constraint_param: str | None = None):
+        outs = await wait(request, batcher.submit(prompts, params))
+        failed = next((c for cs in outs for c in cs if c.finish_reason == "error"), None)
+        if failed is not None:  # this request's grammar could not go on (the batch's other requests finished)
+            raise RequestError(
+                400, f"the output constraint failed: {failed.stop_reason}", param=constraint_param, code="grammar_error"
+            )
+        return outs
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request):
         req = await _parse(request, ChatCompletionRequest)
+        check_n(req)
         if req.model in agents:
-            return await run_agent(req)
+            return await run_agent(request, req)
         if req.model in services:
-            return await run_service(req)
+            return await run_service(request, req)
         msgs, prefill, constraint = to_messages(req)
         ids = engine.encode(msgs) + (engine.tokenize(prefill) if prefill else [])
-        params = sampling(req, constraint=constraint)
-        check(req.model, ids, params)
+        params = check(
+            req.model, ids, sampling(req, constraint=constraint), req.max_completion_tokens or req.max_tokens
+        )
         if req.stream and not (req.tools and req.tool_choice != "none"):
             return StreamingResponse(live_stream(req, ids, params), media_type="text/event-stream")
-        (outs,) = await generate([ids], params)
+        (outs,) = await generate(request, [ids], params, _constraint_param(req))
         resp = chat_response(req, prefill, outs, len(ids), engine, req.model)
         return _respond(req, resp)
 
-    async def run_service(req: ChatCompletionRequest):
+    async def run_service(request: Request, req: ChatCompletionRequest):
         for field in ("response_format", "structured_outputs", "tools"):
             if getattr(req, field) is not None:
                 raise RequestError(400, f"the agent model {req.model!r} does not take {field}", param=field)
@@ -141,15 +216,17 @@ def create_app(
             raise RequestError(400, f"the agent model {req.model!r} answers with n=1", param="n")
         question, _history, system = agent_conversation(req.messages)
         ext = (req.model_extra or {}).get("agentkit")
-        text, ext_out, usage = await run_in_threadpool(
-            services[req.model].answer, BatchedEngine(batcher), question, system, ext
+        bengine = BatchedEngine(batcher)
+        work = asyncio.get_running_loop().run_in_executor(
+            None, services[req.model].answer, bengine, question, system, ext
         )
+        text, ext_out, usage = await wait(request, work, bengine.cancel)
         plain = req.model_copy(update={"logprobs": False, "tools": None})
         resp = chat_response(plain, "", [Completion(text, [], [], "stop", 0)], 0, engine, req.model)
         resp.update({"agentkit": ext_out, "usage": usage})
         return _respond(req, resp)
 
-    async def run_agent(req: ChatCompletionRequest):
+    async def run_agent(request: Request, req: ChatCompletionRequest):
         cfg = agent_config or AgentConfig(max_wall_s=600.0)  # a request's agent gives up after 10 minutes
         for field in ("response_format", "structured_outputs", "tools"):
             if getattr(req, field) is not None:  # its turns are the agent's own format; its answer is text
@@ -188,7 +265,8 @@ def create_app(
                 ),
             )
             return StreamingResponse(agent_stream(req, bengine, work, events), media_type="text/event-stream")
-        trajs = await run_in_threadpool(rollout, bengine, [question], agents[req.model], cfg)
+        work = asyncio.get_running_loop().run_in_executor(None, rollout, bengine, [question], agents[req.model], cfg)
+        trajs = await wait(request, work, bengine.cancel)
         return _agent_response(req, bengine, trajs)
 
     async def agent_stream(req, bengine, work, events: asyncio.Queue):
@@ -198,16 +276,19 @@ def create_app(
             "created": int(time.time()),
             "model": req.model,
         }
-        async for progress in _drain(events, work):
-            yield "data: " + json.dumps({**base, "choices": [], "agentkit": progress}) + "\n\n"
         try:
-            resp = _agent_response(req, bengine, work.result())
-        except Exception as e:
-            yield _sse_error(e)
-            return
-        include = bool(req.stream_options and req.stream_options.include_usage)
-        for chunk in stream_chunks(resp, include):
-            yield chunk
+            async for progress in _drain(events, work):
+                yield "data: " + json.dumps({**base, "choices": [], "agentkit": progress}) + "\n\n"
+            try:
+                resp = _agent_response(req, bengine, work.result())
+            except Exception as e:
+                yield _sse_error(e)
+                return
+            include = bool(req.stream_options and req.stream_options.include_usage)
+            for chunk in stream_chunks(resp, include):
+                yield chunk
+        finally:  # the client went away mid-stream (or the stream ended): nothing more runs for it
+            bengine.cancel()
 
     def _agent_response(req, bengine, trajs):
         outs, traces = [], []
@@ -241,6 +322,13 @@ def create_app(
         loop = asyncio.get_running_loop()
         deltas: asyncio.Queue = asyncio.Queue()
         fut = batcher.submit([ids], params, lambda _i, j, d: loop.call_soon_threadsafe(deltas.put_nowait, (j, d)))
+        try:
+            async for event in _live_events(req, ids, params, fut, deltas):
+                yield event
+        finally:  # the client went away mid-stream: its generation ends at the next decode step
+            batcher.cancel(fut)
+
+    async def _live_events(req, ids, params, fut, deltas: asyncio.Queue):
         done = asyncio.wrap_future(fut)
         base = {
             "id": "chatcmpl-" + uuid.uuid4().hex,
@@ -261,6 +349,9 @@ def create_app(
             yield event([{"index": j, "delta": {"content": delta}, "finish_reason": None}])
         try:
             (outs,) = done.result()
+            failed = next((c for c in outs if c.finish_reason == "error"), None)
+            if failed is not None:
+                raise RequestError(400, f"the output constraint failed: {failed.stop_reason}", code="grammar_error")
         except Exception as e:
             yield _sse_error(e)
             return
@@ -299,20 +390,31 @@ def create_app(
         by teacher forcing, the first token's None), then the completion's, as vLLM returns them; with
         ``max_tokens=0`` only the prompt is scored (teacher scoring)."""
         req = await _parse(request, CompletionRequest)
+        check_n(req)
         prompts = (
             [req.prompt]
             if isinstance(req.prompt, str) or (req.prompt and isinstance(req.prompt[0], int))
             else list(req.prompt)
         )
+        if len(prompts) > limits.max_prompts:
+            raise RequestError(
+                400,
+                f"{len(prompts)} prompts; this server takes at most {limits.max_prompts} per request",
+                param="prompt",
+            )
+        if prompts and isinstance(prompts[0], list):
+            check_ids(prompts[0], "prompt")
         params = sampling(req, default_max=16, constraint=constraint_of(req))
-        encoded = [engine.encode(p) for p in prompts]
+        encoded = [engine.encode(p) if p else [] for p in prompts]
+        if not encoded or not all(encoded):
+            raise RequestError(400, "the prompt is empty (no tokens)", param="prompt")
         for ids in encoded:
-            check(req.model, ids, params)
+            params = check(req.model, ids, params, req.max_tokens)
         as_ids = req.return_tokens_as_token_ids
         if params.max_tokens == 0 and not req.echo:
             raise RequestError(400, "max_tokens=0 needs echo=true (prompt scoring)", param="max_tokens")
         if params.max_tokens > 0:
-            outs = await generate(encoded, params)
+            outs = await generate(request, encoded, params, "structured_outputs")
         else:  # prompt scoring alone: an empty completion per sample
             outs = [
                 [Completion("", [], [], "length", len(e), top_logprobs=[]) for _ in range(params.n)] for e in encoded
@@ -372,13 +474,24 @@ async def _drain(items: asyncio.Queue, done: asyncio.Future):
 
 def _sse_error(e: Exception) -> str:
     """An error after a stream began: a final event carrying the OpenAI error object, then ``[DONE]``."""
-    return (
-        "data: "
-        + json.dumps(
-            {"error": {"message": f"{type(e).__name__}: {e}", "type": "server_error", "param": None, "code": None}}
-        )
-        + "\n\ndata: [DONE]\n\n"
-    )
+    if isinstance(e, RequestError):
+        err = {"message": e.message, "type": e.type, "param": e.param, "code": e.code}
+    else:
+        err = {"message": f"{type(e).__name__}: {e}", "type": "server_error", "param": None, "code": None}
+    return "data: " + json.dumps({"error": err}) + "\n\ndata: [DONE]\n\n"
+
+
+def _error_response(e: RequestError):
+    from agentkit.server.http import openai_error
+
+    return openai_error(e.status, e.message, e.type, e.param, e.code)
+
+
+def _constraint_param(req: ChatCompletionRequest) -> str | None:
+    """The field whose constraint a chat request's completion follows."""
+    if req.tools and req.tool_choice not in (None, "auto", "none"):
+        return "tools"
+    return "structured_outputs" if req.structured_outputs is not None else "response_format"
 
 
 def _offsets(tokens: list[str]) -> list[int]:

@@ -1,8 +1,19 @@
-"""Serving: requests from concurrent clients become shared engine calls.
+"""Serving: requests from concurrent clients become shared engine work, interleaved a step at a time.
 
-One thread owns the engine. ``Batcher.submit`` queues a request; the thread waits ``window_s`` for more, groups
-the queued requests by ``SamplingParams.batch_key`` (everything but per-prompt fields such as seeds) and runs each
-group as one ``engine.generate`` call whose per-prompt fields are the requests' own, joined in order.
+One thread owns the engine. ``Batcher.submit`` queues a request. The thread gathers what arrived (waiting
+``window_s`` for more when the engine is idle), groups it by ``SamplingParams.batch_key`` (everything but per-prompt
+fields such as seeds), and starts each group as one generation job whose per-prompt fields are the requests' own.
+Then it runs one step (one forward pass) of every running job in turn, taking in new requests between steps:
+
+- **fairness**: a short request that arrives while a long one decodes starts at the next step and shares the
+  engine step by step, so its wait is bounded by its own length (times the number of running jobs), never by the
+  long request's; ``max_jobs`` bounds the jobs decoding at once (each holds its own keys/values);
+- **cancellation**: ``cancel(future)`` (a client that went away) ends that request's samples at the job's next
+  step; a job whose requests are all cancelled ends there, and the engine goes idle;
+- **isolation**: a job that fails is retried request by request, so one bad request fails alone.
+
+Engines with ``start(prompts, params, on_text) -> job`` (``HFEngine``) run this way; any other engine's
+``generate`` runs as one step (vLLM and remote servers schedule their own work).
 ``BatchedEngine`` puts the Engine interface on a Batcher, so an agent's turns are batched with other clients'.
 """
 
@@ -14,78 +25,220 @@ import queue
 import threading
 import time
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 
-from agentkit.engines.base import Completion, Prompt, SamplingParams
+from agentkit.engines.base import Completion, ContextLengthError, Prompt, SamplingParams
 from agentkit.engines.streaming import TextCallback
 
 log = logging.getLogger("agentkit.server")
 
 
+@dataclass
+class ServeLimits:
+    """What one request may ask of a server (``agentkit serve --max-…``); beyond them it is a 400 (413 for the
+    body), answered before anything is generated."""
+
+    max_prompts: int = field(default=64, metadata={"help": "most prompts in one /v1/completions request (400 beyond)"})
+    max_n: int = field(default=16, metadata={"help": "most samples per prompt, n (400 beyond)"})
+    max_body_mb: float = field(default=16.0, metadata={"help": "largest request body, MB (413 beyond)"})
+    max_json_depth: int = field(default=64, metadata={"help": "deepest nesting of a request body's JSON (400 beyond)"})
+    max_jobs: int = field(
+        default=8, metadata={"help": "generation jobs decoding at once, interleaved step by step; more wait"}
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("max_prompts", "max_n", "max_body_mb", "max_json_depth", "max_jobs"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+
+    @property
+    def max_body_bytes(self) -> int:
+        return int(self.max_body_mb * 2**20)
+
+
+class Cancelled(Exception):
+    """The request was cancelled (its client went away) before it finished."""
+
+
+@dataclass
+class _Request:
+    prompts: list[Prompt]
+    params: SamplingParams
+    future: Future
+    on_text: TextCallback | None = None
+    cancelled: bool = False
+    first: int = 0  # index of its first prompt in its job
+
+
+@dataclass
+class _Job:
+    requests: list[_Request]
+    work: object  # the engine's job (``step``/``cancel``/``result``), or a whole-call stand-in
+    aborted: set[int] = field(default_factory=set)  # requests (by position) whose prompts were cancelled
+
+
+class _WholeCall:
+    """A job for an engine without steps: its ``generate`` in one step."""
+
+    def __init__(self, engine, prompts, params, on_text):
+        self.call = lambda: engine.generate(prompts, params, **({"on_text": on_text} if on_text else {}))
+        self.out = None
+
+    def step(self) -> bool:
+        self.out = self.call()
+        return True
+
+    def cancel(self, prompts) -> None:
+        pass
+
+    def result(self):
+        return self.out
+
+
 class Batcher:
-    def __init__(self, engine, window_s: float = 0.01, max_prompts: int = 64):
-        self.engine, self.window_s, self.max_prompts = engine, window_s, max_prompts
-        self._q: queue.Queue[tuple[list[Prompt], SamplingParams, Future, TextCallback | None]] = queue.Queue()
-        self.calls = 0  # engine calls made (for tests and metrics)
+    """See the module docstring. ``window_s``: how long an idle engine waits for more requests to group;
+    ``max_prompts``: prompts gathered into one job; ``max_jobs``: jobs decoding at once."""
+
+    def __init__(self, engine, window_s: float = 0.01, max_prompts: int = 64, max_jobs: int = 8):
+        self.engine, self.window_s, self.max_prompts, self.max_jobs = engine, window_s, max_prompts, max_jobs
+        self._q: queue.Queue[_Request] = queue.Queue()
+        self._waiting: list[_Request] = []
+        self._active: list[_Job] = []
+        self.calls = 0  # jobs started (engine calls; for tests and metrics)
+        self.steps = 0  # job steps run
         self._last_error: tuple[str, float, int] = ("", 0.0, 0)  # (signature, first seen, repeats)
-        self.lock = threading.Lock()  # the engine runs one call at a time (generate here, score from callers)
+        self.lock = threading.Lock()  # the engine runs one thing at a time (a step here, score from callers)
+        self._stepwise = hasattr(engine, "start")
+        self._streams = self._stepwise or "on_text" in inspect.signature(engine.generate).parameters
+        self._by_future: dict[int, _Request] = {}
         self._thread = threading.Thread(target=self._loop, daemon=True, name="agentkit-batcher")
         self._thread.start()
 
     def submit(self, prompts: list[Prompt], params: SamplingParams, on_text: TextCallback | None = None) -> Future:
-        """Queue a request; ``on_text(prompt_index, sample_index, delta)`` streams its text (HFEngine)."""
-        fut: Future = Future()
-        self._q.put((prompts, params, fut, on_text))
-        return fut
+        """Queue a request; ``on_text(prompt_index, sample_index, delta)`` streams its text (HFEngine). The future
+        holds the completions per prompt, or the engine's exception, or ``Cancelled``."""
+        req = _Request(list(prompts), params, Future(), on_text)
+        self._by_future[id(req.future)] = req
+        self._q.put(req)
+        return req.future
 
+    def cancel(self, future: Future) -> None:
+        """The client of this request went away: end its work at the next step (no-op once it is done)."""
+        req = self._by_future.get(id(future))
+        if req is not None:
+            req.cancelled = True
+
+    @property
+    def idle(self) -> bool:
+        """Nothing running and nothing queued."""
+        return not self._active and not self._waiting and self._q.empty()
+
+    # ---- the engine thread ----------------------------------------------------------------------------------
     def _loop(self) -> None:
         while True:
-            batch = [self._q.get()]
+            self._gather()
+            self._start_jobs()
+            for job in list(self._active):
+                self._step(job)
+
+    def _gather(self) -> None:
+        """Move queued requests to ``_waiting``; when nothing runs, block for one, then wait ``window_s`` for
+        more to group with it."""
+        if not self._active and not self._waiting:
+            self._waiting.append(self._q.get())
             deadline = time.monotonic() + self.window_s
-            while sum(len(b[0]) for b in batch) < self.max_prompts:
+            while sum(len(r.prompts) for r in self._waiting) < self.max_prompts:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
                 try:
-                    batch.append(self._q.get(timeout=left))
+                    self._waiting.append(self._q.get(timeout=left))
                 except queue.Empty:
                     break
-            groups: dict[str, list] = {}
-            for item in batch:
-                groups.setdefault(item[1].batch_key(), []).append(item)
-            for items in groups.values():
-                self._run(items)
+        while True:
+            try:
+                self._waiting.append(self._q.get_nowait())
+            except queue.Empty:
+                break
 
-    def _run(self, items) -> None:
-        prompts = [p for ps, *_ in items for p in ps]
-        owner = [(cb, k) for ps, _, _, cb in items for k in range(len(ps))]  # global prompt -> (callback, local)
+    def _start_jobs(self) -> None:
+        """Start waiting requests, grouped by batch key, while fewer than ``max_jobs`` run (oldest first)."""
+        for req in [r for r in self._waiting if r.cancelled]:
+            self._waiting.remove(req)
+            self._finish(req, error=Cancelled())
+        while self._waiting and len(self._active) < self.max_jobs:
+            key = self._waiting[0].params.batch_key()
+            group, size = [], 0
+            for r in self._waiting:
+                if r.params.batch_key() == key and (not group or size + len(r.prompts) <= self.max_prompts):
+                    group.append(r)
+                    size += len(r.prompts)
+            for r in group:
+                self._waiting.remove(r)
+            self._begin(group)
+
+    def _begin(self, group: list[_Request]) -> None:
+        prompts, owner = [], []
+        for r in group:
+            r.first = len(prompts)
+            prompts += r.prompts
+            owner += [(r, k) for k in range(len(r.prompts))]
 
         def on_text(i: int, j: int, delta: str) -> None:
-            cb, k = owner[i]
-            if cb is not None:
-                cb(k, j, delta)
+            r, k = owner[i]
+            if r.on_text is not None:
+                r.on_text(k, j, delta)
 
-        streaming = (
-            any(cb is not None for *_, cb in items) and "on_text" in inspect.signature(self.engine.generate).parameters
-        )
+        streaming = self._streams and any(r.on_text is not None for r in group)
         try:
-            params = SamplingParams.concat([(p, len(ps)) for ps, p, _, _ in items])
-            self.calls += 1
-            with self.lock:
-                outs = self.engine.generate(prompts, params, **({"on_text": on_text} if streaming else {}))
+            params = SamplingParams.concat([(r.params, len(r.prompts)) for r in group])
+            if self._stepwise:
+                work = self.engine.start(prompts, params, on_text if streaming else None)
+            else:
+                work = _WholeCall(self.engine, prompts, params, on_text if streaming else None)
         except Exception as e:
-            if len(items) > 1:  # one bad request must not fail the others: run them one by one
-                for item in items:
-                    self._run([item])
-                return
-            self._log_failure(e, len(prompts))
-            e.agentkit_logged = True  # type: ignore[attr-defined]  # the HTTP layer answers 500 without logging again
-            for _, _, fut, _ in items:
-                fut.set_exception(e)
+            self._failed(group, e)
             return
-        i = 0
-        for ps, _, fut, _ in items:
-            fut.set_result(outs[i : i + len(ps)])
-            i += len(ps)
+        self.calls += 1
+        self._active.append(_Job(group, work))
+
+    def _step(self, job: _Job) -> None:
+        for pos, r in enumerate(job.requests):
+            if r.cancelled and pos not in job.aborted:
+                job.aborted.add(pos)
+                job.work.cancel(range(r.first, r.first + len(r.prompts)))
+        try:
+            with self.lock:
+                done = job.work.step()
+            self.steps += 1
+        except Exception as e:
+            self._active.remove(job)
+            self._failed(job.requests, e)
+            return
+        if done:
+            self._active.remove(job)
+            outs = job.work.result()
+            for r in job.requests:
+                part = outs[r.first : r.first + len(r.prompts)]
+                self._finish(r, result=part) if not r.cancelled else self._finish(r, error=Cancelled())
+
+    def _failed(self, group: list[_Request], e: Exception) -> None:
+        """A job that failed: one bad request must not fail the others, so a group is retried one by one."""
+        if len(group) > 1:
+            for r in group:
+                self._begin([r])
+            return
+        if not isinstance(e, ContextLengthError):  # a prompt too long is the client's to hear, not a failure to log
+            self._log_failure(e, len(group[0].prompts))
+        e.agentkit_logged = True  # type: ignore[attr-defined]  # the HTTP layer answers without logging again
+        self._finish(group[0], error=e)
+
+    def _finish(self, req: _Request, result=None, error: Exception | None = None) -> None:
+        self._by_future.pop(id(req.future), None)
+        if error is not None:
+            req.future.set_exception(error)
+        else:
+            req.future.set_result(result)
 
     def _log_failure(self, e: Exception, n_prompts: int, quiet_s: float = 60.0) -> None:
         """The traceback once; the same error again within ``quiet_s`` (a client retrying) as one short line."""
@@ -107,23 +260,43 @@ class Batcher:
 
 class BatchedEngine:
     """The Engine protocol over a Batcher, for one request: ``generate`` is batched with other clients' calls,
-    ``score`` waits for the engine, the rest passes through; ``usage`` sums this request's calls."""
+    ``score`` waits for the engine, the rest passes through; ``usage`` sums this request's calls. ``cancel()``
+    (its client went away) ends the call in flight and makes every later one raise ``Cancelled``, so an agent's
+    rollout stops at its next turn."""
 
     def __init__(self, batcher: Batcher):
         self.batcher = batcher
         self.engine = batcher.engine
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        self.cancelled = False
+        self._inflight: set[Future] = set()
 
     def __getattr__(self, name: str):  # model_name, max_model_len, encode, tokenize, decode, ...
         return getattr(self.engine, name)
 
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
-        outs = self.batcher.submit(prompts, params or SamplingParams()).result()
+        if self.cancelled:
+            raise Cancelled("the request was cancelled")
+        fut = self.batcher.submit(prompts, params or SamplingParams())
+        self._inflight.add(fut)
+        if self.cancelled:  # cancelled between the check and the submit
+            self.batcher.cancel(fut)
+        try:
+            outs = fut.result()
+        finally:
+            self._inflight.discard(fut)
         for cs in outs:  # usage over every internal call (agent turns included)
             self.usage["prompt_tokens"] += cs[0].prompt_tokens if cs else 0
             self.usage["completion_tokens"] += sum(c.completion_tokens for c in cs)
         return outs
 
+    def cancel(self) -> None:
+        self.cancelled = True
+        for fut in list(self._inflight):
+            self.batcher.cancel(fut)
+
     def score(self, contexts, continuations, entropy: bool = False):
+        if self.cancelled:
+            raise Cancelled("the request was cancelled")
         with self.batcher.lock:
             return self.engine.score(contexts, continuations, entropy)

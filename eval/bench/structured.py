@@ -208,7 +208,7 @@ def libraries(model, tok, batch_sizes, max_tokens: int) -> list[dict]:
 def _timing_grammar():
     """Seconds spent in HFEngine's grammar work (masks and matcher advances) while the block runs: ``[seconds]``."""
     spent = [0.0]
-    originals = {name: getattr(RowGrammars, name) for name in ("mask", "accept")}
+    originals = {name: getattr(RowGrammars, name) for name in ("mask", "advance")}
 
     def timed(fn):
         def wrapper(*args, **kwargs):

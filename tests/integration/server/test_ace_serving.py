@@ -148,3 +148,20 @@ def test_a_learning_server_and_cli_rollbacks_interleaved(served):
     assert versions == list(range(versions[0], versions[0] + len(versions)))
     sources = [e["source"] for e in final.entries]
     assert sources.count("rollback") == 50 and sources.count("serve") >= 5  # both writers landed
+
+
+def test_a_reference_past_the_context_is_a_400(tmp_path, tiny_engine):
+    """A 2 MB reference goes into the reflector's prompt, which no context holds: OpenAI's 400
+    ``context_length_exceeded``, as for any prompt, not a 500 from the engine."""
+    store = PlaybookStore.create(tmp_path / "pb.json")
+    refiner = Refiner(RefineConfig(budget_tokens=4000), lambda t: len(tiny_engine.tokenize(t)), EmbeddingCache())
+    service = AceService(store, refiner, RoleConfig(structured=False, retries=0, max_tokens=8), learn=True)
+    with serve_in_thread(create_app(tiny_engine, "tiny", api_key="k", services={"agentkit/ace": service})) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(
+                model="agentkit/ace",
+                messages=[{"role": "user", "content": "Convert 12 miles to km."}],
+                extra_body={"agentkit": {"reference": "19.31 km " * 250_000, "metric": "exact"}},
+            )
+        assert e.value.body["code"] == "context_length_exceeded" and "context is 2048" in e.value.body["message"]

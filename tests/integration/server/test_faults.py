@@ -85,6 +85,9 @@ def test_hostile_code_through_the_tool_server(tmp_path):
         for name, r in results.items():
             if name == "huge output":
                 assert r.meta["truncated"] and len(r.output) < 1000, name
+            elif name == "memory bomb":  # RLIMIT_AS (MemoryError) or the cgroup (killed) stops it; on a busy
+                # machine the cgroup's reclaim can burn the CPU second first: each is containment
+                assert not r.ok and ("memory limit" in r.output or r.meta.get("limit") == "cpu"), r
             else:
                 assert not r.ok and reasons[name] in r.output, (name, r.output)
         assert not (tmp_path / "pwned").exists()

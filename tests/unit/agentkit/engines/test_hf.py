@@ -394,3 +394,31 @@ def test_constrained_rows_with_speculation(temperature):
         ]
         assert all(c[0].finish_reason == "stop" for c in got)
     assert spec.draft_hits > 0  # the forced "ab " tokens were drafted and kept
+
+
+def test_a_job_run_step_by_step_is_generate_and_cancels_per_prompt(tiny_engine):
+    """``start`` runs ``generate`` one forward pass at a time: the same completions; cancelled prompts end at the
+    next step with finish_reason "abort" while the others run to their end."""
+    params = SamplingParams(n=2, max_tokens=12, seed=3, temperature=1.0, ignore_eos=True)
+    prompts = ["one", "two", "three"]
+    job = tiny_engine.start(prompts, params)
+    steps = 0
+    while not job.step():
+        steps += 1
+    assert steps >= 12  # a prefill and a step per token (at most; drafts may take several)
+    want = tiny_engine.generate(prompts, params)
+    assert [[c.token_ids for c in cs] for cs in job.result()] == [[c.token_ids for c in cs] for cs in want]
+    job = tiny_engine.start(prompts, params)
+    for _ in range(4):
+        job.step()
+    job.cancel([1])
+    while not job.step():
+        pass
+    out = job.result()
+    assert {c.finish_reason for c in out[1]} == {"abort"} and all(len(c.token_ids) < 12 for c in out[1])
+    assert all(c.finish_reason == "length" and len(c.token_ids) == 12 for i in (0, 2) for c in out[i])
+
+
+def test_bad_token_ids_are_refused_before_any_step(tiny_engine):
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        tiny_engine.start([[1, 2, 10**6]], SamplingParams(max_tokens=1))

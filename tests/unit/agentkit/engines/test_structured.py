@@ -78,3 +78,19 @@ def test_constraints_are_per_prompt_fields():
     assert [(p.constraint, p.seed) for p in joined.split(3)] == [(Constraint(regex="a"), None)] * 2 + [(None, 2)]
     with pytest.raises(ValueError, match="constraints has 1 entries for 2 prompts"):
         SamplingParams(constraints=[None]).check_per_prompt(2)
+
+
+def test_a_grammar_that_outgrows_the_parser_is_that_row_s_error(tiny_engine):
+    """llguidance keeps at most 2,000 Earley items per row; this ambiguous grammar outgrows them on a run of
+    letters. ``advance`` returns llguidance's reason instead of raising, and the row keeps it (the engine ends that
+    row with finish_reason "error"; the batch's other rows go on: ``tests/integration/server/test_hostile.py``)."""
+    from agentkit.engines.structured import GrammarCompiler
+
+    runaway = Constraint(
+        grammar='start: x "z"\nx: ' + " | ".join(" ".join(["x"] * k) for k in range(2, 10)) + " | /[a-y]/"
+    )
+    rows = GrammarCompiler(tiny_engine.tokenizer, 259, tiny_engine.eos_ids).rows([runaway])
+    a = tiny_engine.tokenize("a")[0]
+    outcome = next((r for _ in range(400) if (r := rows.advance(0, a)) is not False), False)
+    assert isinstance(outcome, str) and "items" in outcome and rows.error(0) == outcome
+    assert rows.advance(0, a) == outcome  # a failed row stays failed

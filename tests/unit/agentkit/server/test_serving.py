@@ -1,5 +1,7 @@
 """agentkit.server.serving: the Batcher merges concurrent requests and isolates a failing one."""
 
+import pytest
+
 from agentkit.engines import SamplingParams
 
 
@@ -37,3 +39,26 @@ def test_batcher_isolates_a_failing_request(tiny_engine):
     good, bad = batcher.submit(["abc"], p), batcher.submit([[]], p)  # an empty prompt is rejected by the engine
     wait([good, bad], timeout=60)
     assert len(good.result()[0]) == 1 and isinstance(bad.exception(), ValueError)
+
+
+def test_a_short_request_finishes_while_a_long_one_runs_and_cancel_ends_it(tiny_engine):
+    """Steps interleave: a short request that comes after a long one is answered first; cancelling the long one
+    ends its job at the next step and leaves the batcher idle."""
+    import time
+
+    from agentkit.server.serving import Batcher, Cancelled
+
+    batcher = Batcher(tiny_engine, window_s=0.0)
+    long = batcher.submit(["long"], SamplingParams(max_tokens=1500, ignore_eos=True, temperature=0))
+    while batcher.steps < 3:
+        time.sleep(0.001)
+    short = batcher.submit(["short"], SamplingParams(max_tokens=4, temperature=0))
+    assert len(short.result(timeout=60)[0][0].token_ids) == 4
+    assert not long.done()  # the long one was still decoding when the short one was answered
+    batcher.cancel(long)
+    with pytest.raises(Cancelled):
+        long.result(timeout=60)
+    deadline = time.monotonic() + 5
+    while not batcher.idle:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
