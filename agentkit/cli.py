@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from agentkit.ace import cli as ace_cli
 from agentkit.agent.loop import TIR_TOKENS_PER_TURN
+from agentkit.argtypes import NONNEG_FLOAT, NONNEG_INT, PORT, POS_FLOAT, POS_INT, TOP_P, number
 from agentkit.config import build_config, describe
 from agentkit.engines import make_engine
 from agentkit.errors import AgentkitError
@@ -55,30 +57,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         print(f"error: {self.prog}: {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(2)
-
-
-def _number(tp: type, low: float | None = None, high: float | None = None, open_low: bool = False):
-    """An argparse type: ``tp`` within [low, high] (``open_low``: > low)."""
-
-    def parse(text: str):
-        try:
-            value = tp(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected {'an integer' if tp is int else 'a number'}, got {text!r}"
-            ) from None
-        if low is not None and (value <= low if open_low else value < low):
-            raise argparse.ArgumentTypeError(f"must be {'>' if open_low else '>='} {low:g}, got {text}")
-        if high is not None and value > high:
-            raise argparse.ArgumentTypeError(f"must be <= {high:g}, got {text}")
-        return value
-
-    parse.__name__ = tp.__name__
-    return parse
-
-
-POS_INT, NONNEG_INT, PORT = _number(int, 1), _number(int, 0), _number(int, 1, 65535)
-POS_FLOAT, NONNEG_FLOAT, TOP_P = _number(float, 0, open_low=True), _number(float, 0), _number(float, 0, 1, True)
 
 
 def _int_list(text: str) -> str:
@@ -215,6 +193,16 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--host", default="127.0.0.1", help="interface to bind (loopback unless you say otherwise)")
     sv.add_argument("--port", type=PORT, default=8000, help="TCP port")
     sv.add_argument("--api-key", default=None, help="required bearer key (default: $AGENTKIT_API_KEY, else none)")
+    from agentkit.server.serving import ServeLimits
+
+    for f in dataclasses.fields(ServeLimits):  # one flag per limit, its help and default from the dataclass
+        kind = POS_FLOAT if f.type in (float, "float") else POS_INT
+        sv.add_argument(
+            "--" + f.name.replace("_", "-"),
+            type=kind,
+            default=f.default,
+            help=f"{f.metadata['help']} (default: %(default)s)",
+        )
 
     ts = sub.add_parser(
         "tool-server",
@@ -300,7 +288,7 @@ def _parser() -> argparse.ArgumentParser:
         "uncertainty", help="scoring 2,000 questions x 2 models x 5 samples: vectorised vs a per-pair loop"
     )
     bu.add_argument("--questions", type=POS_INT, default=2000, help="questions scored")
-    bu.add_argument("--samples", type=_number(int, 2), default=5, help="samples per question and model (at least 2)")
+    bu.add_argument("--samples", type=number(int, 2), default=5, help="samples per question and model (at least 2)")
     bu.add_argument("--out", help="also write the results as JSON here")
     bp = b.add_parser("tips-potentials", help="TIPS potentials: each trajectory encoded once vs a pass per pair")
     bp.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id (the teacher)")
@@ -309,7 +297,7 @@ def _parser() -> argparse.ArgumentParser:
     br = b.add_parser("rl-step", help="one multi-turn GRPO step: agentkit.rl vs TRL's GRPOTrainer(tools=...)")
     br.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, directory or hub id")
     br.add_argument("--questions", type=POS_INT, default=8, help="questions per step")
-    br.add_argument("--group", type=_number(int, 2), default=4, help="trajectories per question (G, at least 2)")
+    br.add_argument("--group", type=number(int, 2), default=4, help="trajectories per question (G, at least 2)")
     br.add_argument(
         "--warm-start",
         type=NONNEG_INT,
@@ -322,13 +310,13 @@ def _parser() -> argparse.ArgumentParser:
     bk.add_argument("--steps", type=POS_INT, default=5, help="batches of 100 deltas timed (median reported)")
     bk.add_argument("--out", help="also write the results as JSON here")
     bv = b.add_parser("revela", help="a Revela step on 16 chunks vs a plain LM step and a per-pair implementation")
-    bv.add_argument("--batch", type=_number(int, 2), default=16, help="chunks per batch")
+    bv.add_argument("--batch", type=number(int, 2), default=16, help="chunks per batch")
     bv.add_argument("--tokens", type=POS_INT, default=64, help="LM tokens per chunk (at most)")
     bv.add_argument("--repeats", type=POS_INT, default=5, help="timed rounds (medians reported)")
     bv.add_argument("--out", help="also write the results as JSON here")
     bg = b.add_parser("gamerl-verify", help="Game-RL answer verification/s: rules vs reasoning-gym and a judge model")
     bg.add_argument("--answers", type=POS_INT, default=20000, help="model-like outputs verified by the rules")
-    bg.add_argument("--judge-answers", type=int, default=32, help="of them, also judged by the model (0: skip)")
+    bg.add_argument("--judge-answers", type=NONNEG_INT, default=32, help="of them, also judged by the model (0: skip)")
     bg.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="the judge: catalog name, directory or hub id")
     bg.add_argument("--out", help="also write the results as JSON here")
     bs = b.add_parser("sandbox", help="python sandbox latency (pre-warmed pool) against a fresh `python -c`")
@@ -383,7 +371,7 @@ def _uncertainty_parser(sub) -> None:
     )
     g.add_argument(
         "--samples",
-        type=_number(int, 2),
+        type=number(int, 2),
         default=5,
         help="sampled answers per question and model (AU needs at least 2)",
     )
@@ -428,11 +416,12 @@ def _uncertainty_parser(sub) -> None:
     s.add_argument("--skip-bad", action="store_true", help="skip malformed rows (counted in the report)")
     s.add_argument(
         "--bootstrap",
-        type=int,
+        type=NONNEG_INT,
         default=1000,
         help="resamples of the questions for 95%% intervals of AUROC, PRR and AURAC; 0: none (default: 1000)",
     )
     s.add_argument("--out", help="report directory (default: GENERATIONS.uncertainty/)")
+    s.add_argument("--force", action="store_true", help="write into --out even if another command's files are there")
 
 
 def _cmd_uncertainty(a) -> int:
@@ -480,6 +469,9 @@ def _cmd_uncertainty(a) -> int:
         },
     )
     out = a.out or str(a.generations).rstrip("/") + ".uncertainty"
+    from agentkit.files import claim_output_dir
+
+    claim_output_dir(out, "uncertainty score", a.force)  # a re-score of the same file may write it again
     res = score(a.generations, cfg, out)
     print(
         f"{res['questions']} questions, reference {res['reference_model']} accuracy {res['accuracy']:.1%}"
@@ -547,6 +539,7 @@ def _cmd_serve(a) -> int:
 
     _server_logging()
     from agentkit.server import create_app
+    from agentkit.server.serving import ServeLimits
 
     key = a.api_key or os.environ.get("AGENTKIT_API_KEY")
     if a.host not in ("127.0.0.1", "localhost", "::1") and not key:
@@ -558,6 +551,10 @@ def _cmd_serve(a) -> int:
     }[a.engine]
     if a.engine == "openai" and not a.upstream:
         raise AgentkitError("--engine openai needs --upstream URL", "the base URL of the server that runs the model")
+    if a.engine == "openai":
+        from agentkit.engines.openai import check_base_url
+
+        check_base_url(a.upstream, "--upstream, the base URL of the server that runs the model")
     if a.agent != "tir" and (a.tools != "python" or a.corpus):
         raise AgentkitError("--tools and --corpus need --agent tir", "add --agent tir to serve the tool-using agent")
     if (a.playbook or a.learn or a.top_k) and a.agent != "ace":
@@ -566,6 +563,7 @@ def _cmd_serve(a) -> int:
         raise AgentkitError("--agent ace needs --playbook FILE", "a playbook JSON file (with --learn it may be new)")
     if a.agent == "ace" and not a.learn and not Path(a.playbook).is_file():
         raise AgentkitError(f"{a.playbook} does not exist", "pass an existing playbook, or --learn to start one")
+    store = _ace_store(Path(a.playbook)) if a.agent == "ace" else None  # a bad playbook: one line, no model loaded
     tools = _agent_tools(a) if a.agent == "tir" else None  # every argument is checked before the model loads
     if a.engine == "vllm":
         import torch
@@ -573,22 +571,30 @@ def _cmd_serve(a) -> int:
         if not torch.cuda.is_available():
             options = {}  # vLLM on CPU: VLLMEngine's defaults (bf16, eager)
     engine = make_engine(a.engine, a.model, **options)
-    services = {"agentkit/ace": _ace_service(a, engine)} if a.agent == "ace" else None
-    app = create_app(engine, a.model, api_key=key, tools=tools, services=services)
+    services = {"agentkit/ace": _ace_service(a, engine, store)} if a.agent == "ace" else None
+    limits = ServeLimits(**{f.name: getattr(a, f.name) for f in dataclasses.fields(ServeLimits)})
+    app = create_app(engine, a.model, api_key=key, tools=tools, services=services, limits=limits)
     extra = " and agentkit/tir" if tools else " and agentkit/ace" if services else ""
     print(f"serving {a.model}{extra} on http://{a.host}:{a.port}/v1", flush=True)
     uvicorn.run(app, host=a.host, port=a.port, log_level="warning")
     return 0
 
 
-def _ace_service(a, engine):
+def _ace_store(path: Path):
+    """The playbook store ``serve --agent ace`` will use, opened (and so checked) before any model loads; a new
+    one is created only where none exists."""
+    from agentkit.ace.store import PlaybookStore
+
+    if path.is_dir():
+        raise AgentkitError(f"--playbook {path} is a directory", "give the playbook's JSON file")
+    return PlaybookStore(path) if path.exists() else PlaybookStore.create(path)
+
+
+def _ace_service(a, engine, store):
     from agentkit.ace.refine import RefineConfig, Refiner
     from agentkit.ace.roles import RoleConfig
     from agentkit.ace.serve import AceService
-    from agentkit.ace.store import PlaybookStore
 
-    path = Path(a.playbook)
-    store = PlaybookStore(path) if path.is_file() else PlaybookStore.create(path)
     refiner = Refiner(RefineConfig(top_k=a.top_k), lambda text: len(engine.tokenize(text)))
     return AceService(store, refiner, RoleConfig(), learn=a.learn, top_k=a.top_k)
 

@@ -54,23 +54,84 @@ def _lines(node: yaml.Node, path: str, prefix: str, out: dict[str, str]) -> None
             _lines(v, path, key + ".", out)
 
 
+# A config is small: larger files, longer scalars, deeper nesting, or aliases that expand past these are refused
+# before they are built (a 1 KB "billion laughs" file of nested aliases expands to 10^9 nodes and hung the CLI).
+MAX_YAML_BYTES = 1 << 20
+MAX_YAML_NODES = 100_000
+MAX_YAML_DEPTH = 64
+MAX_YAML_SCALAR = 10_000
+
+
+def _yaml_limits(node: yaml.Node | None) -> str | None:
+    """What makes a composed YAML node tree too big to build, or None: its size with every alias expanded (counted
+    once per node, so counting is linear), its depth, or a scalar's length."""
+    if node is None:
+        return None
+    expanded: dict[int, int] = {}
+    todo, order = [(node, 1)], []
+    while todo:  # depth first, children before parents in ``order``
+        n, depth = todo.pop()
+        if depth > MAX_YAML_DEPTH:
+            return f"nests deeper than {MAX_YAML_DEPTH} levels"
+        if id(n) in expanded:
+            continue
+        expanded[id(n)] = 0
+        order.append(n)
+        if isinstance(n, yaml.ScalarNode):
+            if len(n.value) > MAX_YAML_SCALAR:
+                return f"has a value of {len(n.value)} characters (at most {MAX_YAML_SCALAR})"
+        else:
+            kids = [x for pair in n.value for x in pair] if isinstance(n, yaml.MappingNode) else n.value
+            todo += [(k, depth + 1) for k in kids]
+    for n in reversed(order):
+        kids = (
+            []
+            if isinstance(n, yaml.ScalarNode)
+            else [x for p in n.value for x in p]
+            if isinstance(n, yaml.MappingNode)
+            else n.value
+        )
+        expanded[id(n)] = 1 + sum(expanded.get(id(k), 1) for k in kids)
+        if expanded[id(n)] > MAX_YAML_NODES:
+            return f"expands to more than {MAX_YAML_NODES:,} values (aliases that repeat aliases?)"
+    return None
+
+
+def parse_yaml(text: str, where: str) -> tuple[Any, yaml.Node | None]:
+    """YAML text → (data, node tree), with PyYAML's safe loader and the limits above; every failure is one
+    ``AgentkitError`` naming ``where`` (a file, or a ``--set`` key)."""
+    if len(text) > MAX_YAML_BYTES:
+        raise AgentkitError(f"{where} has {len(text):,} characters; a config holds at most {MAX_YAML_BYTES:,}")
+    loader = yaml.SafeLoader(text)
+    try:  # one parse gives both the node tree (for the lines) and the data
+        node = loader.get_single_node()
+        problem = _yaml_limits(node)
+        if problem:
+            raise AgentkitError(f"{where} {problem}", "a config is a small mapping of keys and values")
+        return (loader.construct_document(node) if node is not None else None), node
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise AgentkitError(f"malformed YAML at {at}: {problem}", "fix the syntax") from None
+    except ValueError as e:  # a value PyYAML cannot build (an integer of more than 4,300 digits)
+        raise AgentkitError(f"{where}: {str(e).splitlines()[0].split(';')[0]}") from None
+    except RecursionError:
+        raise AgentkitError(f"{where} nests too deeply") from None
+    finally:
+        loader.dispose()
+
+
 def load_yaml(path: str | Path) -> Layer:
     """Read a YAML mapping; errors name the file and line, and so do later errors about its values."""
     path = Path(path)
     if not path.is_file():
         raise AgentkitError(f"config file {path} does not exist", "check the path")
     try:
-        loader = yaml.SafeLoader(path.read_text())
-        try:  # one parse gives both the node tree (for the lines) and the data
-            node = loader.get_single_node()
-            data = (loader.construct_document(node) if node is not None else None) or {}
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise AgentkitError(f"malformed YAML at {where}: {problem}", "fix the file's syntax") from None
+        if path.stat().st_size > MAX_YAML_BYTES:
+            raise AgentkitError(f"{path} has {path.stat().st_size:,} bytes; a config holds at most {MAX_YAML_BYTES:,}")
+        data, node = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+        data = data or {}
     except (OSError, UnicodeDecodeError) as e:
         raise AgentkitError(f"cannot read {path}: {e}") from None
     if not isinstance(data, dict):
@@ -83,8 +144,10 @@ def load_yaml(path: str | Path) -> Layer:
 
 def _yaml_value(text: str, key: str) -> Any:
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
+        return parse_yaml(text, f"--set {key}")[0]
+    except AgentkitError as e:
+        if "malformed YAML" not in e.message:
+            raise
         raise AgentkitError(f"{key}: {text!r} is not a valid YAML list or mapping", "e.g. [a, b] or {k: v}") from None
 
 

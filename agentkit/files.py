@@ -48,6 +48,58 @@ def locked(path: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
+OWNER_MARK = ".agentkit-output"
+
+
+def claim_output_dir(path: str | Path, owner: str, force: bool = False) -> Path:
+    """An output folder for the command ``owner`` (``"uncertainty score"``): a new or empty folder, or one this
+    same command wrote before (a mark file inside says so), which it may write again. Anything else that exists
+    (another command's run, a file, someone's folder) is refused with one line unless ``force``: nothing is
+    overwritten by accident."""
+    from agentkit.errors import AgentkitError
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise AgentkitError(f"{path} is a file, not a folder", "give a folder for the output")
+    mark = path / OWNER_MARK
+    if path.is_dir() and any(path.iterdir()) and not force:
+        ours = mark.is_file() and mark.read_text(errors="replace").strip() == owner
+        if not ours:
+            raise AgentkitError(
+                f"{path} already exists and holds files that `{owner}` did not write",
+                "pick another folder, or pass --force to write into it",
+            )
+    path.mkdir(parents=True, exist_ok=True)
+    mark.write_text(owner + "\n")
+    return path
+
+
+def records_problem(path: Path) -> str | None:
+    """Why a records file (``append_records``) cannot be resumed from, or None. Every line but a last one cut by a
+    crash must be ``{"key": str, "value": …}``, and the values of one file share one JSON type (a run writes one
+    kind of record per file): anything else was not written by the run and would fail it after its models load."""
+    try:
+        lines = Path(path).read_bytes().decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        return f"{path}: not UTF-8 text"
+    kind = None
+    for n, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines):
+                break  # cut by a crash: the item is redone
+            return f"{path}:{n}: not valid JSON"
+        if not isinstance(row, dict) or set(row) != {"key", "value"} or not isinstance(row["key"], str):
+            return f'{path}:{n}: a record is {{"key": string, "value": ...}}'
+        name = type(row["value"]).__name__
+        if kind is None:
+            kind = name
+        elif name != kind:
+            return f"{path}:{n}: a {name} value among {kind} values"
+    return None
+
+
 def read_records(path: Path) -> dict[str, Any]:
     """key → value of a records file (JSON lines ``{"key", "value"}``, see ``append_records``). A line cut by a
     crash is skipped, so its item is simply redone."""

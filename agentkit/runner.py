@@ -12,7 +12,7 @@ from typing import Any
 
 from agentkit.config import build_config, dump_yaml, load_yaml, parse_sets, to_dict
 from agentkit.errors import AgentkitError
-from agentkit.files import atomic_write
+from agentkit.files import atomic_write, records_problem
 from agentkit.recipe import Recipe, RunContext
 from agentkit.registry import Registry
 
@@ -134,6 +134,12 @@ def run_recipe(
         )
         if not (run_dir / "config.yaml").exists():
             raise AgentkitError(f"{run_dir} is not a run directory (no config.yaml)", "pass the run's directory")
+        for records in sorted((run_dir / "state").glob("*.jsonl")):  # checked before any model loads
+            if problem := records_problem(records):
+                raise AgentkitError(
+                    f"cannot resume: {problem}",
+                    "the run's state was changed by hand; start a new run, or delete that file",
+                )
         layer = _saved_layer(run_dir)
         saved = build_config(cls.config_cls, layer)
         config = build_config(cls.config_cls, layer, overrides) if overrides else saved

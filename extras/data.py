@@ -166,6 +166,34 @@ def rotated_classification(
     return x @ rot.T, y.astype(np.int64)
 
 
+def stratified_split_problems(key: str, n: int, classes: int, val: float, test: float) -> list[str]:
+    """The cross-check of ``split``'s sizes for a config's ``problems()`` (before any data is made): with ``n``
+    items of ``classes`` classes, every part must hold at least one item per class, counted as scikit-learn
+    rounds them (test ⌈n·test⌉, then val ⌈rest·val/(1 − test)⌉).
+
+    >>> stratified_split_problems("graphs", 10, 2, 0.1, 0.2)
+    ['graphs: 10 leaves 1 for validation, fewer than the 2 classes; use at least 12']
+    >>> stratified_split_problems("graphs", 19, 2, 0.1, 0.2)
+    []
+    """
+    import math
+
+    def parts(m: int) -> tuple[int, int, int]:
+        te = math.ceil(m * test) if test > 0 else 0
+        va = math.ceil((m - te) * val / (1 - test))
+        return m - te - va, va, te
+
+    def fewest(m: int) -> tuple[str, int]:
+        tr, va, te = parts(m)
+        return min((("training", tr), ("validation", va), ("test", te if test > 0 else classes)), key=lambda x: x[1])
+
+    part, got = fewest(n)
+    if got >= classes:
+        return []
+    need = next(m for m in range(n + 1, 10**7) if fewest(m)[1] >= classes)
+    return [f"{key}: {n} leaves {got} for {part}, fewer than the {classes} classes; use at least {need}"]
+
+
 def split(
     y: np.ndarray, val: float = 0.15, test: float = 0.25, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

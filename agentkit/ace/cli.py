@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from agentkit.argtypes import NONNEG_INT
+
 
 def add_parser(sub) -> None:
     a = sub.add_parser(
@@ -15,13 +17,13 @@ def add_parser(sub) -> None:
     ).add_subparsers(dest="action", required=True)
     s = a.add_parser("show", help="the playbook in the paper's text format (or JSON), with its counts")
     s.add_argument("file", help="the playbook's JSON file")
-    s.add_argument("--version", type=int, help="an older version (default: the current one)")
+    s.add_argument("--version", type=NONNEG_INT, help="an older version (default: the current one)")
     s.add_argument("--format", default="text", choices=["text", "json", "stats"], help="what to print")
     h = a.add_parser("history", help="one line per version: time, source, changes, bullets")
     h.add_argument("file", help="the playbook's JSON file")
     r = a.add_parser("rollback", help="make an older version current again (recorded as a new version)")
     r.add_argument("file", help="the playbook's JSON file")
-    r.add_argument("--to", type=int, required=True, metavar="N", help="the version to restore")
+    r.add_argument("--to", type=NONNEG_INT, required=True, metavar="N", help="the version to restore")
     v = a.add_parser("verify", help="replay the log and check it rebuilds every version and the file byte for byte")
     v.add_argument("file", help="the playbook's JSON file")
 

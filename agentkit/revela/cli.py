@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from agentkit.argtypes import POS_INT
+
 
 def add_parser(sub) -> None:
     a = sub.add_parser(
@@ -14,8 +16,8 @@ def add_parser(sub) -> None:
     ).add_subparsers(dest="action", required=True)
     b = a.add_parser("benchmark", help="build a benchmark from this machine's text: debian or pydoc")
     b.add_argument("name", choices=["debian", "pydoc"], help="the source")
-    b.add_argument("--docs", type=int, default=1500, help="documents in the corpus (default: 1500)")
-    b.add_argument("--queries", type=int, default=300, help="queries (default: 300)")
+    b.add_argument("--docs", type=POS_INT, default=1500, help="documents in the corpus (default: 1500)")
+    b.add_argument("--queries", type=POS_INT, default=300, help="queries (default: 300)")
     b.add_argument("--seed", type=int, default=0, help="the draw (default: 0)")
     b.add_argument("--out", help="folder to write (default: $AGENTKIT_HOME/benchmarks/NAME-dD-qQ-sS)")
     e = a.add_parser("eval", help="nDCG@10, Recall@100 and MRR of a retriever on a benchmark")
@@ -23,9 +25,9 @@ def add_parser(sub) -> None:
     e.add_argument(
         "--retriever", default="bm25", help="bm25, a model (minilm-l6, smollm2-135m) or a trained retriever's folder"
     )
-    e.add_argument("--docs", type=int, default=1500, help="built-in benchmarks: documents (default: 1500)")
-    e.add_argument("--queries", type=int, default=300, help="built-in benchmarks: queries (default: 300)")
-    e.add_argument("--batch-size", type=int, default=32, help="texts per encoding batch (default: 32)")
+    e.add_argument("--docs", type=POS_INT, default=1500, help="built-in benchmarks: documents (default: 1500)")
+    e.add_argument("--queries", type=POS_INT, default=300, help="built-in benchmarks: queries (default: 300)")
+    e.add_argument("--batch-size", type=POS_INT, default=32, help="texts per encoding batch (default: 32)")
 
 
 def run(a: argparse.Namespace) -> int:

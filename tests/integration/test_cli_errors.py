@@ -46,7 +46,45 @@ def guarded(monkeypatch, tmp_path):
     (tmp_path / "row.jsonl").write_text('{"question": "q"}\n')
     gens = {"id": "q1", "question": "1+1?", "reference": "2", "samples": {"a": ["2", "2"]}}
     (tmp_path / "one-model.jsonl").write_text(json.dumps(gens) + "\n")
+    _bad_inputs(tmp_path)
     return tmp_path
+
+
+def _bad_inputs(d):
+    """Files for the families of bad input that once ended in tracebacks, hangs or silent damage."""
+    from agentkit.ace.deltas import Delta
+    from agentkit.ace.store import PlaybookStore, log_path
+
+    PlaybookStore.create(d / "binary.json")
+    (d / "binary.json").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")  # the playbook replaced, its log kept
+    (d / "pbdir").mkdir()
+    for name, entry in {
+        "strver": {"version": "2", "source": "curator", "deltas": []},
+        "nodeltas": {"version": 2, "source": "curator"},
+        "unknownop": {"version": 2, "source": "curator", "deltas": [{"op": "EXPLODE"}]},
+        "selfroll": {"version": 2, "source": "rollback", "to": 2},
+        "noto": {"version": 2, "source": "rollback"},
+    }.items():
+        store = PlaybookStore.create(d / f"{name}.json")
+        store.commit([Delta("ADD", section="OTHERS", content="one")])
+        with open(log_path(store.path), "a") as f:
+            f.write(json.dumps(entry) + "\n\n")
+    (d / "alias-bomb.yaml").write_text(
+        "recipe: quickstart\na: &a [x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    )
+    (d / "huge-int.yaml").write_text("recipe: quickstart\nnum_problems: " + "9" * 5000 + "\n")
+    (d / "deep.yaml").write_text("recipe: quickstart\nkinds: " + "[" * 200 + "]" * 200 + "\n")
+    run = d / "runs" / "cut"  # a run whose state records were edited by hand
+    (run / "state").mkdir(parents=True)
+    (run / "config.yaml").write_text("recipe: quickstart\nnum_problems: 2\n")
+    (run / "state" / "predictions.jsonl").write_text(
+        '{"key": "0", "value": {"correct": 1}}\n{"key": 1, "value": 3}\n{}\n'
+    )
+    score = d / "scored"  # a run's folder that `uncertainty score --out` must not write into
+    score.mkdir()
+    (score / "report.md").write_text("a recipe's report\n")
+    (d / "game.py").write_text("def new_game(rng):\n    return rng.randint(0, 9)\n")
 
 
 # (arguments, a part of the expected message)
@@ -116,6 +154,52 @@ BAD = [
     ("uncertainty score row.jsonl --similarity cosine", "argument --similarity: invalid choice"),
     ("models prepare nosuch", "unknown model 'nosuch'"),
     ("frobnicate", "invalid choice: 'frobnicate'"),
+    # ace: playbooks and logs that are not what the store wrote
+    ("ace show binary.json", "binary.json: not UTF-8 text"),
+    ("ace history binary.json", "binary.json: not UTF-8 text"),
+    ("ace verify binary.json", "binary.json: not UTF-8 text"),
+    ("ace history strver.json", "strver.json.log.jsonl:3: version must be an integer, got '2'"),
+    ("ace verify nodeltas.json", "needs 'deltas', a list of operations"),
+    ("ace show unknownop.json", "unknown operation 'EXPLODE'"),
+    ("ace history selfroll.json", "a rollback needs 'to', an earlier version (0..1), got 2"),
+    ("ace verify noto.json", "a rollback needs 'to', an earlier version (0..1), got None"),
+    ("ace rollback strver.json --to -1", "argument --to: must be >= 0"),
+    # gamerl: sizes and counts, engines without a server
+    ("gamerl export maze --size 0 --out ex", "argument --size: must be >= 1"),
+    ("gamerl export maze --size -3 --out ex", "argument --size: must be >= 1"),
+    ("gamerl code2logic game.py --instances 0 --out c2l", "argument --instances: must be >= 1"),
+    ("gamerl code2logic game.py --drafts -2 --out c2l", "argument --drafts: must be >= 0"),
+    ("gamerl code2logic game.py --drafts 0 --out c2l", "--drafts 0 without --templates"),
+    ("gamerl code2logic game.py --engine openai --out c2l", "the openai engine needs --base-url"),
+    ("gamerl code2logic game.py --engine openai --base-url file:///etc --out c2l", "is not an http(s) URL"),
+    ("gamerl code2logic nogame.py --out c2l", "nogame.py: no such file"),
+    # extras: rules that involve two keys
+    ("run extras.graph.difflift --set informative=64 --set channels=4", "cannot exceed channels (4)"),
+    ("run extras.graph.sc --set graphs=1", "graphs: 1 leaves 0 for training"),
+    ("run extras.graph.difflift --set motif_graphs=5", "motif_graphs: 5 leaves 1 for validation"),
+    # YAML that is too large to build
+    ("run alias-bomb.yaml", "expands to more than 100,000 values"),
+    ("run huge-int.yaml", "Exceeds the limit (4300 digits)"),
+    ("run deep.yaml", "nests deeper than 64 levels"),
+    ("run quickstart --set kinds=" + "[" * 70 + "]" * 70, "nests deeper than 64 levels"),
+    # resume: state the run did not write
+    (
+        "run quickstart --resume runs/cut",
+        "cannot resume: runs/cut/state/predictions.jsonl:2",
+    ),
+    # serve: playbooks and upstreams checked before the model loads
+    ("serve --agent ace --learn --playbook pbdir", "--playbook pbdir is a directory"),
+    ("serve --agent ace --learn --playbook binary.json", "binary.json: not UTF-8 text"),
+    ("serve --agent ace --playbook strver.json", "version must be an integer"),
+    ("serve --engine openai --upstream notaurl", "'notaurl' is not an http(s) URL"),
+    ("serve --engine openai --upstream file:///etc/passwd", "is not an http(s) URL"),
+    ("serve --engine openai --upstream http://127.0.0.1:1/v1", "cannot reach http://127.0.0.1:1/v1"),
+    ("serve --max-n 0", "argument --max-n: must be >= 1"),
+    ("serve --max-body-mb 0", "argument --max-body-mb: must be > 0"),
+    # outputs that would overwrite another command's files
+    ("uncertainty score one-model.jsonl --models a,b --out scored", "scored already exists and holds files"),
+    ("uncertainty score one-model.jsonl --out afile", "afile is a file"),
+    ("uncertainty score one-model.jsonl --bootstrap -1", "argument --bootstrap: must be >= 0"),
 ]
 
 
@@ -132,7 +216,7 @@ def test_bad_input_is_one_error_line(guarded, capsys, args, expected):
 
 
 def test_enough_bad_inputs():
-    assert len(BAD) >= 40 and len({a.split()[0] for a, _ in BAD}) >= 6
+    assert len(BAD) >= 90 and len({a.split()[0] for a, _ in BAD}) >= 8
 
 
 def test_an_unexpected_failure_is_one_line_and_exit_1(monkeypatch, capsys):

@@ -54,4 +54,13 @@ class DiffLiftConfig:
     seeds: PosInt = 3
 
     def problems(self) -> list[str]:
-        return [f"k_min: {self.k_min} must be below k_max ({self.k_max})"] if self.k_min >= self.k_max else []
+        from agentkit.extras.data import stratified_split_problems
+
+        out = [f"k_min: {self.k_min} must be below k_max ({self.k_max})"] if self.k_min >= self.k_max else []
+        if self.informative > self.channels:
+            out.append(f"informative: {self.informative} features cannot exceed channels ({self.channels})")
+        if "node" in self.tasks:
+            out += stratified_split_problems("per_class", self.classes * self.per_class, self.classes, 0.2, 0.2)
+        if "motif" in self.tasks:
+            out += stratified_split_problems("motif_graphs", self.motif_graphs, 2, 0.1, 0.2)
+        return out

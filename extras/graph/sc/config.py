@@ -38,3 +38,8 @@ class SCConfig:
     lam_sc: NonNegFloat = 1.0
     fid_edges: PosInt = 10
     seeds: PosInt = 4
+
+    def problems(self) -> list[str]:
+        from agentkit.extras.data import stratified_split_problems
+
+        return stratified_split_problems("graphs", self.graphs, 2, 0.1, 0.2)

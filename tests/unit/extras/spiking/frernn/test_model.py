@@ -38,7 +38,9 @@ def test_free_and_nudged_fixed_points_and_the_contrastive_update_by_hand():
     (s1, s2), settled = net.settle(x, 200, tol=1e-9)
     a, b = s1.item(), s2.item()
     assert settled < 200
-    assert a == pytest.approx(math.tanh(0.5 + 0.1 + 0.5 * -0.8 * b), abs=FIXED_POINT_TOL)  # s1 = tanh(w1 x + b1 + α w2 s2)
+    assert a == pytest.approx(
+        math.tanh(0.5 + 0.1 + 0.5 * -0.8 * b), abs=FIXED_POINT_TOL
+    )  # s1 = tanh(w1 x + b1 + α w2 s2)
     assert b == pytest.approx(math.tanh(-0.8 * a + 0.2), abs=FIXED_POINT_TOL)  # s2 = tanh(w2 s1 + b2)
 
     (n1, n2), _ = net.settle(x, 200, [s1.clone(), s2.clone()], beta, y, tol=1e-9)
