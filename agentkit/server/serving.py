@@ -136,10 +136,13 @@ class Batcher:
     # ---- the engine thread ----------------------------------------------------------------------------------
     def _loop(self) -> None:
         while True:
-            self._gather()
-            self._start_jobs()
-            for job in list(self._active):
-                self._step(job)
+            try:
+                self._gather()
+                self._start_jobs()
+                for job in list(self._active):
+                    self._step(job)
+            except Exception:  # noqa: BLE001 - a bug here must not stop the thread every request waits on
+                log.exception("the batcher's loop failed; it goes on")
 
     def _gather(self) -> None:
         """Move queued requests to ``_waiting``; when nothing runs, block for one, then wait ``window_s`` for
@@ -163,7 +166,7 @@ class Batcher:
 
     def _start_jobs(self) -> None:
         """Start waiting requests, grouped by batch key, while fewer than ``max_jobs`` run (oldest first)."""
-        for req in [r for r in self._waiting if r.cancelled]:
+        for req in [r for r in self._waiting if r.cancelled or r.future.cancelled()]:
             self._waiting.remove(req)
             self._finish(req, error=Cancelled())
         while self._waiting and len(self._active) < self.max_jobs:
@@ -204,6 +207,7 @@ class Batcher:
 
     def _step(self, job: _Job) -> None:
         for pos, r in enumerate(job.requests):
+            r.cancelled = r.cancelled or r.future.cancelled()  # cancelled by us, or by its caller's future
             if r.cancelled and pos not in job.aborted:
                 job.aborted.add(pos)
                 job.work.cancel(range(r.first, r.first + len(r.prompts)))
@@ -235,6 +239,8 @@ class Batcher:
 
     def _finish(self, req: _Request, result=None, error: Exception | None = None) -> None:
         self._by_future.pop(id(req.future), None)
+        if not req.future.set_running_or_notify_cancel():  # the caller cancelled the future itself
+            return
         if error is not None:
             req.future.set_exception(error)
         else:
