@@ -196,7 +196,7 @@ def _parser() -> argparse.ArgumentParser:
     from agentkit.server.serving import ServeLimits
 
     for f in dataclasses.fields(ServeLimits):  # one flag per limit, its help and default from the dataclass
-        kind = POS_FLOAT if f.type in (float, "float") else POS_INT
+        kind = (NONNEG_FLOAT if f.name == "hold_s" else POS_FLOAT) if f.type in (float, "float") else POS_INT
         sv.add_argument(
             "--" + f.name.replace("_", "-"),
             type=kind,

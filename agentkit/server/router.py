@@ -53,7 +53,7 @@ def create_app(
     ``limits``: what one request may ask (``ServeLimits``: prompts, n, body size and depth, jobs at once)."""
     app = FastAPI(title="agentkit", version="1", description="OpenAI-compatible API over agentkit engines and agents")
     limits = limits or ServeLimits()
-    batcher = Batcher(engine, window_s=window_s, max_jobs=limits.max_jobs)
+    batcher = Batcher(engine, window_s=window_s, max_jobs=limits.max_jobs, hold_s=limits.hold_s)
     app.state.batcher = batcher
     agents = {agent_name: tools} if tools else {}
     services = services or {}
@@ -217,9 +217,7 @@ def create_app(
         question, _history, system = agent_conversation(req.messages)
         ext = (req.model_extra or {}).get("agentkit")
         bengine = BatchedEngine(batcher)
-        work = asyncio.get_running_loop().run_in_executor(
-            None, services[req.model].answer, bengine, question, system, ext
-        )
+        work = asyncio.ensure_future(run_in_threadpool(services[req.model].answer, bengine, question, system, ext))
         text, ext_out, usage = await wait(request, work, bengine.cancel)
         plain = req.model_copy(update={"logprobs": False, "tools": None})
         resp = chat_response(plain, "", [Completion(text, [], [], "stop", 0)], 0, engine, req.model)
@@ -254,18 +252,11 @@ def create_app(
         if req.stream:  # progress events go out while the loop runs
             loop = asyncio.get_running_loop()
             events: asyncio.Queue = asyncio.Queue()
-            work = loop.run_in_executor(
-                None,
-                lambda: rollout(
-                    bengine,
-                    [question],
-                    agents[req.model],
-                    cfg,
-                    lambda e: loop.call_soon_threadsafe(events.put_nowait, e),
-                ),
-            )
+            emit = lambda e: loop.call_soon_threadsafe(events.put_nowait, e)  # noqa: E731
+            work = asyncio.ensure_future(run_in_threadpool(rollout, bengine, [question], agents[req.model], cfg, emit))
             return StreamingResponse(agent_stream(req, bengine, work, events), media_type="text/event-stream")
-        work = asyncio.get_running_loop().run_in_executor(None, rollout, bengine, [question], agents[req.model], cfg)
+        # anyio's thread pool (40 threads), not asyncio's default executor (cpu + 4: 6 agents at once here)
+        work = asyncio.ensure_future(run_in_threadpool(rollout, bengine, [question], agents[req.model], cfg))
         trajs = await wait(request, work, bengine.cancel)
         return _agent_response(req, bengine, trajs)
 

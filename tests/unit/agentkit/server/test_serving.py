@@ -48,7 +48,7 @@ def test_a_short_request_finishes_while_a_long_one_runs_and_cancel_ends_it(tiny_
 
     from agentkit.server.serving import Batcher, Cancelled
 
-    batcher = Batcher(tiny_engine, window_s=0.0)
+    batcher = Batcher(tiny_engine, window_s=0.0, hold_s=0.2)
     long = batcher.submit(["long"], SamplingParams(max_tokens=1500, ignore_eos=True, temperature=0))
     while batcher.steps < 3:
         time.sleep(0.001)
