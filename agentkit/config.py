@@ -77,24 +77,20 @@ def _yaml_limits(node: yaml.Node | None) -> str | None:
             continue
         expanded[id(n)] = 0
         order.append(n)
-        if isinstance(n, yaml.ScalarNode):
-            if len(n.value) > MAX_YAML_SCALAR:
-                return f"has a value of {len(n.value)} characters (at most {MAX_YAML_SCALAR})"
-        else:
-            kids = [x for pair in n.value for x in pair] if isinstance(n, yaml.MappingNode) else n.value
-            todo += [(k, depth + 1) for k in kids]
+        if isinstance(n, yaml.ScalarNode) and len(n.value) > MAX_YAML_SCALAR:
+            return f"has a value of {len(n.value)} characters (at most {MAX_YAML_SCALAR})"
+        todo += [(k, depth + 1) for k in _children(n)]
     for n in reversed(order):
-        kids = (
-            []
-            if isinstance(n, yaml.ScalarNode)
-            else [x for p in n.value for x in p]
-            if isinstance(n, yaml.MappingNode)
-            else n.value
-        )
-        expanded[id(n)] = 1 + sum(expanded.get(id(k), 1) for k in kids)
+        expanded[id(n)] = 1 + sum(expanded.get(id(k), 1) for k in _children(n))
         if expanded[id(n)] > MAX_YAML_NODES:
             return f"expands to more than {MAX_YAML_NODES:,} values (aliases that repeat aliases?)"
     return None
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.ScalarNode):
+        return []
+    return [x for pair in node.value for x in pair] if isinstance(node, yaml.MappingNode) else node.value
 
 
 def parse_yaml(text: str, where: str) -> tuple[Any, yaml.Node | None]:
@@ -128,8 +124,8 @@ def load_yaml(path: str | Path) -> Layer:
     if not path.is_file():
         raise AgentkitError(f"config file {path} does not exist", "check the path")
     try:
-        if path.stat().st_size > MAX_YAML_BYTES:
-            raise AgentkitError(f"{path} has {path.stat().st_size:,} bytes; a config holds at most {MAX_YAML_BYTES:,}")
+        if (size := path.stat().st_size) > MAX_YAML_BYTES:
+            raise AgentkitError(f"{path} has {size:,} bytes; a config holds at most {MAX_YAML_BYTES:,}")
         data, node = parse_yaml(path.read_text(encoding="utf-8"), str(path))
         data = data or {}
     except (OSError, UnicodeDecodeError) as e:

@@ -50,7 +50,8 @@ class ServeLimits:
     hold_s: float = field(
         default=1.0,
         metadata={
-            "help": "seconds a request waits for running jobs to end (to share one) before it starts beside them"
+            "help": "seconds a request waits beside a job that may run past 256 more steps before it starts beside "
+            "it (0: at once); jobs that end sooner it waits for, to share the next one"
         },
     )
 
