@@ -155,11 +155,15 @@ class PlaybookStore:
 
     def verify(self) -> None:
         """Check every version's recorded hash against the replay (done as the log is read) and the file against
-        the newest version; raises naming the first mismatch."""
+        the newest version; raises naming the first mismatch. The log and the file are read under the lock, so a
+        writer in another process never shows a file a version ahead of the log read."""
+        with locked(self.path):
+            self._read_new()
+            on_file = _read_text(self.path)
         for e, text in zip(self.entries, self._texts):
             if "sha256" in e and _sha(text) != e["sha256"]:
                 raise AgentkitError(f"{self.log}: replaying version {e['version']} does not give its recorded hash")
-        if _read_text(self.path) != self._texts[-1]:
+        if on_file != self._texts[-1]:
             raise AgentkitError(f"{self.path}: differs from the replay of its log", "the file was edited by hand?")
 
     def history(self) -> list[dict[str, Any]]:

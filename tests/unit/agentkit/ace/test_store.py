@@ -163,3 +163,13 @@ def test_a_second_writer_is_read_before_writing(tmp_path):
     assert a.refresh().version == 5 and "from b" in a.playbook.to_text()
     assert [e["version"] for e in PlaybookStore(a.path).entries] == [0, 1, 2, 3, 4, 5]
     PlaybookStore(a.path).verify()
+
+
+def test_verify_reads_what_another_writer_added_since_opening(tmp_path):
+    """`ace verify` opened just before a server's commit: the file is a version ahead of the log it read at
+    opening, and verify reads the rest under the lock instead of calling the file hand-edited."""
+    a = grown(tmp_path)
+    opened = PlaybookStore(a.path)
+    a.commit([Delta("ADD", section="OTHERS", content="after opening")])
+    opened.verify()
+    assert opened.playbook.version == a.playbook.version == 4
