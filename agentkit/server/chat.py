@@ -8,15 +8,26 @@ arguments follow the function's schema; ``response_format`` and ``structured_out
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from typing import Any
 
-from agentkit.engines.base import Completion, SamplingParams
+from agentkit.engines.base import Completion
 from agentkit.engines.structured import Constraint
 from agentkit.server.http import RequestError
-from agentkit.server.protocol import ChatCompletionRequest, ChatMessage, FunctionDef
+from agentkit.server.protocol import (
+    AssistantMessage,
+    ChatChoice,
+    ChatCompletionRequest,
+    ChatCompletionResponse,
+    ChatMessage,
+    ChoiceLogprobs,
+    FunctionDef,
+    TokenLogprob,
+    ToolCall,
+    TopLogprob,
+    UsageInfo,
+)
 from agentkit.tools.parsers import (
     call_from_json,
     format_hermes_call,
@@ -25,27 +36,6 @@ from agentkit.tools.parsers import (
     parse_openai_tool_calls,
     to_openai,
 )
-
-
-def sampling(req, default_max: int = 256, constraint: Constraint | None = None) -> SamplingParams:
-    stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
-    max_tokens = getattr(req, "max_completion_tokens", None) or req.max_tokens
-    top_logprobs = (req.top_logprobs or 0) if getattr(req, "logprobs", False) is True else 0
-    if isinstance(getattr(req, "logprobs", None), int) and not isinstance(req.logprobs, bool):
-        top_logprobs = req.logprobs
-    return SamplingParams(
-        n=req.n,
-        temperature=1.0 if req.temperature is None else req.temperature,
-        top_p=req.top_p or 1.0,
-        top_k=max(0, req.top_k or 0),
-        max_tokens=default_max if max_tokens is None else max_tokens,
-        seed=req.seed,
-        stop=stop,
-        top_logprobs=top_logprobs,
-        ignore_eos=req.ignore_eos,
-        include_stop_str_in_output=req.include_stop_str_in_output,
-        constraint=constraint,
-    )
 
 
 def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str, Constraint | None]:
@@ -162,44 +152,40 @@ def token_names(engine, ids: list[int], as_ids: bool) -> list[str]:
     return [f"token_id:{t}" for t in ids] if as_ids else engine.token_strings(ids)
 
 
-def _logprobs(engine, c: Completion, as_ids: bool) -> dict[str, Any]:
-    def entry(t: int, lp: float, top: dict[int, float] | None) -> dict[str, Any]:
+def _logprobs(engine, c: Completion, as_ids: bool) -> ChoiceLogprobs:
+    def entry(t: int, lp: float, top: dict[int, float] | None) -> TokenLogprob:
         (s,) = token_names(engine, [t], as_ids)
         alts = list((top or {}).items())
-        return {
-            "token": s,
-            "logprob": lp,
-            "bytes": list(s.encode()),
-            "top_logprobs": [
-                {"token": a, "logprob": v, "bytes": list(a.encode())}
-                for a, (_, v) in zip(token_names(engine, [a for a, _ in alts], as_ids), alts)
-            ],
-        }
+        names = token_names(engine, [a for a, _ in alts], as_ids)
+        return TokenLogprob(
+            token=s,
+            logprob=lp,
+            bytes=list(s.encode()),
+            top_logprobs=[TopLogprob(token=a, logprob=v, bytes=list(a.encode())) for a, (_, v) in zip(names, alts)],
+        )
 
     tops = c.top_logprobs or [None] * len(c.token_ids)
-    return {"content": [entry(t, lp, top) for t, lp, top in zip(c.token_ids, c.logprobs, tops)]}
+    return ChoiceLogprobs(content=[entry(t, lp, top) for t, lp, top in zip(c.token_ids, c.logprobs, tops)])
 
 
-def choice_message(req: ChatCompletionRequest, prefill: str, c: Completion, engine, index: int) -> dict[str, Any]:
-    text = prefill + c.text
-    message: dict[str, Any] = {"role": "assistant", "content": text}
+def choice_message(req: ChatCompletionRequest, prefill: str, c: Completion, engine, index: int) -> ChatChoice:
+    """One choice of the response: the text, or the tool calls parsed from it (``finish_reason`` "tool_calls")."""
+    message = AssistantMessage(content=prefill + c.text)
     finish = c.finish_reason
     if req.tools and req.tool_choice != "none":
         known = {t.function.name for t in req.tools}
         if prefill and c.finish_reason == "stop":  # a forced call: the completion is exactly its JSON, which may
             content, calls = "", [call_from_json(c.text, known)]  # hold "</tool_call>" inside a string
         else:
-            content, calls = parse_hermes_calls(text, known=known)
+            content, calls = parse_hermes_calls(prefill + c.text, known=known)
         good = [x for x in calls if x.error is None]
         if good:
             if not req.parallel_tool_calls:
                 good = good[:1]
-            message = {"role": "assistant", "content": content or None, "tool_calls": [to_openai(x) for x in good]}
+            message = AssistantMessage(content=content or None, tool_calls=[ToolCall(**to_openai(x)) for x in good])
             finish = "tool_calls"
-    out = {"index": index, "message": message, "finish_reason": finish, "logprobs": None}
-    if req.logprobs:
-        out["logprobs"] = _logprobs(engine, c, req.return_tokens_as_token_ids)
-    return out
+    logprobs = _logprobs(engine, c, req.return_tokens_as_token_ids) if req.logprobs else None
+    return ChatChoice(index=index, message=message, finish_reason=finish, logprobs=logprobs)
 
 
 def chat_response(
@@ -209,68 +195,19 @@ def chat_response(
     prompt_tokens: int,
     engine,
     model: str,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    completion = sum(c.completion_tokens for c in outs)
-    resp = {
-        "id": "chatcmpl-" + uuid.uuid4().hex,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [choice_message(req, prefill, c, engine, i) for i, c in enumerate(outs)],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion,
-            "total_tokens": prompt_tokens + completion,
-        },
-    }
-    if extra:
-        resp.update(extra)
-    return resp
-
-
-def stream_chunks(resp: dict[str, Any], include_usage: bool):
-    """SSE events for a finished response: role delta, content deltas (or tool-call deltas), the finish chunk,
-    the usage chunk if asked, then ``[DONE]``."""
-    base = {"id": resp["id"], "object": "chat.completion.chunk", "created": resp["created"], "model": resp["model"]}
-
-    def event(choices):
-        return (
-            "data: " + json.dumps({**base, "choices": choices, **({"usage": None} if include_usage else {})}) + "\n\n"
-        )
-
-    for ch in resp["choices"]:
-        i, msg = ch["index"], ch["message"]
-        yield event([{"index": i, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
-        content = msg.get("content") or ""
-        for piece in _pieces(content):
-            yield event([{"index": i, "delta": {"content": piece}, "finish_reason": None}])
-        for k, call in enumerate(msg.get("tool_calls") or []):
-            head = {
-                "index": k,
-                "id": call["id"],
-                "type": "function",
-                "function": {"name": call["function"]["name"], "arguments": ""},
-            }
-            yield event([{"index": i, "delta": {"tool_calls": [head]}, "finish_reason": None}])
-            for piece in _pieces(call["function"]["arguments"]):
-                yield event(
-                    [
-                        {
-                            "index": i,
-                            "delta": {"tool_calls": [{"index": k, "function": {"arguments": piece}}]},
-                            "finish_reason": None,
-                        }
-                    ]
-                )
-        yield event([{"index": i, "delta": {}, "finish_reason": ch["finish_reason"]}])
-    if include_usage:
-        yield "data: " + json.dumps({**base, "choices": [], "usage": resp["usage"]}) + "\n\n"
-    yield "data: [DONE]\n\n"
-
-
-def _pieces(text: str, size: int = 8) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
+    usage: UsageInfo | None = None,
+    **extra: Any,
+) -> ChatCompletionResponse:
+    """The response to ``req`` from its completions (``usage`` by default: the prompt once, every completion's
+    tokens); ``extra``: extension fields (``agentkit``)."""
+    return ChatCompletionResponse(
+        id="chatcmpl-" + uuid.uuid4().hex,
+        created=int(time.time()),
+        model=model,
+        choices=[choice_message(req, prefill, c, engine, i) for i, c in enumerate(outs)],
+        usage=usage or UsageInfo.of(prompt_tokens, sum(c.completion_tokens for c in outs)),
+        **extra,
+    )
 
 
 def agent_conversation(messages: list[ChatMessage]) -> tuple[str, list[dict[str, str]], str]:

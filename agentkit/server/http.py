@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 
 from agentkit.errors import AgentkitError
@@ -111,10 +112,10 @@ def _lone_surrogate(value: Any) -> bool:
     return False
 
 
-def parse_body(raw: bytes, cls, max_depth: int = MAX_JSON_DEPTH):
-    """The request model ``cls`` from a raw JSON body, or a ``RequestError`` naming each bad field. Before parsing,
-    the body may nest at most ``max_depth`` deep; after, text must be valid Unicode (JSON's ``\\ud800`` escapes
-    can spell lone surrogates, which no tokenizer takes; NUL is valid text and passes)."""
+def parse_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH) -> dict[str, Any]:
+    """A request body as a JSON object, or a ``RequestError``. Before parsing, the body may nest at most
+    ``max_depth`` deep; after, text must be valid Unicode (JSON's ``\\ud800`` escapes can spell lone surrogates,
+    which no tokenizer takes; NUL is valid text and passes)."""
     depth = json_depth(raw)
     if depth > max_depth:
         raise RequestError(
@@ -132,10 +133,34 @@ def parse_body(raw: bytes, cls, max_depth: int = MAX_JSON_DEPTH):
         raise RequestError(
             400, "the request has text with a lone UTF-16 surrogate (\\ud800-\\udfff), not valid Unicode"
         )
-    try:
-        return cls.model_validate(body)
-    except ValidationError as e:
-        raise validation_error(e.errors(), body) from None
+    return body
+
+
+class CheckedJSONRoute(APIRoute):
+    """A route whose JSON body is read and checked before FastAPI validates it into the route's typed body
+    parameter: at most ``max_body_bytes`` (413 as soon as it grows past them), nested at most ``max_json_depth``
+    deep, valid JSON and valid Unicode, whatever its ``Content-Type`` says (both limits from
+    ``app.state.body_limits``, a ``(max_bytes, max_depth)`` pair; 16 MiB and 64 when unset). A large body is parsed
+    off the event loop, which other requests need."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def checked(request: Request):
+            max_bytes, max_depth = getattr(request.app.state, "body_limits", (16 << 20, MAX_JSON_DEPTH))
+            raw = await read_body(request, max_bytes)
+            if len(raw) > 1 << 18:
+                body = await run_in_threadpool(parse_json, raw, max_depth)
+            else:
+                body = parse_json(raw, max_depth)
+            headers = [(k, v) for k, v in request.scope["headers"] if k != b"content-type"]
+            json_request = Request(
+                {**request.scope, "headers": [*headers, (b"content-type", b"application/json")]}, request.receive
+            )
+            json_request._body, json_request._json = raw, body  # what FastAPI reads next: the checked body
+            return await handler(json_request)
+
+        return checked
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:

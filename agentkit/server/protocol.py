@@ -1,11 +1,18 @@
-"""Request models of the OpenAI-compatible API (pydantic). Unknown fields are accepted and ignored, as vLLM does;
-wrong types are 400 errors naming the field."""
+"""Request, response and stream-chunk models of the OpenAI-compatible API (pydantic), as vLLM's ``protocol.py``.
+
+Requests: unknown fields are accepted and ignored, as vLLM does; wrong types are 400 errors naming the field.
+Responses: serialised with exactly the fields they were built with (``exclude_unset``) plus their ``object`` tag, so
+``finish_reason: null`` is sent where OpenAI sends it and an extension (``agentkit``) only where there is one.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agentkit.engines.base import SamplingParams
+from agentkit.engines.structured import Constraint
 
 
 class _Lenient(BaseModel):
@@ -59,6 +66,31 @@ class _Sampling(_Lenient):
     response_format: dict[str, Any] | None = None
     structured_outputs: dict[str, Any] | None = None
 
+    def to_sampling_params(self, default_max: int = 256, constraint: Constraint | None = None) -> SamplingParams:
+        """The engine's sampling settings for this request (OpenAI's defaults where the client sent none:
+        temperature 1, top_p 1; ``default_max`` new tokens)."""
+        stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+        max_tokens = getattr(self, "max_completion_tokens", None) or self.max_tokens
+        return SamplingParams(
+            n=self.n,
+            temperature=1.0 if self.temperature is None else self.temperature,
+            top_p=self.top_p or 1.0,
+            top_k=max(0, self.top_k or 0),
+            max_tokens=default_max if max_tokens is None else max_tokens,
+            seed=self.seed,
+            stop=stop,
+            top_logprobs=self.top_logprobs_asked(),
+            ignore_eos=self.ignore_eos,
+            include_stop_str_in_output=self.include_stop_str_in_output,
+            constraint=constraint,
+        )
+
+    def top_logprobs_asked(self) -> int:
+        return 0
+
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
+
 
 class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(min_length=1)
@@ -68,6 +100,9 @@ class ChatCompletionRequest(_Sampling):
     parallel_tool_calls: bool = True
     logprobs: bool = False
     top_logprobs: int | None = Field(None, ge=0, le=20)
+
+    def top_logprobs_asked(self) -> int:
+        return (self.top_logprobs or 0) if self.logprobs else 0
 
 
 class TokenizeRequest(_Lenient):
@@ -89,3 +124,197 @@ class CompletionRequest(_Sampling):
     prompt: str | list[str] | list[int]
     echo: bool = False
     logprobs: int | None = Field(None, ge=0, le=20)
+
+    def top_logprobs_asked(self) -> int:
+        return self.logprobs or 0
+
+    def prompts(self) -> list[str | list[int]]:
+        """The prompts of the request: one text, one list of token ids, or a list of texts."""
+        if isinstance(self.prompt, str) or (self.prompt and isinstance(self.prompt[0], int)):
+            return [self.prompt]
+        return list(self.prompt)
+
+
+# ---------------------------------------------------------------------------------------------- responses
+
+
+class _Out(BaseModel):
+    """A response object: dumped with the fields it was built with (``exclude_unset``) and its constant tags
+    (``object``, a message's ``role``, a tool call's ``type``: fields typed ``Literal`` with a default)."""
+
+    @model_validator(mode="after")
+    def _tagged(self):
+        for name, f in type(self).model_fields.items():
+            if f.default is not None and get_origin(f.annotation) is Literal:
+                self.model_fields_set.add(name)
+        return self
+
+    def sse(self) -> str:
+        """This object as one server-sent event."""
+        return "data: " + self.model_dump_json(exclude_unset=True) + "\n\n"
+
+
+class ErrorInfo(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """Every non-2xx answer (OpenAI's shape)."""
+
+    error: ErrorInfo
+
+
+class HealthResponse(_Out):
+    status: Literal["ok"] = "ok"
+
+
+class ModelCard(_Out):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "agentkit"
+    max_model_len: int | None = None
+
+
+class ModelList(_Out):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class TokenizeResponse(_Out):
+    count: int
+    max_model_len: int | None
+    tokens: list[int]
+    token_strs: list[str] | None = None
+
+
+class DetokenizeResponse(_Out):
+    prompt: str
+
+
+class UsageInfo(_Out):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    model_calls: int | None = Field(None, description="agent services (ACE): the model calls behind this answer")
+
+    @classmethod
+    def of(cls, prompt_tokens: int, completion_tokens: int) -> UsageInfo:
+        return cls(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
+        )
+
+
+class FunctionCall(_Out):
+    name: str
+    arguments: str
+
+
+class ToolCall(_Out):
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class TopLogprob(_Out):
+    token: str
+    logprob: float
+    bytes: list[int]
+
+
+class TokenLogprob(TopLogprob):
+    top_logprobs: list[TopLogprob]
+
+
+class ChoiceLogprobs(_Out):
+    content: list[TokenLogprob]
+
+
+class AssistantMessage(_Out):
+    role: Literal["assistant"] = "assistant"
+    content: str | None
+    tool_calls: list[ToolCall] | None = None
+
+
+class ChatChoice(_Out):
+    index: int
+    message: AssistantMessage
+    finish_reason: str | None
+    logprobs: ChoiceLogprobs | None = None
+
+
+class ChatCompletionResponse(_Out):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: UsageInfo
+    agentkit: list[dict[str, Any]] | dict[str, Any] | None = Field(
+        None, description="agent models: each trajectory's trace (the tool loop), or a service's extension"
+    )
+
+
+class DeltaFunction(_Out):
+    name: str | None = None
+    arguments: str
+
+
+class DeltaToolCall(_Out):
+    index: int
+    id: str | None = None
+    type: Literal["function"] | None = None
+    function: DeltaFunction
+
+
+class DeltaMessage(_Out):
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+    tool_calls: list[DeltaToolCall] | None = None
+
+
+class ChunkChoice(_Out):
+    index: int
+    delta: DeltaMessage
+    finish_reason: str | None = None
+
+
+class ChatCompletionChunk(_Out):
+    """One event of a streamed chat completion; with ``stream_options.include_usage`` every chunk carries
+    ``usage`` (null but on the last, which has no choices)."""
+
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChunkChoice]
+    usage: UsageInfo | None = None
+    agentkit: dict[str, Any] | None = Field(None, description="agent models: a progress event of the tool loop")
+
+
+class CompletionLogprobs(_Out):
+    tokens: list[str]
+    token_logprobs: list[float | None]
+    text_offset: list[int]
+    top_logprobs: list[dict[str, float] | None] | None
+
+
+class CompletionChoice(_Out):
+    index: int
+    text: str
+    logprobs: CompletionLogprobs | None
+    finish_reason: str | None
+
+
+class CompletionResponse(_Out):
+    id: str
+    object: Literal["text_completion"] = "text_completion"
+    created: int
+    model: str
+    choices: list[CompletionChoice]
+    usage: UsageInfo

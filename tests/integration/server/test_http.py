@@ -383,6 +383,34 @@ def test_auth_error_and_unknown_fields(server, client):
     assert r.choices[0].message.content is not None
 
 
+def test_openapi_lists_each_routes_request_and_response_schema(server):
+    with urllib.request.urlopen(server[0] + "/openapi.json") as r:  # open without a key, as /health
+        spec = json.load(r)
+    schemas = spec["components"]["schemas"]
+
+    def ref(obj):
+        return obj["$ref"].rsplit("/", 1)[1]
+
+    expected = {
+        ("post", "/v1/chat/completions"): ("ChatCompletionRequest", "ChatCompletionResponse"),
+        ("post", "/v1/completions"): ("CompletionRequest", "CompletionResponse"),
+        ("post", "/tokenize"): ("TokenizeRequest", "TokenizeResponse"),
+        ("post", "/detokenize"): ("DetokenizeRequest", "DetokenizeResponse"),
+        ("get", "/v1/models"): (None, "ModelList"),
+        ("get", "/health"): (None, "HealthResponse"),
+    }
+    for (method, path), (request, response) in expected.items():
+        op = spec["paths"][path][method]
+        if request:
+            assert ref(op["requestBody"]["content"]["application/json"]["schema"]) == request, path
+            assert ref(op["responses"]["400"]["content"]["application/json"]["schema"]) == "ErrorResponse", path
+        assert ref(op["responses"]["200"]["content"]["application/json"]["schema"]) == response, path
+    assert {"messages", "model", "n", "max_tokens", "tools"} <= set(schemas["ChatCompletionRequest"]["properties"])
+    assert {"choices", "usage", "agentkit"} <= set(schemas["ChatCompletionResponse"]["properties"])
+    assert "text/event-stream" in spec["paths"]["/v1/chat/completions"]["post"]["responses"]["200"]["content"]
+    assert "ChatCompletionChunk" in schemas  # the stream's events are described too
+
+
 class _Broken:
     """An engine whose generate raises (a bug or an out-of-memory error), for the 500 path."""
 

@@ -6,16 +6,10 @@ import json
 import pytest
 
 from agentkit.engines.base import Completion
-from agentkit.server.chat import (
-    RequestError,
-    agent_conversation,
-    chat_response,
-    choice_message,
-    sampling,
-    stream_chunks,
-    to_messages,
-)
+from agentkit.server.chat import RequestError, agent_conversation, chat_response, to_messages
+from agentkit.server.chat import choice_message as _choice_message
 from agentkit.server.protocol import ChatCompletionRequest
+from agentkit.server.streaming import stream_chunks
 
 ADD = {
     "type": "function",
@@ -35,6 +29,10 @@ def _req(**kw):
     return ChatCompletionRequest(model="m", **{"messages": [{"role": "user", "content": "2+3?"}], **kw})
 
 
+def choice_message(*args, **kw):  # as the client receives it
+    return _choice_message(*args, **kw).model_dump(exclude_unset=True)
+
+
 def _done(text, reason="stop"):
     return Completion(
         text=text, token_ids=list(range(len(text))), logprobs=[0.0] * len(text), finish_reason=reason, prompt_tokens=5
@@ -42,20 +40,11 @@ def _done(text, reason="stop"):
 
 
 def test_sampling_takes_openai_and_vllm_fields_with_openai_defaults():
-    p = sampling(_req())
+    p = _req().to_sampling_params()
     assert (p.n, p.temperature, p.top_p, p.top_k, p.max_tokens, p.stop, p.top_logprobs) == (1, 1.0, 1.0, 0, 256, [], 0)
-    p = sampling(
-        _req(
-            temperature=0,
-            max_tokens=9,
-            max_completion_tokens=7,
-            stop="\n",
-            top_k=-1,
-            logprobs=True,
-            top_logprobs=3,
-            seed=4,
-        )
-    )
+    p = _req(
+        temperature=0, max_tokens=9, max_completion_tokens=7, stop="\n", top_k=-1, logprobs=True, top_logprobs=3, seed=4
+    ).to_sampling_params()
     assert (p.temperature, p.max_tokens, p.stop, p.top_k, p.top_logprobs, p.seed) == (0, 7, ["\n"], 0, 3, 4)
 
 
@@ -125,7 +114,12 @@ def test_choices_turn_hermes_calls_into_tool_calls():
     assert call["function"]["name"] == "add" and json.loads(call["function"]["arguments"]) == {"a": 2, "b": 3}
     unknown = '<tool_call>{"name": "rm", "arguments": {}}</tool_call>'  # not a tool of this request: plain text
     ch = choice_message(req, "", _done(unknown), engine=None, index=0)
-    assert ch["finish_reason"] == "stop" and ch["message"] == {"role": "assistant", "content": unknown}
+    assert ch == {
+        "index": 0,
+        "message": {"role": "assistant", "content": unknown},
+        "finish_reason": "stop",
+        "logprobs": None,
+    }
     two = text + '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 1}}</tool_call>'
     assert len(choice_message(req, "", _done(two), None, 0)["message"]["tool_calls"]) == 2
     assert (
@@ -148,13 +142,14 @@ def test_stream_events_add_up_to_the_response():
         _done("a plain reply that is longer than one piece"),
         _done('<tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}</tool_call>'),
     ]
-    resp = chat_response(req, "", outs, prompt_tokens=5, engine=None, model="m")
+    model = chat_response(req, "", outs, prompt_tokens=5, engine=None, model="m")
+    resp = model.model_dump(exclude_unset=True)
     assert resp["usage"] == {
         "prompt_tokens": 5,
         "completion_tokens": sum(len(o.text) for o in outs),
         "total_tokens": 5 + sum(len(o.text) for o in outs),
     }
-    events = list(stream_chunks(resp, include_usage=True))
+    events = list(stream_chunks(model, include_usage=True))
     assert events[-1] == "data: [DONE]\n\n"
     chunks = [json.loads(e[len("data: ") :]) for e in events[:-1]]
     assert chunks[-1]["usage"] == resp["usage"] and chunks[-1]["choices"] == []

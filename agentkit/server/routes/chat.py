@@ -1,0 +1,95 @@
+"""``POST /v1/chat/completions``: the engine's model (whole or streamed token by token), or an agent model
+(``agentkit.server.agents``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from agentkit.server import agents
+from agentkit.server.base import OpenAIServing, Serving, grammar_error
+from agentkit.server.chat import chat_response, to_messages
+from agentkit.server.http import CheckedJSONRoute
+from agentkit.server.protocol import ChatCompletionRequest, ChatCompletionResponse, UsageInfo
+from agentkit.server.routes.errors import ERRORS
+from agentkit.server.streaming import DONE, ChunkStream, drain, respond, sse_error
+
+router = APIRouter(route_class=CheckedJSONRoute, responses=ERRORS)
+
+SSE = {
+    200: {
+        "content": {"text/event-stream": {}},
+        "description": "the completion; with stream=true, ChatCompletionChunk events",
+    }
+}
+
+
+@router.post(
+    "/v1/chat/completions", response_model=ChatCompletionResponse, response_model_exclude_unset=True, responses=SSE
+)
+async def create_chat_completion(req: ChatCompletionRequest, request: Request, serving: Serving):
+    """A chat completion: text, tool calls (client-side tools in the hermes format), or output constrained by
+    ``response_format`` / ``structured_outputs``; ``stream=true`` sends ``ChatCompletionChunk`` events."""
+    serving.check_model(req.model)
+    serving.check_n(req.n)
+    if req.model in serving.agents:
+        return await agents.run_agent(serving, request, req)
+    if req.model in serving.services:
+        return await agents.run_service(serving, request, req)
+    engine = serving.engine
+    msgs, prefill, constraint = to_messages(req)
+    ids = engine.encode(msgs) + (engine.tokenize(prefill) if prefill else [])
+    params = serving.fit(
+        ids, req.to_sampling_params(constraint=constraint), req.max_completion_tokens or req.max_tokens
+    )
+    if req.stream and not (req.tools and req.tool_choice != "none"):
+        return StreamingResponse(_live_stream(serving, req, ids, params), media_type="text/event-stream")
+    (outs,) = await serving.generate(request, [ids], params, _constraint_param(req))
+    return respond(req, chat_response(req, prefill, outs, len(ids), engine, req.model))
+
+
+async def _live_stream(serving: OpenAIServing, req: ChatCompletionRequest, ids: list[int], params):
+    """Token-by-token SSE: deltas are sent as the engine produces them."""
+    loop = asyncio.get_running_loop()
+    deltas: asyncio.Queue = asyncio.Queue()
+    fut = serving.batcher.submit([ids], params, lambda _i, j, d: loop.call_soon_threadsafe(deltas.put_nowait, (j, d)))
+    try:
+        async for event in _live_events(req, len(ids), params.n, fut, deltas):
+            yield event
+    finally:  # the client went away mid-stream: its generation ends at the next decode step
+        serving.batcher.cancel(fut)
+
+
+async def _live_events(req: ChatCompletionRequest, prompt_tokens: int, n: int, fut, deltas: asyncio.Queue):
+    done = asyncio.wrap_future(fut)
+    out = ChunkStream(req.model, req.include_usage())
+    for j in range(n):
+        yield out.delta(j, role="assistant", content="")
+    sent = [0] * n  # characters streamed per sample
+    async for j, delta in drain(deltas, done):
+        sent[j] += len(delta)
+        yield out.delta(j, content=delta)
+    try:
+        (outs,) = done.result()
+        failed = next((c for c in outs if c.finish_reason == "error"), None)
+        if failed is not None:
+            raise grammar_error(failed)
+    except Exception as e:
+        yield sse_error(e)
+        return
+    for j, c in enumerate(outs):  # what was not streamed (an engine without text callbacks: all of it)
+        if c.text[sent[j] :]:
+            yield out.delta(j, content=c.text[sent[j] :])
+        yield out.delta(j, c.finish_reason)
+    if out.include_usage:
+        yield out.usage(UsageInfo.of(prompt_tokens, sum(c.completion_tokens for c in outs)))
+    yield DONE
+
+
+def _constraint_param(req: ChatCompletionRequest) -> str | None:
+    """The field whose constraint a chat request's completion follows."""
+    if req.tools and req.tool_choice not in (None, "auto", "none"):
+        return "tools"
+    return "structured_outputs" if req.structured_outputs is not None else "response_format"
