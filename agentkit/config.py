@@ -21,10 +21,21 @@ import annotated_types as at
 import yaml
 
 from agentkit.errors import AgentkitError, did_you_mean
+from agentkit.registry import import_target
 
 C = TypeVar("C")
 EXISTING = "existing path"  # Annotated marker: the value names a file or directory that exists
-MODEL = "model"  # Annotated marker: a catalog name, local directory, .gguf file or hub id (checked, not loaded)
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """Annotated marker: ``check`` (a ``"module:attr"`` target, imported when a value is checked) returns what is
+    wrong with a value, or None."""
+
+    check: str
+
+
+MODEL = Problem("agentkit.models.catalog:model_problem")  # a catalog name, directory, .gguf or hub id (not loaded)
 
 # The constraints configs use most (``from agentkit.config import PosInt``; annotated_types for the rest)
 PosInt = Annotated[int, at.Gt(0)]
@@ -264,11 +275,8 @@ def _check(value: Any, mark: Any, key: str) -> None:
         raise AgentkitError(f"{key}: {value!r} is not {(mark.func.__doc__ or mark.func.__name__).strip()}")
     if mark == EXISTING and not Path(value).exists():
         raise AgentkitError(f"{key}: {value} does not exist")
-    if mark == MODEL:
-        from agentkit.models.catalog import model_problem
-
-        if problem := model_problem(value):
-            raise AgentkitError(f"{key}: {problem}")
+    if isinstance(mark, Problem) and (problem := import_target(mark.check)(value)):
+        raise AgentkitError(f"{key}: {problem}")
 
 
 def _hints(cls: type) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,23 @@ class Task:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def gold_answers(task_id: str, answers: str | Sequence[str] | None) -> list[str]:
+    """A task's gold answers as a non-empty list of non-empty strings; else an error naming the task (rewards and
+    TIPS' potentials score against them).
+
+    >>> gold_answers("t", [" 4 ", "", "four"])
+    ['4', 'four']
+    """
+    listed = [answers] if isinstance(answers, str) else list(answers or [])
+    listed = [a.strip() for a in listed if isinstance(a, str) and a.strip()]
+    if not listed:
+        raise AgentkitError(
+            f"task {task_id!r} has no gold answer",
+            "rewards and TIPS' potentials score against the gold answers: give every question an answer",
+        )
+    return listed
 
 
 def split_held_out(train: list[Task], test: list[Task]) -> tuple[list[Task], list[Task]]:

@@ -8,36 +8,18 @@ scores it with the dataset's own ``score_answer`` (reasoning-gym's scores are in
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
-from agentkit.errors import AgentkitError
-
-
-def _rg():
-    try:
-        import reasoning_gym
-    except ImportError as e:
-        raise AgentkitError(
-            "reasoning-gym is not installed", "pip install reasoning-gym (it is in the [dev] extra)"
-        ) from e
-    return reasoning_gym
-
-
-@cache
-def scorer(name: str):
-    """The named dataset's ``score_answer``."""
-    return _rg().get_score_answer_fn(name)
+from agentkit.errors import AgentkitError, did_you_mean
+from agentkit.gamerl.verifiers import reasoning_gym, score_answer
 
 
 class ReasoningGymDataset:
     """``size`` entries of reasoning-gym's dataset ``name`` (its own seeding), with our metadata added."""
 
     def __init__(self, name: str, size: int, seed: int, **cfg: Any):
-        rg = _rg()
+        rg = reasoning_gym()
         if name not in rg.factory.DATASETS:
-            from agentkit.errors import did_you_mean
-
             raise AgentkitError(
                 f"unknown reasoning-gym dataset {name!r}", did_you_mean(name, list(rg.factory.DATASETS))
             )
@@ -62,7 +44,4 @@ class ReasoningGymDataset:
         )
         return {"question": e["question"], "answer": e["answer"], "metadata": meta}
 
-    def score_answer(self, answer: str | None, entry: dict[str, Any]) -> float:
-        from agentkit.gamerl.verifiers import score_answer
-
-        return score_answer(answer, entry)
+    score_answer = staticmethod(score_answer)

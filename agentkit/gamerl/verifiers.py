@@ -34,9 +34,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
+from agentkit.errors import AgentkitError
 from agentkit.eval.metrics import last_boxed, normalize_answer
 
 KINDS = ("choice", "int", "number", "coord", "coords", "set", "sequence", "grid", "text")
@@ -425,10 +426,8 @@ def verify(output: str, entry: dict[str, Any], checker: Checker | None = None) -
             return Verdict(0.0, "none", source, answer)
         return Verdict(float(bool(checker(entry, parsed))), "game", source, answer, parsed)
     if spec.get("kind") == "rg":  # reasoning-gym's own rule, on the answer extracted here
-        from agentkit.gamerl.reasoning_gym import scorer
-
         rg_entry = {**entry, "metadata": {k: v for k, v in entry["metadata"].items() if k != "verify"}}
-        return Verdict(float(scorer(spec["dataset"])(answer, rg_entry)), "rule", source, answer)
+        return Verdict(float(rg_scorer(spec["dataset"])(answer, rg_entry)), "rule", source, answer)
     ok, parsed = rule_decides(answer, str(entry["answer"]), spec)
     if ok is None:
         return Verdict(0.0, "none", source, answer, parsed)
@@ -448,6 +447,23 @@ def _parse_for_check(answer: str, spec: dict[str, Any]) -> Any:
     if kind == "choice":
         return parse_choice(answer, spec["options"], spec.get("style", "letter"))
     return _clean(answer)
+
+
+def reasoning_gym():
+    """The ``reasoning_gym`` package (PyPI ``reasoning-gym``), or an error saying how to install it."""
+    try:
+        import reasoning_gym
+    except ImportError as e:
+        raise AgentkitError(
+            "reasoning-gym is not installed", "pip install reasoning-gym (it is in the [dev] extra)"
+        ) from e
+    return reasoning_gym
+
+
+@cache
+def rg_scorer(name: str) -> Callable[[str, dict[str, Any]], float]:
+    """reasoning-gym's own ``score_answer`` of its dataset ``name`` (the rule of the ``rg`` kind)."""
+    return reasoning_gym().get_score_answer_fn(name)
 
 
 def score_answer(answer: str | None, entry: dict[str, Any]) -> float:

@@ -48,7 +48,7 @@ def run(a: argparse.Namespace) -> int:
     if a.retriever == "bm25":
         run = bm25_run(data)
     else:
-        from agentkit.revela.retriever import Retriever
+        from agentkit.models.retriever import Retriever
 
         r = Retriever.load(a.retriever)
         run = dense_run(data, lambda texts, kind: r.encode(texts, kind, a.batch_size, progress=True))

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from agentkit.models.retriever import Retriever
 from agentkit.revela.attention import InBatch, enable, similarity
-from agentkit.revela.retriever import Retriever
 
 
 @dataclass

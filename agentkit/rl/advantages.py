@@ -13,11 +13,7 @@ Registered estimators (``ESTIMATORS``; third parties add theirs under the entry-
 - ``grpo`` (outcome GRPO, DeepSeekMath): A_i = (G_i − mean_g G) / (std_g G + 1e-4) on every turn, G_i the
   trajectory's return Σ_k r_ik; the std is Bessel-corrected and ε = 1e-4, exactly TRL's ``scale_rewards="group"``.
 - ``dr_grpo`` (Dr. GRPO, arXiv 2503.20783): A_i = G_i − mean_g G, no division by the std.
-- ``tips_segment`` (TIPS' ``sgrpo``): A_ik = c_final · z_g(R_i) + c_mid · z_{g,k}(s_ik) for turns k < T_i, and
-  c_final · z_g(R_i) on the last turn, where s_ik is turn k's shaping reward and z_{g,k} z-scores it among the
-  group's trajectories that reached turn k (population std; 0 when the std is under ε or one trajectory is left).
-  The official ``sgrpo`` z-scores a segment's mean token reward (its turn reward over its length); here the turn
-  reward itself is z-scored, so a long turn's credit is not diluted by its length.
+- ``tips_segment`` (TIPS' ``sgrpo``), registered by TIPS through the entry-point group: ``agentkit.tips.advantages``.
 
 Under potential-based shaping the return is G_i = R_i − αΦ_0 (``agentkit.tips.shaping``) and Φ_0 is the same
 for a group, so ``grpo`` / ``dr_grpo`` on shaped rewards equal them on the outcome alone: shaping reaches the
@@ -35,7 +31,7 @@ from agentkit.registry import Registry
 
 Estimator = Callable[..., list[list[float]]]
 ESTIMATORS: Registry[Estimator] = Registry("advantage estimator", group="agentkit.advantages")
-for _name in ("grpo", "dr_grpo", "tips_segment"):
+for _name in ("grpo", "dr_grpo"):
     ESTIMATORS.register(_name, f"agentkit.rl.advantages:{_name}")
 
 
@@ -60,14 +56,16 @@ class TurnRewards:
         return sum(self.turns)
 
 
-def _by_group(groups: Sequence[Hashable]) -> dict[Hashable, list[int]]:
+def by_group(groups: Sequence[Hashable]) -> dict[Hashable, list[int]]:
+    """Each group's trajectory indices, in order."""
     members: dict[Hashable, list[int]] = defaultdict(list)
     for i, g in enumerate(groups):
         members[g].append(i)
     return members
 
 
-def _check(batch: Sequence[TurnRewards], groups: Sequence[Hashable]) -> None:
+def check_batch(batch: Sequence[TurnRewards], groups: Sequence[Hashable]) -> None:
+    """One group id per trajectory (an estimator's first check)."""
     if len(batch) != len(groups):
         raise ValueError(f"{len(batch)} trajectories but {len(groups)} group ids")
 
@@ -79,9 +77,9 @@ def grpo(batch: Sequence[TurnRewards], groups: Sequence[Hashable], eps: float = 
         >>> [round(a[0], 4) for a in grpo([TurnRewards(1.0), TurnRewards(0.0), TurnRewards(0.5)], ["q", "q", "q"])]
         [0.9998, -0.9998, 0.0]
     """
-    _check(batch, groups)
+    check_batch(batch, groups)
     out: list[list[float]] = [[] for _ in batch]
-    for rows in _by_group(groups).values():
+    for rows in by_group(groups).values():
         g = [batch[i].total for i in rows]
         mean = sum(g) / len(g)
         std = math.sqrt(sum((x - mean) ** 2 for x in g) / (len(g) - 1)) if len(g) > 1 else 0.0
@@ -97,52 +95,22 @@ def dr_grpo(batch: Sequence[TurnRewards], groups: Sequence[Hashable]) -> list[li
         >>> dr_grpo([TurnRewards(1.0, [0.0, 0.0]), TurnRewards(0.0)], ["q", "q"])
         [[0.5, 0.5], [-0.5]]
     """
-    _check(batch, groups)
+    check_batch(batch, groups)
     out: list[list[float]] = [[] for _ in batch]
-    for rows in _by_group(groups).values():
+    for rows in by_group(groups).values():
         mean = sum(batch[i].total for i in rows) / len(rows)
         for i in rows:
             out[i] = [batch[i].total - mean] * len(batch[i].shaping)
     return out
 
 
-def _zscores(values: dict[int, float], eps: float) -> dict[int, float]:
+def zscores(values: dict[int, float], eps: float) -> dict[int, float]:
     """z-scores with the population std; all 0 with fewer than two values or a std under ``eps``."""
     if len(values) < 2:
         return dict.fromkeys(values, 0.0)
     mean = sum(values.values()) / len(values)
     std = math.sqrt(sum((v - mean) ** 2 for v in values.values()) / len(values))
     return {i: 0.0 if std < eps else (v - mean) / (std + eps) for i, v in values.items()}
-
-
-def tips_segment(
-    batch: Sequence[TurnRewards],
-    groups: Sequence[Hashable],
-    final_coeff: float = 1.0,
-    mid_coeff: float = 1.0,
-    eps: float = 1e-6,
-) -> list[list[float]]:
-    """TIPS' segment estimator: the group z-score of the outcome on every turn, plus, on each turn that ended in a
-    tool call, the z-score of its shaping reward among the group's trajectories at the same turn index.
-
-    Examples:
-        >>> a = tips_segment([TurnRewards(1.0, [0.3, -0.1]), TurnRewards(0.0, [0.1, 0.0])], ["q", "q"])
-        >>> [[round(x, 4) for x in row] for row in a]
-        [[2.0, 1.0], [-2.0, -1.0]]
-    """
-    _check(batch, groups)
-    out: list[list[float]] = [[] for _ in batch]
-    for rows in _by_group(groups).values():
-        final = _zscores({i: batch[i].outcome for i in rows}, eps)
-        depth = max(len(batch[i].shaping) for i in rows)
-        mid = [
-            _zscores({i: batch[i].shaping[k] for i in rows if k < len(batch[i].shaping) - 1}, eps)
-            for k in range(depth - 1)
-        ]
-        for i in rows:
-            n = len(batch[i].shaping)
-            out[i] = [final_coeff * final[i] + (mid_coeff * mid[k][i] if k < n - 1 else 0.0) for k in range(n)]
-    return out
 
 
 def estimate(name: str, batch: Sequence[TurnRewards], groups: Sequence[Hashable], **options) -> list[list[float]]:

@@ -41,11 +41,11 @@ from trl import GRPOConfig, GRPOTrainer
 
 from agentkit.agent.loop import AgentConfig, agent_prompt, continue_rollout
 from agentkit.agent.trajectory import Trajectory
+from agentkit.data.tasks import gold_answers
 from agentkit.engines import make_engine
 from agentkit.engines.hf import HFEngine
 from agentkit.rl.advantages import ESTIMATORS, TurnRewards, estimate
 from agentkit.rl.rewards import OutcomeReward
-from agentkit.tips.potentials import gold_answers
 from agentkit.tools.base import Tool
 
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from agentkit.agent.trajectory import Trajectory
+from agentkit.data.tasks import gold_answers
 from agentkit.errors import AgentkitError
 
 Normalize = Literal["mean", "sum"]
@@ -60,18 +61,6 @@ def logsumexp(values: Sequence[float]) -> float:
     if top == -math.inf:
         return -math.inf
     return top + math.log(sum(math.exp(v - top) for v in values))
-
-
-def gold_answers(task_id: str, answers: str | Sequence[str] | None) -> list[str]:
-    """A task's gold answers as a non-empty list of non-empty strings; else an error naming the task."""
-    listed = [answers] if isinstance(answers, str) else list(answers or [])
-    listed = [a.strip() for a in listed if isinstance(a, str) and a.strip()]
-    if not listed:
-        raise AgentkitError(
-            f"task {task_id!r} has no gold answer",
-            "TIPS scores the teacher's likelihood of the gold answers: give every question an answer",
-        )
-    return listed
 
 
 class PotentialScorer:

@@ -68,7 +68,7 @@ class SearchIndex:
         self._faiss = None
         self._encode = None
         if retriever is not None:  # load now: a bad path fails at startup, not on the first query
-            from agentkit.revela.retriever import Retriever
+            from agentkit.models.retriever import Retriever
 
             self._encode = Retriever.load(retriever).encode
 

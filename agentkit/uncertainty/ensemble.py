@@ -21,7 +21,7 @@ from typing import Any
 
 from agentkit.data.tasks import Task
 from agentkit.engines.base import SamplingParams
-from agentkit.uncertainty.generate import SYSTEM, _prompt
+from agentkit.uncertainty.prompts import SYSTEM, question_prompt
 from agentkit.uncertainty.schema import GenerationRow
 from agentkit.uncertainty.score import judge
 
@@ -32,7 +32,7 @@ def sft_rows(tokenizer, tasks: Sequence[Task], few_shot: bool = True) -> list[di
     template) gets the tokenizer's EOS appended, so the model learns to stop."""
     rows = []
     for t in tasks:
-        msgs = _prompt(t, SYSTEM, few_shot)
+        msgs = question_prompt(t, SYSTEM, few_shot)
         prefix = tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
         full = tokenizer.apply_chat_template(msgs + [{"role": "assistant", "content": t.answer}], tokenize=False)
         if not full.startswith(prefix):
@@ -55,7 +55,7 @@ def dev_accuracy(
     params = SamplingParams(temperature=0, max_tokens=max_tokens)
     outs = []
     for i in tqdm(range(0, len(tasks), 32), desc=desc, disable=desc is None, leave=False):
-        outs += engine.generate([_prompt(t, SYSTEM, few_shot) for t in tasks[i : i + 32]], params)
+        outs += engine.generate([question_prompt(t, SYSTEM, few_shot) for t in tasks[i : i + 32]], params)
     right: dict[str, list[float]] = {}
     for t, (c,) in zip(tasks, outs):
         row = GenerationRow(t.id, t.question, {}, t.answer, t.kind, t.metric)

@@ -23,23 +23,8 @@ from agentkit.engines import make_engine
 from agentkit.engines.base import SamplingParams
 from agentkit.errors import AgentkitError
 from agentkit.files import append_records, read_records
+from agentkit.uncertainty.prompts import SYSTEM, question_prompt
 from agentkit.uncertainty.schema import GenerationRow, write_generations
-
-SYSTEM = "Answer the question. Reply with the answer only, no explanation."
-# Worked examples shown before each question (by the task's metric): small models answer in a word only when
-# shown the format. The facts are invented, like suite (b)'s.
-FEW_SHOT = {
-    "numeric": [("What is 23 + 45?", "68"), ("What is 7 × 6?", "42"), ("What is 81 - 27?", "54")],
-    "em_f1": [
-        (
-            "Velra Optics: Velra Optics is a company founded in 1961 by Onna Traskel.\nOnna Traskel: Onna "
-            "Traskel is a chemist born in 1930 in the city of Brevik.\n\nQuestion: In which city was the "
-            "founder of Velra Optics born?",
-            "Brevik",
-        ),
-        ("In which year was Tomas Eldrin born?", "1954"),
-    ],
-}
 
 
 def load_tasks(spec: str, seed: int = 0) -> list[Task]:
@@ -118,13 +103,6 @@ def expand_models(models: list[str]) -> list[str]:
     return out
 
 
-def _prompt(task: Task, system: str, few_shot: bool) -> list[dict[str, str]]:
-    msgs = [{"role": "system", "content": system}]
-    for q, a in FEW_SHOT.get(task.metric, []) if few_shot else []:
-        msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
-    return msgs + [{"role": "user", "content": task.question}]
-
-
 def generate(
     models: list[str],
     tasks: list[Task],
@@ -163,7 +141,7 @@ def generate(
             )
             for start in range(0, len(todo), chunk):
                 part = todo[start : start + chunk]
-                prompts = [_prompt(t, system, few_shot) for t in part]
+                prompts = [question_prompt(t, system, few_shot) for t in part]
                 sampled = engine.generate(
                     prompts,
                     SamplingParams(

@@ -57,10 +57,10 @@ def run(batch: int = 16, tokens: int = 64, repeats: int = 5, model: str = "smoll
 
     from agentkit.eval.ir_benchmarks import load_benchmark
     from agentkit.models.catalog import resolve
+    from agentkit.models.retriever import Retriever
     from agentkit.revela.attention import InBatch
     from agentkit.revela.data import Collator, chunk_text
     from agentkit.revela.model import RevelaModel, causal_lm_loss, load_lm
-    from agentkit.revela.retriever import Retriever
 
     data = load_benchmark("pydoc")
     texts = [c for d in list(data.corpus.values())[:200] for c in chunk_text(d["text"], 120)][:batch]

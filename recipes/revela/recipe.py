@@ -68,7 +68,7 @@ class RevelaRecipe(Recipe[RevelaConfig]):
 
     # ---- evaluation -------------------------------------------------------------------------------------------
     def _evaluate(self, method: str) -> dict[str, float]:
-        from agentkit.revela.retriever import Retriever
+        from agentkit.models.retriever import Retriever
 
         c = self.config
         t0 = time.time()
@@ -106,8 +106,8 @@ class RevelaRecipe(Recipe[RevelaConfig]):
         from transformers import AutoTokenizer
 
         from agentkit.models.catalog import resolve
+        from agentkit.models.retriever import Retriever
         from agentkit.revela.model import RevelaModel, load_lm
-        from agentkit.revela.retriever import Retriever
 
         c, acc = self.config, self.accelerator
         torch.manual_seed(seed)

@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from agentkit.revela.retriever import Retriever
+from agentkit.models.retriever import Retriever
 
 
 def test_eos_pooling_reads_the_last_real_token_and_prefixes_apply():
