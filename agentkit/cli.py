@@ -739,7 +739,7 @@ def main(argv: list[str] | None = None) -> int:
         return handlers[args.command](args)
     except KeyboardInterrupt as e:
         print(f"interrupted{f': {e}' if str(e) else ''}", file=sys.stderr)
-        return 130
+        return 128 + getattr(e, "signum", 2)  # 130 for Ctrl-C, 143 for SIGTERM
     except BrokenPipeError:  # `agentkit ace show FILE | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
         return 0

@@ -18,12 +18,23 @@ _RENAME_EXCHANGE = 2  # renameat2(2): swap two paths in one step
 _AT_FDCWD = -100
 
 
+def _umask() -> int:
+    """The process's umask (read from /proc; setting it to read it back would race other threads)."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError):
+        return 0o022
+
+
 def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write a file so that readers see the old or the new content, never half of it."""
+    """Write a file so that readers see the old or the new content, never half of it. The file gets the mode
+    ``open`` would give it (0666 less the umask), not the temporary file's 0600."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
             f.flush()
@@ -138,6 +149,7 @@ def atomic_dir(final: Path, build: Callable[[Path], object], marker: str | None 
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
     try:
+        tmp.chmod(0o777 & ~_umask())  # as mkdir would make it, not mkdtemp's 0700
         build(tmp)
         if marker:
             (tmp / marker).write_text("ok\n")

@@ -29,6 +29,20 @@ from agentkit.plots import pyplot
 C = TypeVar("C")
 
 
+def silence_progress_bars() -> None:
+    """No progress bar from the libraries a run uses: transformers' (weight loading) and the hub's, through
+    transformers' switch, and datasets' (maps, loading); child processes get ``TQDM_DISABLE``. Ours follow
+    ``RunContext.quiet``, and trainers take ``disable_tqdm`` from it."""
+    import os
+
+    os.environ["TQDM_DISABLE"] = "1"
+    import datasets
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+
+
 class RunContext:
     """What a recipe gets to record its run: metrics, finished work, checkpoints, plots and report sections."""
 
@@ -39,6 +53,8 @@ class RunContext:
         self.run_dir = Path(run_dir)
         self.resume = resume
         self.quiet = quiet
+        if quiet:
+            silence_progress_bars()
         self.sections: list[tuple[str, str]] = []
         self.plots: list[tuple[str, Path]] = []
         if self.is_main:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +96,35 @@ def _write_status(run_dir: Path, status: str, **extra: Any) -> None:
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a run: the message is the exact command that resumes it."""
+    """Ctrl-C or SIGTERM during a run: the message is the exact command that resumes it; ``signum`` the signal
+    that ended it (the CLI exits with 128 + it: 130, 143)."""
+
+    def __init__(self, message: str, signum: int = signal.SIGINT):
+        super().__init__(message)
+        self.signum = signum
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the run was, so that it ends the way Ctrl-C does."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """While the block runs, SIGTERM (a scheduler's kill, ``timeout``) raises ``_Terminated`` in the main thread;
+    the previous handler is put back after. Elsewhere than the main thread nothing changes (Python runs signal
+    handlers there only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum, frame):
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _shared_timestamp() -> str:
@@ -172,11 +204,14 @@ def run_recipe(
     recipe = cls(config, ctx)
     recipe.name = name
     try:
-        metrics = recipe.run()
-    except KeyboardInterrupt:
+        with _sigterm_interrupts():
+            metrics = recipe.run()
+    except KeyboardInterrupt as e:
+        command = f"agentkit run {spec} --resume {run_dir}"
+        signum = signal.SIGTERM if isinstance(e, _Terminated) else signal.SIGINT
         if ctx.is_main:
-            _write_status(run_dir, "interrupted")
-        raise RunInterrupted(f"resume with `agentkit run {spec} --resume {run_dir}`") from None
+            _write_status(run_dir, "interrupted", signal=signal.Signals(signum).name, resume=command)
+        raise RunInterrupted(f"resume with `{command}`", signum) from None
     except BaseException as e:
         if ctx.is_main:
             _write_status(run_dir, "failed", error=f"{type(e).__name__}: {e}"[:2000])
