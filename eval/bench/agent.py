@@ -74,6 +74,7 @@ def run(
             rollout(reuse, work[:2], [tool], AgentConfig(max_turns=1, max_tokens_per_turn=4))  # warm-up
             reused0 = reuse.stats()["cached_prompt_tokens"]
             for name, engine in (("re-encode-all", plain), ("re-encode", fresh), ("prefix-cache", reuse)):
+                prefilled = engine.stats()["prefill_tokens"]
                 t = time.perf_counter()
                 trajs = rollout(engine, work, [tool], cfg)
                 secs = time.perf_counter() - t
@@ -84,6 +85,7 @@ def run(
                     "turns": sum(x.meta["turns"] for x in trajs),
                     "tool_calls": sum(x.tool_calls for x in trajs),
                     "completion_tokens": sum(len(x.completion_ids) for x in trajs),
+                    "prefill_tokens": engine.stats()["prefill_tokens"] - prefilled,  # the work the cache saves
                 }
         res[wl] = {
             **rows,

@@ -10,23 +10,25 @@ Runs, one per method and seed, all with ``engine``'s model in every role:
 - ``ace_online``: the test questions in windows: answer a window (its accuracy is the score), then adapt on it.
 
 Each step is recorded as it finishes (``state/steps-<run>.jsonl``) and each playbook keeps its own delta log
-(``playbooks/<run>.json``), so ``--resume`` continues mid-run. The report: test accuracy (mean ± std over
+(``playbooks/<run>.json``), so ``--resume`` continues mid-run. Each run's test answers are kept in
+``answers/<run>.jsonl`` (id, gold, answer, verdict, value verdict), and its accuracies are their means. The report: test accuracy (mean ± std over
 seeds), context size (tokens in the generator's tokenizer) over the steps — the collapse / bloat comparison —
 and cost (model calls and tokens of every role).
 """
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 import time
 from typing import Any
 
-from agentkit.ace.adapt import AdaptConfig, Adapter
+from agentkit.ace.adapt import AdaptConfig, Adapter, summary
 from agentkit.ace.cheatsheet import Cheatsheet
 from agentkit.ace.playbook import Playbook
 from agentkit.ace.refine import EmbeddingCache, Refiner
-from agentkit.ace.roles import Curator, Generator, Reflector
+from agentkit.ace.roles import Curator, Generator, Reflector, Sample
 from agentkit.ace.store import PlaybookStore
 from agentkit.ace.toolgen import ToolGenerator
 from agentkit.agent.loop import AgentConfig
@@ -34,6 +36,8 @@ from agentkit.agent.suites import suite_tool
 from agentkit.data.suites import suite_tasks
 from agentkit.data.tasks import split_held_out
 from agentkit.errors import AgentkitError
+from agentkit.eval.metrics import value_match
+from agentkit.files import atomic_write
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 from agentkit.recipes.ace.config import AceConfig
@@ -122,13 +126,13 @@ class AceRecipe(Recipe[AceConfig]):
     # ---- the methods --------------------------------------------------------------------------------------
     def _base(self, key: str, seed: int) -> dict[str, Any]:
         dc = Cheatsheet(self._roles()[0], self.engine, self.config.roles)
-        test = _test(dc.evaluate(self.test))  # before the cost is read
+        test = self._test(key, dc.answer(self.test))  # before the cost is read
         return {**self._cost(dc.usage), **test, "context_tokens": 0}
 
     def _eval(self, key: str, seed: int) -> dict[str, Any]:
         path = self.ctx.run_dir / "playbooks" / f"{key}.json"
         ace = self._adapter(key, PlaybookStore.create(path, self.fixed, overwrite=True))
-        m = _test(ace.evaluate(self.test))
+        m = self._test(key, ace.answer(self.test))
         return {**self._cost(ace.usage), **m, "bullets": len(self.fixed), "context_tokens": self._tokens(ace)}
 
     def _dc(self, key: str, seed: int) -> dict[str, Any]:
@@ -145,7 +149,7 @@ class AceRecipe(Recipe[AceConfig]):
             return {**m, "text": dc.text, "context_tokens": self.count(dc.text), **_minus(self._cost(dc.usage), before)}
 
         hist = self._steps(key, self._batches(self._train_tasks(seed), seed, c.epochs), step, key)
-        test = _test(dc.evaluate(self.test))
+        test = self._test(key, dc.answer(self.test))
         return {**_sums(hist), **test, "context_tokens": self.count(dc.text)}
 
     def _ace_offline(self, key: str, seed: int) -> dict[str, Any]:
@@ -172,7 +176,7 @@ class AceRecipe(Recipe[AceConfig]):
             ace.store.rollback(best["version"])  # recorded as a new version; the later ones stay in the log
         return {
             **_sums(hist),
-            **_test(ace.evaluate(self.test)),
+            **self._test(key, ace.answer(self.test)),
             "val_best": best["val_accuracy"] if best else None,
             "version_kept": ace.store.playbook.version,
             "bullets": len(ace.store.playbook),
@@ -192,9 +196,10 @@ class AceRecipe(Recipe[AceConfig]):
             # with a playbook that has already seen part of it
             scored = self.ctx.done(f"online-{key}")
             if str(i) not in scored:
-                scored[str(i)] = ace.evaluate(tasks)
+                samples = ace.answer(tasks)
+                scored[str(i)] = {**summary(samples), "answers": [_answer_row(s) for s in samples]}
                 self.ctx.record(f"online-{key}", {str(i): scored[str(i)]})
-            m = {"window": i, "online": scored[str(i)], "n": len(tasks)}
+            m = {"window": i, "online": {k: v for k, v in scored[str(i)].items() if k != "answers"}, "n": len(tasks)}
             for j in range(0, len(tasks), c.batch_size):
                 if i * 1000 + j > ace.last_step():  # not yet in the playbook
                     ace.step(tasks[j : j + c.batch_size], i * 1000 + j)
@@ -203,13 +208,29 @@ class AceRecipe(Recipe[AceConfig]):
             return {**m, **_minus(self._cost(ace.usage), before)}
 
         hist = self._steps(key, list(enumerate(windows)), window, key)
-        n = max(1, sum(h["n"] for h in hist))
-        online = {k: sum(h["online"][k] * h["n"] for h in hist) / n for k in ("accuracy", "value_accuracy")}
+        scored = self.ctx.done(f"online-{key}")
+        rows = [row for i in range(len(windows)) for row in scored[str(i)]["answers"]]
         return {
             **_sums(hist),
-            **_test(online),
+            **self._save_answers(key, rows),
             "bullets": len(ace.store.playbook),
             "context_tokens": self._tokens(ace),
+        }
+
+    def _test(self, key: str, samples: list[Sample]) -> dict[str, float]:
+        """The run's test answers, saved, and the accuracies computed from them."""
+        return self._save_answers(key, [_answer_row(s) for s in samples])
+
+    def _save_answers(self, key: str, rows: list[dict[str, Any]]) -> dict[str, float]:
+        """``answers/<key>.jsonl`` (one row per test question: id, gold, answer, verdict, value verdict); the test
+        accuracy is the mean of the verdicts given (a question without one is left out), the value accuracy the
+        mean of the value verdicts."""
+        if self.ctx.is_main:
+            atomic_write(self.ctx.run_dir / "answers" / f"{key}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        judged = [r["correct"] for r in rows if r["correct"] is not None]
+        return {
+            "test_accuracy": sum(map(bool, judged)) / len(judged) if judged else 0.0,
+            "test_value_accuracy": sum(r["value_correct"] for r in rows) / len(rows) if rows else 0.0,
         }
 
     def _tokens(self, ace: Adapter) -> int:
@@ -289,8 +310,15 @@ class AceRecipe(Recipe[AceConfig]):
         )
 
 
-def _test(m: dict[str, float]) -> dict[str, float]:
-    return {"test_accuracy": m["accuracy"], "test_value_accuracy": m["value_accuracy"]}
+def _answer_row(s: Sample) -> dict[str, Any]:
+    """One test question's outcome as ``answers/<run>.jsonl`` keeps it."""
+    return {
+        "id": s.task.id,
+        "gold": s.task.answer,
+        "answer": s.answer,
+        "correct": s.correct,
+        "value_correct": value_match(s.answer, s.task.answer),
+    }
 
 
 def _minus(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:

@@ -1,4 +1,6 @@
-"""Each `agentkit bench` target runs end to end on the tiny model and reports identical outputs on both sides."""
+"""Each `agentkit bench` target runs end to end on the tiny model, reports identical outputs on both sides, and shows
+its effect in the direction it claims: in work counted (tokens, passes), which is the same on any machine, or in time
+where the margin is an order of magnitude."""
 
 
 def test_agent_bench_runs_every_workload_on_the_tiny_model():
@@ -17,14 +19,20 @@ def test_agent_bench_runs_every_workload_on_the_tiny_model():
         # the same trajectories: the same turns, calls and tokens on every side
         assert len({(x["turns"], x["tool_calls"], x["completion_tokens"]) for x in rows.values()}) == 1
         assert rows["prefix-cache"]["turns"] >= 2 and rows["prefix-cache"]["completion_tokens"] > 0
+        # what the speed-up comes from: each side runs fewer prompt tokens through the model than the one before,
+        # and the cache's saving is the tokens it reports reused
+        prefill = [rows[k]["prefill_tokens"] for k in ("re-encode-all", "re-encode", "prefix-cache")]
+        assert prefill[0] > prefill[1] > prefill[2] > 0, prefill
+        assert r["reused_tokens"] > 0
 
 
 def test_sandbox_bench_runs():
     from agentkit.eval.bench.sandbox import run
 
     res = run(n=3, pool_size=1)
-    assert res["sandbox"]["p50_ms"] > 0 and res["python_c"]["p50_ms"] > 0 and res["bwrap_python_c"]["p50_ms"] > 0
     assert res["isolation"] == "kernel"
+    # a call to a pooled worker skips the interpreter's start that a fresh `python -c` pays (~9x here, loaded)
+    assert 0 < res["sandbox"]["p50_ms"] < res["python_c"]["p50_ms"], res
 
 
 def test_structured_bench_runs_on_the_tiny_model(tiny_engine):
@@ -75,7 +83,8 @@ def test_revela_bench_on_the_tiny_model():
     for k in ("plain_lm_step_s", "plain_lm_step_hf_loss_s", "revela_lm_step_s", "revela_full_step_s"):
         assert res[k] > 0
     assert res["revela_lm_step_plain_loss_logged_s"] > 0 and len(res["round_seconds"]["logged"]) == 1
-    assert res["naive_per_pair_step_s"] > 0 and res["ratio_naive_vs_revela_lm"] > 0
+    # one forward pass for the batch against one per (query, document) pair: 15.7x here on the tiny model, loaded
+    assert res["ratio_naive_vs_revela_lm"] > 2, res["ratio_naive_vs_revela_lm"]
 
 
 def test_gamerl_verify_bench_runs(tmp_path):

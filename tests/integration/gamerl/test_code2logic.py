@@ -5,6 +5,7 @@ drafting path runs end to end on a real (tiny) engine under the schema constrain
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from agentkit.gamerl import score_answer
@@ -96,12 +97,28 @@ def test_drafting_on_a_real_engine_yields_schema_valid_templates(tiny_engine, tm
     game.write_text("def flip(rng):\n    return rng.choice('HT')\n")
     drafts = draft_templates(tiny_engine, game.read_text(), n=2, seed=0)
     assert len(drafts) == 2
-    for d in drafts:  # the constraint holds even for a random model (it may stop early at max_tokens)
-        assert isinstance(d, (dict, str))
+    for d in drafts:  # the constraint holds even for a random model; a draft cut at max_tokens is unfinished JSON
         if isinstance(d, dict):
-            assert set(d) <= set(TEMPLATE_SCHEMA["properties"])
+            jsonschema.validate(d, TEMPLATE_SCHEMA)
+        else:
+            with pytest.raises(json.JSONDecodeError):
+                json.loads(d)
     res = code2logic(tiny_engine, game, drafts=2, instances=2, sandbox=sandbox)
     assert res.counts["templates"] == 2
+
+
+def test_a_drafted_template_that_is_right_becomes_tasks(sandbox):
+    """The drafting path with an engine whose drafts are known (one good template, one in prose): the good one is
+    accepted and yields tasks whose answers the game computed; the prose is rejected with its reason."""
+    from agentkit.testing.scripted import ScriptedEngine
+
+    engine = ScriptedEngine({"def new_game": [[json.dumps(GOOD[0])], ["A template that counts winning moves."]]})
+    res = code2logic(engine, NIM, drafts=2, instances=4, sandbox=sandbox)
+    assert [r.accepted for r in res.reports] == [True, False]
+    assert res.reports[1].reason == "not a JSON object"
+    tasks = res.tasks()
+    assert len(tasks) == 4 and {t["metadata"]["task"] for t in tasks} == {"winning_move_count"}
+    assert all(score_answer(f"<answer>{t['answer']}</answer>", t) == 1.0 for t in tasks)
 
 
 # A forged result: the marker line the validator once read from stdout, with answers nobody computed.

@@ -36,9 +36,9 @@ def test_ace_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch):
     metrics, run_dir = run_recipe("ace", sets, output_dir=str(out), preset="tiny", resume=True, quiet=True)
     assert steps[0] == ("ace_offline-s0.json", 1) and ("ace_offline-s0.json", 0) not in steps
     assert [s for s in steps if s[0].startswith("ace_online")]  # then the online run, windows of two
-    for method in ("base", "dc", "ace_offline", "ace_online", "eval"):
-        assert 0.0 <= metrics[f"{method}/accuracy_mean"] <= 1.0
-        assert 0.0 <= metrics[f"{method}/value_accuracy_mean"] <= 1.0
+    test_ids = sorted(json.loads(x)["id"] for x in (run_dir / "answers" / "base-s0.jsonl").read_text().splitlines())
+    for method in ("base", "dc", "ace_offline", "ace_online", "eval"):  # one seed: the mean is that run's
+        _accuracies_are_the_answers_means(run_dir / "answers" / f"{method}-s0.jsonl", metrics, method, test_ids)
     runs = {
         json.loads(x)["key"]: json.loads(x)["value"]
         for x in (run_dir / "state" / "runs.jsonl").read_text().splitlines()
@@ -50,6 +50,19 @@ def test_ace_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch):
         PlaybookStore(run_dir / "playbooks" / name).verify()
     report = (run_dir / "report.md").read_text()
     assert "| ace_offline | 1 |" in report and "| dc | 1 |" in report and "context.png" in report
+
+
+def _accuracies_are_the_answers_means(path, metrics, method, test_ids=None):
+    """The recorded answers are every test question's, each verdict is what the feedback says of that answer, and
+    the accuracies are their means."""
+    from agentkit.eval.metrics import value_match
+
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    assert rows and (test_ids is None or sorted(r["id"] for r in rows) == test_ids)
+    assert all(r["value_correct"] == value_match(r["answer"], r["gold"]) for r in rows)
+    judged = [r["correct"] for r in rows if r["correct"] is not None]
+    assert metrics[f"{method}/accuracy_mean"] == pytest.approx(sum(judged) / len(judged))
+    assert metrics[f"{method}/value_accuracy_mean"] == pytest.approx(sum(r["value_correct"] for r in rows) / len(rows))
 
 
 def test_ace_bad_config_fails_before_loading(tmp_path):
@@ -93,5 +106,6 @@ def test_ace_recipe_against_a_model_behind_an_openai_compatible_endpoint(tmp_pat
         for x in (run_dir / "state" / "runs.jsonl").read_text().splitlines()
     }
     assert runs["base-s0"]["calls"] == 4 and runs["ace_offline-s0"]["calls"] >= 4 * 3  # generate, reflect, curate
-    assert runs["ace_offline-s0"]["tokens"] > 0 and 0.0 <= metrics["ace_offline/accuracy_mean"] <= 1.0
+    assert runs["ace_offline-s0"]["tokens"] > 0
+    _accuracies_are_the_answers_means(run_dir / "answers" / "ace_offline-s0.jsonl", metrics, "ace_offline")
     PlaybookStore(run_dir / "playbooks" / "ace_offline-s0.json").verify()

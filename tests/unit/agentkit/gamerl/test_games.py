@@ -59,14 +59,107 @@ def test_moves_step_and_the_png_draws(name):
     state = game.generate(random.Random(0), "Easy")
     frozen = json.dumps(state, sort_keys=True)
     for move in game.moves(state)[:6]:
-        after = game.step(state, move)
-        assert isinstance(after, dict)
+        game.step(state, move)  # what each move does: test_a_move_changes_the_state_as_the_rules_say
     assert json.dumps(state, sort_keys=True) == frozen  # step never mutates
     img = game.draw(state)
     buf = io.BytesIO()
     img.save(buf, format="PNG")
     assert img.width > 50 and img.height > 50 and buf.getvalue()[:4] == b"\x89PNG"
     assert game.text(state)
+
+
+WALLS5 = [[r, c] for r in range(5) for c in range(5) if r in (0, 4) or c in (0, 4)]
+# (game, state, move, the state after it by the game's rules, worked out by hand); a move of None: illegal below
+STEPS = [
+    (
+        "g2048",
+        {"board": [[2, 2, 0, 0], [0, 0, 0, 0], [4, 0, 4, 4], [0, 0, 0, 2]]},
+        "L",
+        {"board": [[4, 0, 0, 0], [0, 0, 0, 0], [8, 4, 0, 0], [2, 0, 0, 0]]},
+    ),  # one merge per tile, leftmost first
+    ("g2048", {"board": [[2, 0], [2, 4]]}, "U", {"board": [[4, 4], [0, 0]]}),
+    (
+        "langton",
+        {"grid": ["...", "...", "..."], "ant": [1, 1], "heading": "U", "steps": 1},
+        "step",
+        {"grid": ["...", ".#.", "..."], "ant": [1, 2], "heading": "R", "steps": 1},
+    ),  # white: right, flip, forward
+    (
+        "langton",
+        {"grid": ["#..", "...", "..."], "ant": [0, 0], "heading": "U", "steps": 1},
+        "step",
+        {"grid": ["...", "...", "..."], "ant": [0, 2], "heading": "L", "steps": 1},
+    ),  # black: left; the board wraps
+    ("life", {"grid": ["...", "OOO", "..."], "steps": 1}, "tick", {"grid": [".O.", ".O.", ".O."], "steps": 1}),
+    (
+        "maze",
+        {"grid": ["#####", "#S..#", "#...#", "#..G#", "#####"]},
+        "R",
+        {"grid": ["#####", "#S..#", "#...#", "#..G#", "#####"], "player": [1, 2]},
+    ),
+    (
+        "minesweeper",
+        {"size": 3, "mines": [[0, 0]], "opened": [[2, 2]]},
+        (1, 1),
+        {"size": 3, "mines": [[0, 0]], "opened": [[1, 1], [2, 2]]},
+    ),
+    (
+        "sokoban",
+        {"walls": WALLS5, "boxes": [[1, 2]], "goals": [[1, 3]], "player": [1, 1]},
+        "R",
+        {"walls": WALLS5, "boxes": [[1, 3]], "goals": [[1, 3]], "player": [1, 2]},
+    ),  # the box is pushed along
+    (
+        "sudoku",
+        {"grid": [[0, 2, 3, 4], [3, 4, 1, 2], [2, 1, 4, 3], [4, 3, 2, 1]], "box": [2, 2]},
+        (0, 0, 1),
+        {"grid": [[1, 2, 3, 4], [3, 4, 1, 2], [2, 1, 4, 3], [4, 3, 2, 1]], "box": [2, 2]},
+    ),
+    (
+        "tents",
+        {"size": 3, "trees": [[1, 1]], "rows": [1, 0, 0], "cols": [0, 1, 0], "tents": []},
+        (0, 1),
+        {"size": 3, "trees": [[1, 1]], "rows": [1, 0, 0], "cols": [0, 1, 0], "tents": [[0, 1]]},
+    ),
+    (
+        "tetris",
+        {"grid": ["....", "....", "....", "###."], "piece": "I", "rotation": 0, "col": 0},
+        (1, 3),
+        {"grid": ["....", "...#", "...#", "...#"], "piece": "I", "rotation": 0, "col": 0},
+    ),  # the full row clears
+    ("tictactoe", {"board": "X........"}, (1, 1), {"board": "X...O...."}),  # O moves after one X
+    (
+        "wordsearch",
+        {"grid": ["CAT", "XXX", "DOG"], "words": ["CAT", "DOG"]},
+        "CAT",
+        {"grid": ["CAT", "XXX", "DOG"], "words": ["DOG"]},
+    ),
+    ("blocks3d", {"heights": [[0, 1], [2, 0]]}, ("add", 0, 0), {"heights": [[1, 1], [2, 0]]}),
+]
+ILLEGAL = [
+    ("maze", {"grid": ["#####", "#S..#", "#...#", "#..G#", "#####"]}, "U"),  # into a wall
+    ("sokoban", {"walls": WALLS5, "boxes": [[1, 3]], "goals": [[1, 3]], "player": [1, 2]}, "R"),  # box to a wall
+    ("sudoku", {"grid": [[0, 2, 3, 4], [3, 4, 1, 2], [2, 1, 4, 3], [4, 3, 2, 1]], "box": [2, 2]}, (0, 0, 2)),
+    ("tictactoe", {"board": "X........"}, (0, 0)),  # taken
+    ("tetris", {"grid": ["....", "....", "....", "###."], "piece": "I", "rotation": 0, "col": 0}, (0, 1)),
+    ("blocks3d", {"heights": [[0, 1], [2, 0]]}, ("remove", 1, 1)),  # nothing to remove
+    ("wordsearch", {"grid": ["CAT", "XXX", "DOG"], "words": ["CAT", "DOG"]}, "COW"),
+]
+
+
+@pytest.mark.parametrize(("name", "state", "move", "after"), STEPS, ids=[f"{c[0]}-{i}" for i, c in enumerate(STEPS)])
+def test_a_move_changes_the_state_as_the_rules_say(name, state, move, after):
+    assert get_game(name).step(state, move) == after
+
+
+@pytest.mark.parametrize(("name", "state", "move"), ILLEGAL, ids=[c[0] for c in ILLEGAL])
+def test_an_illegal_move_is_refused(name, state, move):
+    with pytest.raises(ValueError):
+        get_game(name).step(state, move)
+
+
+def test_every_game_has_a_hand_checked_move():
+    assert {c[0] for c in STEPS} == set(NAMES)
 
 
 # ---- solvers -------------------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from agentkit.data.tasks import Task
 from agentkit.errors import AgentkitError
 from agentkit.models.catalog import PLAIN_CHAT_TEMPLATE, load_tokenizer
 from agentkit.uncertainty.ensemble import dev_accuracy, read_ensemble, sft_rows, write_ensemble
-from agentkit.uncertainty.generate import SYSTEM, ModelSpec, _prompt, expand_models
+from agentkit.uncertainty.generate import ModelSpec, expand_models
+from agentkit.uncertainty.prompts import SYSTEM, question_prompt
 
 TASKS = [Task("q1", "What is 2 + 3?", "5", "add", "numeric"), Task("q2", "Who founded Velra?", "Onna", "f", "em_f1")]
 
@@ -20,7 +21,7 @@ def test_sft_rows_train_the_answer_after_generates_prompt(template):
     if template == "plain":
         tok.chat_template = PLAIN_CHAT_TEMPLATE  # Gemma 3 base's: no end-of-turn token after the answer
     for task, row in zip(TASKS, sft_rows(tok, TASKS)):
-        prompt = tok.apply_chat_template(_prompt(task, SYSTEM, True), add_generation_prompt=True, tokenize=False)
+        prompt = tok.apply_chat_template(question_prompt(task, SYSTEM, True), add_generation_prompt=True, tokenize=False)
         n = len(tok(prompt, add_special_tokens=False).input_ids)
         assert row["input_ids"][:n] == tok(prompt, add_special_tokens=False).input_ids
         assert row["labels"][:n] == [-100] * n and row["labels"][n:] == row["input_ids"][n:]

@@ -40,10 +40,11 @@ def test_one_tversky_layer_solves_xor_where_linear_cannot():
     from agentkit.extras.vision.tversky.recipe import _fit_full_batch
 
     x, y = (torch.tensor(a) for a in data.xor())
-    solved = 0
-    for seed in range(1, 5):  # seeds 1-4 converge here at K = 4 (the recipe: 60 % of 20 seeds at 500 steps)
+    for seed in range(1, 5):  # seeds 1-4 converge at K = 4 (the recipe: 60 % of 20 seeds at 500 steps)
         torch.manual_seed(seed)
-        solved += _fit_full_batch(TverskyProjection(2, 2, 4), x, y, 300, 0.05) == 1.0
+        layer = TverskyProjection(2, 2, 4)
+        assert _fit_full_batch(layer, x, y, 300, 0.05) == 1.0, seed
+        with torch.no_grad():  # by a wide margin (0.9996 at least here): not a float's luck on one CPU
+            assert layer(x).softmax(-1).gather(1, y[:, None]).min() > 0.99, seed
         torch.manual_seed(seed)
         assert _fit_full_batch(torch.nn.Linear(2, 2), x, y, 300, 0.05) <= 0.75
-    assert solved >= 2
