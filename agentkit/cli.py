@@ -9,6 +9,7 @@ import os
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from agentkit.ace import cli as ace_cli
 from agentkit.agent.loop import TIR_TOKENS_PER_TURN
@@ -331,17 +332,29 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _show_defaults(parser: argparse.ArgumentParser) -> None:
-    """Every option's ``--help`` line ends with its default (set here once, not on each ``add_argument``)."""
+    """Every option's ``--help`` line ends with ``(required)`` or its default, ``0`` and empty lists included (set
+    here once, not on each ``add_argument``); flags (``store_true``) and options without a default say nothing."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
                 _show_defaults(child)
-        elif (
-            action.option_strings
-            and action.default not in (None, False, argparse.SUPPRESS)
-            and "default" not in (action.help or "")
-        ):
-            action.help = f"{action.help} (default: %(default)s)" if action.help else "default: %(default)s"
+            continue
+        if not action.option_strings or action.default is argparse.SUPPRESS or "default:" in (action.help or ""):
+            continue
+        if action.required:
+            shown = "required"
+        elif action.default is None or action.default is False or isinstance(action, argparse._StoreTrueAction):
+            continue
+        else:
+            shown = f"default: {_shown(action.default)}".replace("%", "%%")
+        action.help = f"{action.help} ({shown})" if action.help else shown
+
+
+def _shown(value: Any) -> str:
+    """A default as a user types it: lists and tuples comma-joined (``[]`` when empty)."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value)) if value else "[]"
+    return str(value)
 
 
 def _uncertainty_parser(sub) -> None:
@@ -361,7 +374,7 @@ def _uncertainty_parser(sub) -> None:
     g.add_argument(
         "--models",
         required=True,
-        help="comma-separated model specs, e.g. smollm2-135m,gemma3-270m, or @RUN/ensemble.json (default: none)",
+        help="comma-separated model specs, e.g. smollm2-135m,gemma3-270m, or @RUN/ensemble.json",
     )
     g.add_argument(
         "--tasks",
