@@ -44,7 +44,15 @@ def silence_progress_bars() -> None:
 
 
 class RunContext:
-    """What a recipe gets to record its run: metrics, finished work, checkpoints, plots and report sections."""
+    """What a recipe gets to record its run: metrics, finished work, checkpoints, plots and report sections.
+
+    Under ``accelerate launch`` every process has one; only the main process writes (``is_main``).
+
+    Args:
+        run_dir: the run directory (``outputs/<recipe>/<time>`` or ``--output-dir``); ``state/`` is made in it.
+        resume: the run continues an earlier attempt (``--resume``): recorded work is not redone.
+        quiet: no progress bar, ours or the libraries' (``--quiet``).
+    """
 
     def __init__(self, run_dir: Path, resume: bool = False, quiet: bool = False):
         from accelerate import PartialState
@@ -66,7 +74,12 @@ class RunContext:
 
     # ---- metrics ------------------------------------------------------------------------------------------
     def log(self, metrics: dict[str, Any], step: int | None = None) -> None:
-        """Append one line to metrics.jsonl."""
+        """Append one line to ``metrics.jsonl`` (with the time; the main process only).
+
+        Args:
+            metrics: name → value (numbers, or anything JSON can hold).
+            step: the step the values belong to, kept as ``"step"``.
+        """
         if not self.is_main:
             return
         row = {"time": round(time.time(), 3), **({"step": step} if step is not None else {}), **metrics}
@@ -75,18 +88,39 @@ class RunContext:
 
     # ---- finished work (resume without redoing it) --------------------------------------------------------
     def done(self, name: str) -> dict[str, Any]:
-        """Results recorded under ``name`` by earlier (possibly interrupted) attempts of this run: key -> value."""
+        """What earlier (possibly interrupted) attempts of this run recorded under ``name``.
+
+        Args:
+            name: the record's name (``state/<name>.jsonl``).
+
+        Returns:
+            Key → value, the last record of a key winning.
+        """
         return read_records(self.run_dir / "state" / f"{name}.jsonl")
 
     def record(self, name: str, items: dict[str, Any]) -> None:
-        """Record finished items (appended and fsynced, so a crash loses at most the batch in flight)."""
+        """Record finished items (appended and fsynced, so a crash loses at most the batch in flight).
+
+        Args:
+            name: the record's name (``state/<name>.jsonl``).
+            items: key → value (JSON), one line each.
+        """
         if self.is_main:
             append_records(self.run_dir / "state" / f"{name}.jsonl", items)
 
     def each(self, name: str, jobs: list[tuple], fn: Callable[..., Any], desc: str) -> dict[str, Any]:
-        """``fn(*job)`` for every job not yet recorded under ``name`` (key ``"a|b|c"`` of the job's fields), each
-        recorded as soon as it finishes, with a progress bar; returns key → result for every job, so a resumed
-        run redoes only the unfinished ones."""
+        """``fn(*job)`` for every job not yet recorded under ``name``, each recorded as soon as it finishes, with
+        a progress bar, so a resumed run redoes only the unfinished ones.
+
+        Args:
+            name: the record's name (``state/<name>.jsonl``).
+            jobs: the jobs, each a tuple of fields (its key: the fields joined by ``|``, ``job_key``).
+            fn: called as ``fn(*job)``; its result must be JSON.
+            desc: the progress bar's label.
+
+        Returns:
+            Key → result for every job, recorded earlier or now.
+        """
         done = self.done(name)
         for job in self.progress([j for j in jobs if job_key(j) not in done], desc=desc):
             done[job_key(job)] = fn(*job)
@@ -98,7 +132,15 @@ class RunContext:
         return self.run_dir / "state" / f"checkpoint-{step:08d}"
 
     def save_checkpoint(self, step: int, objects: dict[str, Any]) -> Path:
-        """Save ``{"model": state_dict, "optimizer": ..., "extra": {...}}`` as one torch file, atomically."""
+        """Save a checkpoint as one torch file (``state/checkpoint-<step>/state.pt``), atomically.
+
+        Args:
+            step: the step it was taken after.
+            objects: what to save, e.g. ``{"model": state_dict, "optimizer": ..., "extra": {...}}``.
+
+        Returns:
+            The checkpoint's directory.
+        """
         import torch
 
         d = self.checkpoint_dir(step)
@@ -109,6 +151,11 @@ class RunContext:
         return d
 
     def latest_checkpoint(self) -> tuple[int, dict[str, Any]] | None:
+        """The newest complete checkpoint of this run.
+
+        Returns:
+            ``(step, objects)`` as ``save_checkpoint`` got them, or None when there is none.
+        """
         import torch
 
         ckpts = sorted(p for p in (self.run_dir / "state").glob("checkpoint-*") if (p / "state.pt").exists())
@@ -119,13 +166,38 @@ class RunContext:
 
     # ---- progress, plots, report --------------------------------------------------------------------------
     def progress(self, items: Iterable[Any], desc: str, total: int | None = None) -> Iterator[Any]:
+        """``items`` with a progress bar (none when quiet, or off the main process).
+
+        Args:
+            items: what to iterate.
+            desc: the bar's label.
+            total: the count, when ``items`` has no length.
+
+        Returns:
+            An iterator over ``items``.
+        """
         return iter(tqdm(items, desc=desc, total=total, disable=self.quiet or not self.is_main, dynamic_ncols=True))
 
     def add_section(self, title: str, markdown: str) -> None:
+        """Add a section to the run's ``report.md`` (after the metrics, in the order added).
+
+        Args:
+            title: the section's heading.
+            markdown: its body.
+        """
         self.sections.append((title, markdown))
 
     def save_plot(self, fig, name: str, caption: str) -> Path:
-        """Save a matplotlib figure as ``<name>.png`` in the run directory and link it in the report."""
+        """Save a matplotlib figure as ``<name>.png`` in the run directory, link it in the report, and close it.
+
+        Args:
+            fig: a matplotlib figure.
+            name: the file's name, without ``.png``.
+            caption: the report's caption under it.
+
+        Returns:
+            The PNG's path.
+        """
         plt = pyplot()
         path = self.run_dir / f"{name}.png"
         if self.is_main:
@@ -164,6 +236,10 @@ class Recipe(Generic[C]):
 
     ``run()`` calls them in order, logs the returned metrics and writes the report; recipes add sections and plots
     through ``self.ctx``. ``train`` returns ``{}`` for recipes that only evaluate.
+
+    Args:
+        config: an instance of ``config_cls`` (``agentkit.runner.run_recipe`` builds and validates it).
+        ctx: the run's ``RunContext``.
     """
 
     name: ClassVar[str] = "recipe"

@@ -149,12 +149,29 @@ def run_recipe(
     quiet: bool = False,
     force: bool = False,
 ) -> tuple[dict[str, Any], Path]:
-    """Run a recipe; returns ``(final metrics, run directory)``.
+    """Run a recipe (``agentkit run``).
 
     The config is built and validated before anything is created. The run directory holds ``status.json``
-    (running → complete, failed or interrupted). ``resume=True`` takes the latest run that is not complete (and
-    says which); a resume whose ``sets`` change the saved config is refused unless ``force`` (then the change is
-    appended to ``config_changes.jsonl``)."""
+    (running → complete, failed or interrupted); SIGINT and SIGTERM end a run as interrupted.
+
+    Args:
+        spec: a recipe name (``agentkit recipes list``) or a YAML file whose ``recipe:`` names one.
+        sets: ``KEY=VALUE`` overrides (``--set``), applied after the recipe's YAML.
+        output_dir: the run directory (default: ``outputs_root/<recipe>/<time>``); a new one, or with
+            ``resume`` an earlier run's.
+        resume: True: the latest run that is not complete (it says which); a path: that run.
+        preset: a YAML of the recipe's folder (``tiny``, ``paper``…) in place of its ``default.yaml``.
+        outputs_root: where runs go when ``output_dir`` is not given.
+        quiet: no progress bars.
+        force: let ``sets`` change a resumed run's config (the change is appended to ``config_changes.jsonl``).
+
+    Returns:
+        ``(final metrics, run directory)``.
+
+    Raises:
+        AgentkitError: a bad spec, config, preset or run directory (before any model loads).
+        RunInterrupted: Ctrl-C or SIGTERM; its message is the command that resumes the run.
+    """
     name, cls, layer = resolve_spec(spec, preset)
     overrides = parse_sets(sets or [])
     changes: dict[str, list[Any]] = {}

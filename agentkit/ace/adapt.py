@@ -56,7 +56,17 @@ class AdaptConfig:
 
 class Adapter:
     """Generator, reflector and curator over a ``PlaybookStore``: ``answer(tasks)`` (evaluation) and
-    ``step(tasks, step)`` (adaptation on one batch)."""
+    ``step(tasks, step)`` (adaptation on one batch).
+
+    Args:
+        generator: answers with the playbook in context (``Generator``, or ``ToolGenerator`` for an agent).
+        reflector: diagnoses each answer against the feedback.
+        curator: turns reflections into delta operations on the playbook.
+        store: the playbook and its delta log (every commit locked and recorded).
+        refiner: grow-and-refine (deduplication, the token budget).
+        cfg: labels, reflection rounds, what is curated, top-k retrieval (default: ``AdaptConfig()``).
+        feedback: ``(task, sample) -> (verdict, text for the reflector)`` (default: the task's own checker).
+    """
 
     def __init__(
         self,
@@ -87,7 +97,16 @@ class Adapter:
     def answer(
         self, tasks: list[Any], notes: list[str] | None = None, samples: list[Sample] | None = None
     ) -> list[Sample]:
-        """Generate and judge (``samples`` given: answer those again, in place, with ``notes``)."""
+        """Answer and judge.
+
+        Args:
+            tasks: the questions (ignored when ``samples`` is given).
+            notes: per sample, the reflector's notes to answer with (a new round).
+            samples: samples to answer again, in place.
+
+        Returns:
+            The samples, each with its answer, the playbook bullets it used, and the feedback's verdict.
+        """
         samples = samples or [Sample(t) for t in tasks]
         ctx = self.contexts([s.task for s in samples])
         self.generator.answer(samples, ctx, notes, set(self.store.playbook.bullets))
@@ -105,6 +124,17 @@ class Adapter:
             s.reflection = obj
 
     def step(self, tasks: list[Any], step: int) -> dict[str, Any]:
+        """Adapt on one batch: answer, reflect (up to ``max_rounds``, answering wrong ones again), tag the bullets
+        used, curate, commit the deltas (recorded with ``step``), then grow-and-refine.
+
+        Args:
+            tasks: the batch's questions.
+            step: the step's number, kept in the log (a resumed run starts after the last one).
+
+        Returns:
+            The step's accuracies (first and final), operations proposed, invalid and rejected, bullets added,
+            what refinement did, the playbook's size and version.
+        """
         samples = self.answer(tasks)
         first = [s.correct for s in samples]
         self._reflect(samples)

@@ -51,7 +51,15 @@ class PlaybookStore:
     """``PlaybookStore.create(FILE, playbook)`` starts a history; ``PlaybookStore(FILE)`` opens one.
     ``commit(deltas, source)`` applies a batch and records it; ``at(version)`` rebuilds an old version;
     ``rollback(version)`` makes it current again (as a new version); ``refresh()`` takes in what other processes
-    wrote."""
+    wrote. Every write takes the file's inter-process lock and re-reads the log under it.
+
+    Args:
+        path: the playbook file (its log: ``FILE.log.jsonl`` beside it).
+
+    Raises:
+        AgentkitError: no such file, a malformed log (its line named), or a file that differs from its log's
+            replay (edited by hand).
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -96,8 +104,16 @@ class PlaybookStore:
 
     # --- writing -----------------------------------------------------------------------------------------
     def commit(self, deltas: list[Delta], source: str = "curator", meta: dict[str, Any] | None = None) -> BatchResult:
-        """Apply a batch (``agentkit.ace.deltas`` rules) to the newest version and record it; a batch that
-        changes nothing is not recorded."""
+        """Apply a batch to the newest version (other processes' writes included) and record it.
+
+        Args:
+            deltas: the operations (``agentkit.ace.deltas`` rules: each applied or rejected with its reason).
+            source: who proposed them (``curator``, ``reflector``, ``refine``…), kept in the log.
+            meta: more to keep in the log entry (the step).
+
+        Returns:
+            What was applied, added and rejected; a batch that changes nothing is not recorded.
+        """
         with locked(self.path):
             self._read_new()
             pb = Playbook.from_json(self._texts[-1])
@@ -116,7 +132,17 @@ class PlaybookStore:
         return res
 
     def rollback(self, version: int) -> Playbook:
-        """Make version ``version`` current again, recorded as a new version (the history keeps everything)."""
+        """Make an old version current again, recorded as a new version (the history keeps everything).
+
+        Args:
+            version: the version to restore.
+
+        Returns:
+            The new current playbook.
+
+        Raises:
+            AgentkitError: no such version.
+        """
         with locked(self.path):
             self._read_new()
             old = self.at(version)
@@ -147,7 +173,17 @@ class PlaybookStore:
 
     # --- reading -----------------------------------------------------------------------------------------
     def at(self, version: int) -> Playbook:
-        """The playbook as it was at ``version``, rebuilt from the log."""
+        """The playbook as it was at a version, rebuilt from the log.
+
+        Args:
+            version: a version of the log.
+
+        Returns:
+            That version's playbook (a copy).
+
+        Raises:
+            AgentkitError: no such version (the range is named).
+        """
         versions = [e["version"] for e in self.entries]
         if isinstance(version, bool) or not isinstance(version, int) or version not in versions:
             raise AgentkitError(f"{self.path}: no version {version}", f"versions {versions[0]}..{versions[-1]}")

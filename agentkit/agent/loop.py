@@ -141,11 +141,19 @@ def rollout(
     config: AgentConfig | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[Trajectory]:
-    """Run the agent on ``tasks`` (Task objects, ``{"id", "question"}`` dicts or strings); ``config.n`` each.
+    """Run the agent on ``tasks``: ``config.n`` trajectories each, every turn of every trajectory batched.
 
-    ``on_event`` (optional) is told of progress as it happens: ``{"type": "turn", "task_id", "sample", "turn",
-    "text"}`` after each model turn and ``{"type": "tool", "task_id", "sample", "tool", "arguments", "ok",
-    "output"}`` after each tool call.
+    Args:
+        engine: any Engine (``agentkit.engines``).
+        tasks: Task objects, ``{"id", "question"}`` dicts or question strings.
+        tools: the tools the agent may call, by name or as a list.
+        config: the loop's settings (default: ``AgentConfig()``).
+        on_event: told of progress as it happens: ``{"type": "turn", "task_id", "sample", "turn", "text"}`` after
+            each model turn and ``{"type": "tool", "task_id", "sample", "tool", "arguments", "ok", "output"}``
+            after each tool call.
+
+    Returns:
+        The trajectories, task by task, ``config.n`` for each.
     """
     cfg = config or AgentConfig()
     tools = tools if isinstance(tools, dict) else {t.name: t for t in tools}
@@ -161,8 +169,17 @@ def rollout(
 
 
 def agent_prompt(question: str, tools: dict[str, Tool] | list[Tool], config: AgentConfig) -> list[dict[str, Any]]:
-    """The chat a rollout starts from: the system prompt (tag style: ``config.system_prompt``; json style: the
-    tools' schemas), the few-shot examples, the question."""
+    """The chat a rollout starts from.
+
+    Args:
+        question: the task's question.
+        tools: the agent's tools (json style describes their schemas).
+        config: the loop's settings: ``style``, ``system_prompt``, ``examples``.
+
+    Returns:
+        The system prompt (tag style: ``config.system_prompt``; json style: the tools' schemas), the few-shot
+        examples, then the question, as chat messages.
+    """
     tools = tools if isinstance(tools, dict) else {t.name: t for t in tools}
     system = (
         config.system_prompt
@@ -180,9 +197,24 @@ def continue_rollout(
     on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[Trajectory]:
     """Run the loop on trajectories already under way (``finish == "running"``), e.g. branches cut from finished
-    chains. Turns and tool calls already in a trajectory count against ``max_turns`` / ``max_tool_calls``. If
-    ``meta["open_turn"]`` is set, the last model segment is an unfinished turn: the next generation continues
-    it and is merged into it before the turn is parsed."""
+    chains. Each trajectory's tool sessions are its own (a random id) and are closed when this returns, by an
+    error too.
+
+    Args:
+        engine: any Engine.
+        trajectories: the trajectories to continue; turns and tool calls already in one count against
+            ``max_turns`` / ``max_tool_calls``. With ``meta["open_turn"]`` set, the last model segment is an
+            unfinished turn: the next generation continues it and is merged into it before the turn is parsed.
+        tools: the tools the agent may call, by name or as a list.
+        config: the loop's settings (default: ``AgentConfig()``).
+        on_event: progress events, as for ``rollout``.
+
+    Returns:
+        The same trajectories, finished (``finish``: answer, max_turns, max_tool_calls, wall_time…).
+
+    Raises:
+        ValueError: an unknown ``style`` or ``tool_turns``, or chat tool turns with an engine without tokenizer.
+    """
     cfg = config or AgentConfig()
     tools = tools if isinstance(tools, dict) else {t.name: t for t in tools}
     trajs = trajectories

@@ -56,10 +56,21 @@ class EngineConfig:
 
 
 def make_engine(kind: str = "hf", model=DEFAULT_CHAT_MODEL, **kwargs) -> Engine:
-    """Build an engine by kind: ``hf`` (default), ``vllm`` or ``openai`` (``base_url=`` the upstream server).
-    ``model`` is a name, a directory, or (hf, vllm) a loaded transformers model passed with ``tokenizer=`` (a
-    vision-language model's processor for one). ``hf`` on a vision-language model is a ``VisionEngine`` (the
-    options it does not have, such as the prefix cache's, are dropped)."""
+    """Build an engine by kind.
+
+    Args:
+        kind: ``hf`` (the embedded engine), ``vllm`` or ``openai`` (``base_url=`` the upstream server).
+        model: a name, a directory, or (hf, vllm) a loaded transformers model passed with ``tokenizer=`` (a
+            vision-language model's processor for one). ``hf`` on a vision-language model is a ``VisionEngine``
+            (the options it does not have, such as the prefix cache's, are dropped).
+        **kwargs: the engine's own options (``HFEngine``, ``VLLMEngine``, ``OpenAIEngine``).
+
+    Returns:
+        The engine.
+
+    Raises:
+        AgentkitError: an unknown kind.
+    """
     if kind == "hf":
         if is_vision(model):
             import inspect

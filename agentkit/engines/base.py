@@ -208,25 +208,106 @@ class Engine(Protocol):
     max_model_len: int
     default_stop: list[str]
 
-    def encode(self, prompt: Prompt) -> list[int]: ...
+    def encode(self, prompt: Prompt) -> list[int]:
+        """A prompt's token ids as the model sees them.
 
-    def tokenize(self, text: str) -> list[int]: ...
+        Args:
+            prompt: text (the tokenizer's special tokens added), a chat (rendered by the model's chat template,
+                with the assistant's generation prompt), or token ids (returned unchanged).
 
-    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
+        Returns:
+            The token ids.
 
-    def token_strings(self, ids: list[int]) -> list[str]: ...
+        Raises:
+            ValueError: an empty prompt, or images for a text-only model.
+        """
+        ...
 
-    def generate(self, prompts: list[Prompt], params: SamplingParams) -> list[list[Completion]]: ...
+    def tokenize(self, text: str) -> list[int]:
+        """Plain text's token ids, without special tokens (a tool result appended mid-sequence).
+
+        Args:
+            text: the text.
+
+        Returns:
+            The token ids.
+        """
+        ...
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        """The text of token ids.
+
+        Args:
+            ids: token ids.
+            skip_special_tokens: drop special tokens (end of turn, padding) from the text.
+
+        Returns:
+            The text.
+        """
+        ...
+
+    def token_strings(self, ids: list[int]) -> list[str]:
+        """Each token's own text, for logprob listings.
+
+        Args:
+            ids: token ids.
+
+        Returns:
+            One string per id.
+        """
+        ...
+
+    def generate(self, prompts: list[Prompt], params: SamplingParams) -> list[list[Completion]]:
+        """Sample completions of a batch of prompts.
+
+        Args:
+            prompts: texts, chats or token ids (``encode`` says how each is read).
+            params: the sampling settings; per-prompt fields (``seeds``, ``constraints``) hold one entry per
+                prompt.
+
+        Returns:
+            ``params.n`` completions per prompt, in prompt order.
+
+        Raises:
+            ContextLengthError: a prompt does not fit the context.
+        """
+        ...
 
     def score(
         self, contexts: list[Prompt], continuations: list[str | list[int]], entropy: bool = False
-    ) -> list[Scored]: ...
+    ) -> list[Scored]:
+        """Teacher-forced log-probabilities of each continuation after its context.
 
-    def stats(self) -> dict[str, int]: ...
+        Args:
+            contexts: one prompt per continuation (read as ``encode`` reads it).
+            continuations: text (tokenized without special tokens) or token ids.
+            entropy: also return each position's entropy of the next-token distribution.
 
-    def load_weights(self, model: Any = None, path: str | None = None) -> None: ...
+        Returns:
+            One ``Scored`` per continuation: its ids and their logprobs (and entropies).
+        """
+        ...
 
-    def close(self) -> None: ...
+    def stats(self) -> dict[str, int]:
+        """Counts since the engine was created (the keys the class docstring lists that this engine can know).
+
+        Returns:
+            Counter name → value.
+        """
+        ...
+
+    def load_weights(self, model: Any = None, path: str | None = None) -> None:
+        """Serve new weights from now on (a training round's policy); stored keys/values are dropped.
+
+        Args:
+            model: a loaded model whose weights to serve.
+            path: a saved model directory (engines in another process load from it).
+        """
+        ...
+
+    def close(self) -> None:
+        """Free what the engine holds (memory, processes, connections); safe to call twice."""
+        ...
 
 
 class LocalTokenizer:

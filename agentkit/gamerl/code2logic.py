@@ -163,8 +163,20 @@ def run_instance(sandbox, game_source: str, template: dict[str, Any], seed: int)
 
 
 def validate(sandbox, game_source: str, template: Any, game: str, instances: int = 8, seed: int = 0) -> TemplateReport:
-    """Instantiate ``template`` on ``instances`` seeds by running the game's code, recompute every answer in a fresh
-    process, and accept or reject each task and the template (see the module docstring)."""
+    """Instantiate a template on several seeds by running the game's code, recompute every answer in a fresh
+    process, and accept or reject each task and the template (see the module docstring).
+
+    Args:
+        sandbox: the ``Sandbox`` the game's code and the template run in.
+        game_source: the game file's code.
+        template: a draft (a dict following ``TEMPLATE_SCHEMA``; anything else is rejected with the reason).
+        game: the game's name, kept in each task's metadata.
+        instances: seeds to instantiate it on.
+        seed: the first seed.
+
+    Returns:
+        The template's report: accepted or not, the reason, and its tasks.
+    """
     problem = _schema_problem(template)
     if problem:
         return TemplateReport(template if isinstance(template, dict) else {"raw": template}, False, problem)
@@ -226,8 +238,18 @@ def _entry(game: str, template: dict[str, Any], r: dict[str, Any]) -> dict[str, 
 
 
 def draft_templates(engine, game_source: str, n: int, temperature: float = 0.8, seed: int = 0) -> list[Any]:
-    """``n`` template drafts from ``engine`` (any Engine), one per prompt, constrained to ``TEMPLATE_SCHEMA`` (an
-    engine that cannot constrain still gets the schema in words; its output is parsed, failures kept as text)."""
+    """Template drafts from a model, constrained to ``TEMPLATE_SCHEMA``.
+
+    Args:
+        engine: any Engine (one that cannot constrain still gets the schema in words).
+        game_source: the game file's code, shown to the model.
+        n: drafts, one per prompt, cycling through the QA types.
+        temperature: the sampling temperature.
+        seed: draft i samples with seed ``seed * 1000 + i``.
+
+    Returns:
+        The drafts: parsed dicts, or the text where it does not parse (``validate`` rejects it with the reason).
+    """
     from agentkit.engines.base import SamplingParams
     from agentkit.engines.structured import Constraint
 
@@ -298,9 +320,20 @@ def code2logic(
     seed: int = 0,
     sandbox=None,
 ) -> Code2LogicResult:
-    """Draft ``drafts`` templates for the game in ``game_file`` with ``engine`` (plus any given ``templates``, e.g.
-    hand-written), and validate each by running the game's code in ``sandbox`` (default: a fresh one, 10 s of CPU
-    and 1 GiB per call)."""
+    """Code2Logic on one game: draft templates with a model, then validate each by running the game's code.
+
+    Args:
+        engine: any Engine, the drafting model (unused when ``drafts`` is 0).
+        game_file: a Python file of the game's code (its stem names the game).
+        drafts: templates to draft.
+        instances: seeds each template is instantiated on.
+        templates: more templates to validate, e.g. hand-written ones.
+        seed: the drafting and instantiation seed.
+        sandbox: the ``Sandbox`` to run in (default: a fresh one, 10 s of CPU and 1 GiB per call).
+
+    Returns:
+        Every template's report and the accepted tasks (``tasks()``, ``save(dir)``).
+    """
     from agentkit.tools.sandbox import Sandbox
 
     path = Path(game_file)

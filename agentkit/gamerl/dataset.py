@@ -171,8 +171,17 @@ class CompositeDataset:
 
 
 def create_dataset(name: str, size: int = 500, seed: int = 0, **cfg):
-    """reasoning-gym's factory: a game name (``level=``, ``tasks=``, ``format=``… of ``GameConfig``),
-    ``"composite"`` (``datasets=`` a {name: weight} dict or ``DatasetSpec`` list) or ``"rg:<reasoning-gym name>"``.
+    """reasoning-gym's factory, for our games and theirs.
+
+    Args:
+        name: a game name, ``"composite"`` or ``"rg:<reasoning-gym name>"``.
+        size: entries.
+        seed: the entries' seed (entry i depends only on seed and i).
+        **cfg: a game's ``GameConfig`` fields (``level=``, ``tasks=``, ``format=``…), a composite's ``datasets=``
+            (a {name: weight} dict or ``DatasetSpec`` list), or reasoning-gym's own options.
+
+    Returns:
+        A dataset: ``len``, indexing, iteration, and ``score_answer(answer, entry)``.
 
     >>> ds = create_dataset("maze", size=2, seed=0, level="Easy", tasks=["shortest_length"])
     >>> e = ds[1]; ds.score_answer(f"<answer>{e['answer']}</answer>", e), e == ds[1]

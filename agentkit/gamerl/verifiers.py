@@ -404,11 +404,17 @@ def rule_decides(answer: str, gold: str, spec: dict[str, Any]) -> tuple[bool | N
 
 
 def verify(output: str, entry: dict[str, Any], checker: Checker | None = None) -> Verdict:
-    """The rule verdict on a model's whole output for a dataset entry (``{"question", "answer", "metadata"}``).
+    """The rule verdict on a model's whole output for a dataset entry.
 
-    ``checker`` (the game's ``check``, found from ``metadata["game"]`` when None and the spec asks for it) decides
-    answers that many values satisfy. A Verdict with ``path == "none"`` is one no rule could decide (score 0
-    unless a judge is asked: ``verify_batch``).
+    Args:
+        output: the model's whole output (the answer is extracted: ``<answer>``, ``\\boxed{}``, markers, last line).
+        entry: a dataset entry, ``{"question", "answer", "metadata"}``; ``metadata["verify"]`` names the kind.
+        checker: the game's ``check``, which decides answers that many values satisfy (found from
+            ``metadata["game"]`` when None and the spec asks for it).
+
+    Returns:
+        The Verdict: score, the deciding path (``rule``, ``game``; ``none`` when no rule could decide: score 0
+        unless a judge is asked, ``verify_batch``), where the answer was read, and what was parsed.
 
     >>> e = {"question": "…", "answer": "C", "metadata": {"verify": {"kind": "choice", "options": ["1", "2", "3"]}}}
     >>> verify("Counting gives 3. <answer>(C)</answer>", e)
@@ -467,7 +473,14 @@ def rg_scorer(name: str) -> Callable[[str, dict[str, Any]], float]:
 
 
 def score_answer(answer: str | None, entry: dict[str, Any]) -> float:
-    """reasoning-gym's ``score_answer``: 1.0 when the rules accept ``answer`` for ``entry``, else 0.0.
+    """reasoning-gym's ``score_answer``: the rule verdict's score.
+
+    Args:
+        answer: the model's output (None: no answer).
+        entry: the dataset entry.
+
+    Returns:
+        1.0 when the rules accept the answer for the entry, else 0.0.
 
     >>> score_answer("The ant ends at row 2, column 3.", {"answer": "(2, 3)", "metadata": {"verify": {"kind": "coord"}}})
     1.0

@@ -29,7 +29,18 @@ def _is_sentence_model(path: Path) -> bool:
 
 
 class Retriever(nn.Module):
-    """Text → embedding [D]. ``forward(features)`` keeps the graph (training); ``encode`` does not."""
+    """Text → embedding [D]. ``forward(features)`` keeps the graph (training); ``encode`` does not.
+
+    Args:
+        base: a catalog name, directory or hub id: a sentence-transformers model (its own pooling) or a causal LM
+            (EOS pooling).
+        query_prefix: put before queries (the paper's ``query: ``).
+        passage_prefix: put before passages (``passage: ``).
+        max_length: tokens per text; longer ones are cut.
+        lora_r: LoRA rank on the encoder's attention and MLP (0: train every weight).
+        lora_alpha: LoRA's α (default: 2r).
+        seed: seeds the LoRA initialisation.
+    """
 
     def __init__(
         self,
@@ -106,7 +117,17 @@ class Retriever(nn.Module):
 
     @torch.no_grad()
     def encode(self, texts: list[str], kind: Kind, batch_size: int = 32, progress: bool = False) -> np.ndarray:
-        """L2-normalised float32 embeddings [len(texts), D]; texts are sorted by length so batches pad little."""
+        """Embeddings without the graph (evaluation, search).
+
+        Args:
+            texts: the texts.
+            kind: ``query`` or ``passage`` (which prefix).
+            batch_size: texts per forward pass (sorted by length, so batches pad little).
+            progress: a progress bar.
+
+        Returns:
+            L2-normalised float32 embeddings ``[len(texts), D]``, in the texts' order.
+        """
         from tqdm.auto import tqdm
 
         was_training = self.training

@@ -96,6 +96,18 @@ def causal_lm_loss(lm: nn.Module, ids: torch.Tensor, mask: torch.Tensor, chunk: 
 
 
 class RevelaModel(nn.Module):
+    """The retriever and the LM, trained together by the in-batch LM loss (the module's steps 1–4).
+
+    Args:
+        retriever: the dense retriever being trained (``agentkit.models.retriever.Retriever``).
+        lm: the causal LM whose loss trains it (``load_lm``; LoRA or frozen).
+        tau: Sim's temperature τ (the paper's 1e-4).
+        v_norm: divide each pair's in-batch output by the attention-weighted mean ‖V_j‖ (the official default).
+        dual_loss: add the plain CE (the LM's own next-token loss) to the in-batch one.
+        kv_grad: keep the plain pass's K/V in the graph (the LM learns through them too).
+        log_plain: compute the plain CE to log it, even when it is not in the loss.
+    """
+
     def __init__(
         self,
         retriever: Retriever,

@@ -73,6 +73,14 @@ def check_batch(batch: Sequence[TurnRewards], groups: Sequence[Hashable]) -> Non
 def grpo(batch: Sequence[TurnRewards], groups: Sequence[Hashable], eps: float = 1e-4) -> list[list[float]]:
     """Group-normalised return on every turn.
 
+    Args:
+        batch: each trajectory's rewards.
+        groups: each trajectory's group (its question): normalised among equals.
+        eps: added to the group's std (TRL's 1e-4).
+
+    Returns:
+        Each trajectory's advantage per turn (the same on each of its turns).
+
     Examples:
         >>> [round(a[0], 4) for a in grpo([TurnRewards(1.0), TurnRewards(0.0), TurnRewards(0.5)], ["q", "q", "q"])]
         [0.9998, -0.9998, 0.0]
@@ -90,6 +98,13 @@ def grpo(batch: Sequence[TurnRewards], groups: Sequence[Hashable], eps: float = 
 
 def dr_grpo(batch: Sequence[TurnRewards], groups: Sequence[Hashable]) -> list[list[float]]:
     """Return minus its group mean, on every turn.
+
+    Args:
+        batch: each trajectory's rewards.
+        groups: each trajectory's group (its question).
+
+    Returns:
+        Each trajectory's advantage per turn (the same on each of its turns).
 
     Examples:
         >>> dr_grpo([TurnRewards(1.0, [0.0, 0.0]), TurnRewards(0.0)], ["q", "q"])
@@ -114,5 +129,18 @@ def zscores(values: dict[int, float], eps: float) -> dict[int, float]:
 
 
 def estimate(name: str, batch: Sequence[TurnRewards], groups: Sequence[Hashable], **options) -> list[list[float]]:
-    """Per-turn advantages by the registered estimator ``name`` (unknown names: an error with a did-you-mean)."""
+    """Per-turn advantages by a registered estimator.
+
+    Args:
+        name: the estimator (``ESTIMATORS``: grpo, dr_grpo, tips_segment, third parties').
+        batch: each trajectory's rewards.
+        groups: each trajectory's group (its question).
+        **options: the estimator's own options (``eps``, ``final_coeff``…).
+
+    Returns:
+        Each trajectory's advantage per turn.
+
+    Raises:
+        AgentkitError: an unknown name, with a did-you-mean.
+    """
     return ESTIMATORS.get(name)(batch, groups, **options)

@@ -50,8 +50,20 @@ from agentkit.tools.base import Tool
 
 
 def agent_dataset(tasks: Sequence[Any], tools: dict[str, Tool] | list[Tool], agent: AgentConfig):
-    """One row per task (``Task`` objects or dicts with id, question, answer or answers): the chat the agent
-    starts from, the gold answers, the id. A task without a gold answer is an error naming it."""
+    """The training dataset ``AgentGRPOTrainer`` takes.
+
+    Args:
+        tasks: ``Task`` objects or dicts with id, question, answer or answers.
+        tools: the agent's tools (the prompt describes them in json style).
+        agent: the loop's settings (system prompt, examples).
+
+    Returns:
+        A ``datasets.Dataset``, one row per task: ``prompt`` (the chat the agent starts from), ``answers`` (the
+        gold answers), ``id``.
+
+    Raises:
+        AgentkitError: a task without a gold answer (named).
+    """
     import datasets
 
     rows = []
@@ -90,11 +102,13 @@ def _model_turns(t: Trajectory) -> int:
 class AgentGRPOTrainer(GRPOTrainer):
     """GRPO on agent trajectories (see the module docstring).
 
-    ``model``, ``args``, ``train_dataset``, ``processing_class``, ``callbacks`` and ``peft_config`` are as for
-    ``GRPOTrainer`` (``args.num_generations`` = G trajectories per question; ``train_dataset`` from
-    ``agent_dataset``).
-
     Args:
+        model: the policy, as for ``GRPOTrainer``.
+        args: TRL's ``GRPOConfig`` (``num_generations`` = G trajectories per question; ``grpo_config`` builds one).
+        train_dataset: from ``agent_dataset``.
+        processing_class: the policy's tokenizer.
+        callbacks: transformers callbacks, as for ``GRPOTrainer``.
+        peft_config: a PEFT config to train adapters, as for ``GRPOTrainer``.
         tools: the tools the agent may call.
         agent: the rollout's limits and sampling (``n`` is ignored: G comes from ``args``; ``seed`` is offset by
             the step, so each step draws afresh).

@@ -27,6 +27,16 @@ def tips_segment(
     """TIPS' segment estimator: the group z-score of the outcome on every turn, plus, on each turn that ended in a
     tool call, the z-score of its shaping reward among the group's trajectories at the same turn index.
 
+    Args:
+        batch: each trajectory's outcome and per-turn shaping rewards.
+        groups: each trajectory's group (its question).
+        final_coeff: c_final, the outcome term's weight.
+        mid_coeff: c_mid, the shaping term's weight.
+        eps: z-scores are 0 where the std is under it.
+
+    Returns:
+        Each trajectory's advantage per turn.
+
     Examples:
         >>> a = tips_segment([TurnRewards(1.0, [0.3, -0.1]), TurnRewards(0.0, [0.1, 0.0])], ["q", "q"])
         >>> [[round(x, 4) for x in row] for row in a]

@@ -64,10 +64,18 @@ def logsumexp(values: Sequence[float]) -> float:
 
 
 class PotentialScorer:
-    """Φ of every state of a batch of trajectories under ``teacher`` (any Engine), in one ``score`` call.
+    """Φ of every state of a batch of trajectories under a teacher, in one ``score`` call.
 
-    ``policy_tokens``: the policy engine (or anything with ``encode``/``tokenize``) whose ids the trajectories
-    hold; the teacher reuses them as they are when it tokenizes the same way (checked once), else re-tokenizes.
+    Args:
+        teacher: any Engine (a lagged copy of the policy, or a fixed model).
+        normalize: ``mean`` (Φ: the answer's mean token log-likelihood) or ``sum``.
+        answer_template: the text scored after each state, with an ``{answer}`` field.
+        policy_tokens: the policy engine (or anything with ``encode``/``tokenize``) whose ids the trajectories
+            hold; the teacher reuses them as they are when it tokenizes the same way (checked once), else
+            re-tokenizes.
+
+    Raises:
+        ValueError: an unknown ``normalize``, or a template without ``{answer}``.
     """
 
     def __init__(
@@ -113,7 +121,15 @@ class PotentialScorer:
         return out
 
     def potentials(self, trajectories: Sequence[Trajectory], answers: Sequence[Sequence[str]]) -> list[list[float]]:
-        """``[Φ(s_0), …, Φ(s_{T-1})]`` for each trajectory; ``answers[i]``: trajectory i's gold answers."""
+        """Each trajectory's potentials.
+
+        Args:
+            trajectories: the trajectories.
+            answers: ``answers[i]``: trajectory i's gold answers (Φ takes the most likely of them).
+
+        Returns:
+            ``[Φ(s_0), …, Φ(s_{T-1})]`` for each trajectory.
+        """
         contexts, conts, where = self.queries(trajectories, answers)
         scored = self.teacher.score(contexts, conts) if contexts else []
         return self.reduce(where, scored, len(trajectories))

@@ -58,7 +58,15 @@ def warmup_weight(step: int, start: int, warmup: int) -> float:
 
 
 def shaped_turns(potentials: Sequence[float], alpha: float, gamma: float) -> list[float]:
-    """α(γΦ_k − Φ_{k-1}) for k = 1..T with Φ_T = 0, from ``[Φ_0, …, Φ_{T-1}]``.
+    """Potential-based turn rewards α(γΦ_k − Φ_{k-1}) for k = 1..T, with Φ_T = 0.
+
+    Args:
+        potentials: ``[Φ_0, …, Φ_{T-1}]``, the potential before each model turn.
+        alpha: the shaping weight α.
+        gamma: the discount γ.
+
+    Returns:
+        The T turn rewards.
 
     Examples:
         >>> shaped_turns([-4.0, -1.0], alpha=0.1, gamma=1.0)
@@ -76,8 +84,10 @@ def discounted_return(turns: Sequence[float], gamma: float) -> float:
 class InfoPotentialShaper:
     """Per-turn TIPS rewards for a batch of trajectories: the teacher's potentials, α, and ``TurnRewards``.
 
-    ``teacher``: any Engine (a lagged copy of the policy, or a fixed model); ``policy_tokens``: the policy engine,
-    to tell whether the trajectories' ids can go to the teacher as they are.
+    Args:
+        teacher: any Engine (a lagged copy of the policy, or a fixed model).
+        config: γ, α (fixed or adaptive), the warm-up, the answer template (default: ``ShapingConfig()``).
+        policy_tokens: the policy engine, to tell whether the trajectories' ids can go to the teacher as they are.
     """
 
     def __init__(self, teacher, config: ShapingConfig | None = None, policy_tokens=None):

@@ -26,9 +26,19 @@ from agentkit.toollight.sft import lora_config, release, trainer_args
 
 
 def to_dpo_dataset(pairs: list[Pair]):
-    """Pairs -> a ``datasets.Dataset`` in TRL's conversational form (``prompt`` messages, ``chosen`` / ``rejected``
-    assistant messages, for any preference trainer) plus the exact ids and per-token masks that
-    ``MaskedDPOTrainer`` trains on (both trajectories of a pair share the prompt)."""
+    """Preference pairs as a dataset for DPO.
+
+    Args:
+        pairs: the pairs (both trajectories of a pair share the prompt).
+
+    Returns:
+        A ``datasets.Dataset`` in TRL's conversational form (``prompt`` messages, ``chosen`` / ``rejected``
+        assistant messages, for any preference trainer) plus the exact ids and per-token masks that
+        ``MaskedDPOTrainer`` trains on.
+
+    Raises:
+        ValueError: a pair whose trajectories have different prompts.
+    """
     import datasets
 
     rows = []
@@ -191,8 +201,20 @@ class DPOSettings:
 
 
 def train_dpo(model, tokenizer, dataset, settings: DPOSettings, output_dir: str | Path, progress: bool = True):
-    """One DPO round on ``dataset`` (from ``to_dpo_dataset``): the reference is a frozen copy of ``model`` as it
-    is now (the previous round's model). Returns ``(log history, trained model)``."""
+    """One DPO round, tool-result tokens out of the loss; the reference is a frozen copy of ``model`` as it is now
+    (the previous round's model).
+
+    Args:
+        model: a transformers causal LM.
+        tokenizer: its tokenizer.
+        dataset: from ``to_dpo_dataset``.
+        settings: β, epochs, learning rate, batch sizes, LoRA rank…
+        output_dir: the trainer's folder.
+        progress: the trainer's progress bar.
+
+    Returns:
+        ``(log history, trained model)``.
+    """
     from trl import DPOConfig
 
     args = DPOConfig(

@@ -25,8 +25,14 @@ KS = (10, 20, 30, 40, 50)
 
 
 def step_score(entropies: list[float], ks: tuple[int, ...] = KS) -> tuple[float, int]:
-    """(max over n in ``ks`` of the mean entropy of the first n tokens, that n). n is capped at the segment's
-    length, so a short segment scores its whole mean.
+    """A step's branching score: the highest mean entropy over its first n tokens.
+
+    Args:
+        entropies: the step's per-token entropies.
+        ks: the prefix lengths n tried (capped at the step's length, so a short step scores its whole mean).
+
+    Returns:
+        ``(score, n)``: the highest mean and the n that gives it (the shortest on ties); ``(-inf, 0)`` when empty.
 
     >>> step_score([1.0] * 10 + [3.0] * 10, ks=(10, 20))
     (2.0, 20)

@@ -84,6 +84,17 @@ def difficulty(cands: list[Candidate], easy_at: float, hard_at: float) -> Diffic
 
 
 def pre_aligned_guided(cands: list[Candidate], rules: PairRules, sft: Trajectory | None = None) -> Pair | None:
+    """The pre-aligned round's pair of one question's entropy-guided samples (Criterion 1, the module's rules).
+
+    Args:
+        cands: the question's samples (a main chain and its branches).
+        rules: the thresholds (``guided_easy_at``, ``guided_hard_at``).
+        sft: the question's SFT trajectory, chosen when no sample is correct.
+
+    Returns:
+        chosen = the correct sample with the fewest calls (ties: lowest entropy), rejected = the wrong one with
+        the most calls beyond it; None when the question's correct rate gives no level or no such pair exists.
+    """
     level = difficulty(cands, rules.guided_easy_at, rules.guided_hard_at)
     good = [c for c in cands if c.correct]
     if level is None or (not good and sft is None):
@@ -98,6 +109,16 @@ def pre_aligned_guided(cands: list[Candidate], rules: PairRules, sft: Trajectory
 
 
 def pre_aligned_vanilla(cands: list[Candidate], rules: PairRules) -> Pair | None:
+    """The pre-aligned round's pair of one question's vanilla samples (Criterion 1).
+
+    Args:
+        cands: the question's samples.
+        rules: the thresholds (``vanilla_easy_at``, ``vanilla_hard_at``).
+
+    Returns:
+        chosen = the shortest correct sample, rejected = the longest wrong one that is longer or makes more
+        calls; None when the correct rate gives no level or no such pair exists.
+    """
     level = difficulty(cands, rules.vanilla_easy_at, rules.vanilla_hard_at)
     good = [c for c in cands if c.correct]
     if level is None or not good:
@@ -111,6 +132,16 @@ def pre_aligned_vanilla(cands: list[Candidate], rules: PairRules) -> Pair | None
 
 
 def self_evolved(cands: list[Candidate], rules: PairRules) -> Pair | None:
+    """A self-evolved round's pair of one question's samples of the current model (Criterion 2).
+
+    Args:
+        cands: the question's samples.
+        rules: ``self_evolved_hard_ratio``: hard when #correct < ratio · #wrong.
+
+    Returns:
+        Hard: the longest correct sample against the shortest wrong one; easy: the correct one with the fewest
+        calls and lowest entropy against the wrong one with the most calls; None without both kinds.
+    """
     good = [c for c in cands if c.correct]
     bad = [c for c in cands if not c.correct]
     if not good or not bad:
@@ -127,7 +158,17 @@ def self_evolved(cands: list[Candidate], rules: PairRules) -> Pair | None:
 def mix(vanilla: list[Pair], guided: list[Pair], rules: PairRules, seed: int = 0) -> list[Pair]:
     """The largest sample with hard : easy and vanilla : guided at the configured ratios. A bucket with no pairs
     at all (e.g. no easy question among the guided samples) is left out and the others keep their ratios, rather
-    than the whole mix coming out empty."""
+    than the whole mix coming out empty.
+
+    Args:
+        vanilla: the vanilla data's pairs.
+        guided: the entropy-guided data's pairs.
+        rules: the ratios (``hard_to_easy``, ``vanilla_to_guided``).
+        seed: the draw's seed.
+
+    Returns:
+        The mixed pairs.
+    """
     h, e = rules.hard_to_easy
     v, g = rules.vanilla_to_guided
     buckets = {

@@ -17,8 +17,16 @@ from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt
 
 
 def to_sft_dataset(trajectories: list[Trajectory], max_length: int | None = None):
-    """``datasets.Dataset`` with ``input_ids`` = prompt + completion and ``labels`` masked (-100) outside the
-    model's own tokens. Rows longer than ``max_length`` are dropped (a cut row would train on a broken call)."""
+    """Trajectories as an SFT dataset whose loss covers the model's own tokens only.
+
+    Args:
+        trajectories: the trajectories (their tool-result tokens are masked out).
+        max_length: rows longer than this are dropped (a cut row would train on a broken call).
+
+    Returns:
+        A ``datasets.Dataset`` with ``input_ids`` = prompt + completion, ``labels`` (-100 outside the model's
+        tokens) and ``task_id``.
+    """
     import datasets
 
     rows = []
@@ -46,7 +54,19 @@ class SFTSettings:
 
 
 def train_sft(model, tokenizer, dataset, settings: SFTSettings, output_dir: str | Path, progress: bool = True):
-    """Train ``model`` in place on ``dataset`` (from ``to_sft_dataset``); returns the trainer's log history."""
+    """Train ``model`` in place with TRL's ``SFTTrainer`` (LoRA when ``settings.lora_r``).
+
+    Args:
+        model: a transformers causal LM.
+        tokenizer: its tokenizer.
+        dataset: from ``to_sft_dataset``.
+        settings: epochs, learning rate, batch sizes, LoRA rank…
+        output_dir: the trainer's folder.
+        progress: the trainer's progress bar.
+
+    Returns:
+        The trainer's log history.
+    """
     from trl import SFTConfig, SFTTrainer
 
     args = SFTConfig(**trainer_args(settings, len(dataset), output_dir, progress), dataset_num_proc=None)

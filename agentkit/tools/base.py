@@ -32,7 +32,14 @@ class Tool(Protocol):
 
 
 def openai_schema(tool: Tool) -> dict[str, Any]:
-    """The tool as an OpenAI ``tools`` entry."""
+    """The tool as an OpenAI ``tools`` entry.
+
+    Args:
+        tool: any Tool (``name``, ``description``, ``parameters``: a JSON schema of its arguments).
+
+    Returns:
+        ``{"type": "function", "function": {"name", "description", "parameters"}}``.
+    """
     return {
         "type": "function",
         "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},

@@ -15,6 +15,10 @@ class PythonTool:
     session (one session per trajectory) until ``close_session`` (the agent loop closes its sessions when its
     rollout returns) or until it idles out. Whoever holds a session id reaches its state: the agent loop names
     them by random ids.
+
+    Args:
+        config: the sandbox's limits (default: ``SandboxConfig()``: kernel isolation, 10 s wall…).
+        sandbox: a sandbox to share (with other tools or a tool server) in place of a new one.
     """
 
     name = "python"

@@ -472,7 +472,14 @@ class Sandbox:
     The pool holds ``pool_size`` idle workers: a call takes one (or starts one when none is idle) and asks for
     only as many replacements as the pool lacks, so a burst does not leave the pool larger. Workers are reaped
     and replaced off the caller's path; ``close()`` (also run at interpreter exit) waits for that work, so no
-    worker process or directory outlives the sandbox."""
+    worker process or directory outlives the sandbox.
+
+    Args:
+        config: the limits and the isolation (default: ``SandboxConfig()``).
+
+    Raises:
+        SandboxUnavailable: kernel isolation asked for but not available here (the message says how to get it).
+    """
 
     def __init__(self, config: SandboxConfig | None = None):
         self.config = config or SandboxConfig()
@@ -558,13 +565,24 @@ class Sandbox:
         return w or self._spawn(session=False)
 
     def run(self, code: str, session_id: str | None = None, result: str | None = None) -> ToolResult:
-        """Run ``code``; with ``session_id``, in that session's worker (created on first use).
+        """Run ``code`` in a fresh worker, or in a session's.
 
-        ``result``: a Python expression evaluated after ``code`` in its namespace; its value, which must be JSON,
-        comes back as ``meta["value"]`` over the sandbox's result channel, never over what the program prints.
-        The code then runs in a child process holding no channel to the supervisor, so printing, or writing to
-        any descriptor, cannot forge a value (``agentkit.gamerl.code2logic`` takes its answers this way). Only
-        for calls without a session.
+        Args:
+            code: Python source.
+            session_id: run in that session's worker (created on first use), whose globals and files persist
+                until ``close_session``; None: a fresh worker, used once.
+            result: a Python expression evaluated after ``code`` in its namespace; its value, which must be JSON,
+                comes back as ``meta["value"]`` over the sandbox's result channel, never over what the program
+                prints. The code then runs in a child process holding no channel to the supervisor, so printing,
+                or writing to any descriptor, cannot forge a value (``agentkit.gamerl.code2logic`` takes its
+                answers this way). Only for calls without a session.
+
+        Returns:
+            What the code printed (and its final expression's value), ``ok`` False on an error or a limit
+            (``meta["limit"]``: wall, cpu, memory…).
+
+        Raises:
+            ValueError: ``result`` with a ``session_id``.
         """
         if result is not None and session_id is not None:
             raise ValueError("a result expression is only for calls without a session")
@@ -588,6 +606,7 @@ class Sandbox:
         return res
 
     def close_session(self, session_id: str) -> None:
+        """End a session: its worker, globals and files are gone (an unknown id is ignored)."""
         with self._lock:
             w = self._sessions.pop(session_id, None)
         if w is not None:

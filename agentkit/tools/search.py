@@ -111,6 +111,19 @@ class SearchIndex:
         return [[(int(i), float(s)) for i, s in zip(ri, rs) if i >= 0] for ri, rs in zip(idx, scores)]
 
     def search(self, queries: list[str], k: int = 3, mode: Mode = "bm25") -> list[list[Hit]]:
+        """The best documents for each query.
+
+        Args:
+            queries: the queries.
+            k: documents per query (fewer when fewer match).
+            mode: ``bm25``, ``dense`` or ``hybrid`` (reciprocal-rank fusion of the two).
+
+        Returns:
+            Each query's hits, best first.
+
+        Raises:
+            ValueError: an unknown mode.
+        """
         if mode == "bm25":
             ranked = self.bm25_ranks(queries, k)
         elif mode == "dense":
@@ -139,7 +152,19 @@ def _rrf(rankings: list[list[tuple[int, float]]], k: int) -> list[tuple[int, flo
 
 
 class SearchTool:
-    """Search the corpus and return the top documents (id, title, text) as numbered passages."""
+    """Search the corpus and return the top documents (id, title, text) as numbered passages.
+
+    Args:
+        corpus: a JSONL path of ``{id, title, text}``, an HF dataset with those columns, or a list of dicts.
+        index: a built ``SearchIndex`` to share, in place of ``corpus``.
+        top_k: passages per call (a call may ask for 1–20).
+        mode: ``bm25``, ``dense`` (embeddings and faiss) or ``hybrid`` (both, fused by reciprocal rank).
+        max_chars: each passage's text is cut to this many characters.
+        retriever: a directory saved by the revela recipe, the dense encoder (``dense`` / ``hybrid`` only).
+
+    Raises:
+        AgentkitError: no corpus, a retriever with ``bm25``, or a bad corpus (duplicate ids, missing columns).
+    """
 
     name = "search"
     description = "Search the document collection and return the most relevant passages with their titles."

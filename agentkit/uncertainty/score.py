@@ -156,7 +156,16 @@ def prepare(path: str | Path, cfg: ScoreConfig) -> Prepared:
 
 
 def compute_scores(p: Prepared, cfg: ScoreConfig, progress: bool = False) -> tuple[dict[str, np.ndarray], dict]:
-    """Every estimator's scores ``[Q]`` and the time each stage took."""
+    """Every estimator's scores on prepared generations.
+
+    Args:
+        p: the generations, judged and indexed (``prepare``).
+        cfg: the similarity, the estimators' options.
+        progress: progress bars while similarities are computed.
+
+    Returns:
+        ``(estimator name → scores [Q], seconds per stage and the unique-text count)``.
+    """
     t0 = time.perf_counter()
     sim = similarity_matrices(
         p.texts, p.index, cfg.similarity, embedder=cfg.embedder, nli_model=cfg.nli_model, progress=progress
@@ -372,7 +381,21 @@ def write_report(out: Path, res: dict[str, Any], cfg: ScoreConfig, source: str) 
 
 
 def score(path: str | Path, cfg: ScoreConfig, out: str | Path | None = None, progress: bool = True) -> dict:
-    """Score a file of saved generations; writes ``report.md``, ``metrics.json`` and plots under ``out``."""
+    """Score a file of saved generations (``agentkit uncertainty score``).
+
+    Args:
+        path: the saved generations (JSONL, Parquet or a saved dataset; ``agentkit.uncertainty.schema``).
+        cfg: the similarity, the label rule, the estimators' options.
+        out: a folder for ``report.md``, ``metrics.json``, ``scores.jsonl`` and plots (None: nothing written).
+        progress: progress bars.
+
+    Returns:
+        The metrics: each estimator's AUROC, PRR and AURAC (with intervals), the confident-failure analysis,
+        the timing.
+
+    Raises:
+        AgentkitError: a malformed generations file (one line naming the row and field).
+    """
     t0 = time.perf_counter()
     p = prepare(path, cfg)
     scores, timing = compute_scores(p, cfg, progress)
