@@ -6,91 +6,100 @@ import argparse
 import json
 
 from agentkit.argtypes import NONNEG_INT, POS_INT
+from agentkit.command import Command
 
 
-def add_parser(sub) -> None:
-    g = sub.add_parser(
-        "gamerl",
-        help="Game-RL: export game datasets, Code2Logic on a new game's code",
-        description="Game datasets in GameQA's schema; Code2Logic drafts templates with a model and validates them "
-        "by running the game's code in the sandbox.",
-    ).add_subparsers(dest="action", required=True)
-    e = g.add_parser("export", help="a game dataset (or a composite) as an HF dataset saved to disk")
-    e.add_argument("games", help="comma-separated game names (several: a composite, equal weights)")
-    e.add_argument("--size", type=POS_INT, default=500, help="entries (default: 500)")
-    e.add_argument("--seed", type=int, default=0, help="the draw (default: 0)")
-    e.add_argument("--level", default="Easy", help="Easy, Medium, Hard or mixed (default: Easy)")
-    e.add_argument("--format", default="mixed", help="fill, choice or mixed (default: mixed)")
-    e.add_argument("--images", action="store_true", help="add the image column: each state's PNG (default: off)")
-    e.add_argument(
-        "--board",
-        default="text",
-        choices=["text", "image"],
-        help="text: the board written out in each question; image: only in the picture (implies --images) "
-        "(default: text)",
+class GameRLCommand(Command):
+    name = "gamerl"
+    help = "Game-RL: export game datasets, Code2Logic on a new game's code"
+    description = (
+        "Game datasets in GameQA's schema; Code2Logic drafts templates with a model and validates them "
+        "by running the game's code in the sandbox."
     )
-    e.add_argument("--out", required=True, help="folder to save the dataset to (datasets.load_from_disk reads it)")
-    e.add_argument("--force", action="store_true", help="write into --out even if it holds other files")
-    c = g.add_parser(
-        "code2logic", help="draft task templates for a game file with a model, validate them by running it"
-    )
-    c.add_argument("game_file", help="the game's Python file")
-    c.add_argument("--model", default="smollm2-135m", help="the drafting model (default: smollm2-135m)")
-    c.add_argument("--engine", default="hf", choices=["hf", "vllm", "openai"], help="engine kind (default: hf)")
-    c.add_argument("--base-url", default=None, help="openai engine: the server (default: none)")
-    c.add_argument("--drafts", type=NONNEG_INT, default=16, help="templates drafted; 0: only --templates (default: 16)")
-    c.add_argument("--instances", type=POS_INT, default=8, help="tasks instantiated per template (default: 8)")
-    c.add_argument("--templates", default=None, help="a JSONL file of templates to validate as well (default: none)")
-    c.add_argument("--seed", type=int, default=0, help="sampling and instance seeds (default: 0)")
-    c.add_argument("--out", required=True, help="folder for templates.jsonl, tasks.jsonl and summary.json")
-    c.add_argument("--force", action="store_true", help="write into --out even if it holds other files")
 
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        g = parser.add_subparsers(dest="action", required=True)
+        e = g.add_parser("export", help="a game dataset (or a composite) as an HF dataset saved to disk")
+        e.add_argument("games", help="comma-separated game names (several: a composite, equal weights)")
+        e.add_argument("--size", type=POS_INT, default=500, help="entries (default: 500)")
+        e.add_argument("--seed", type=int, default=0, help="the draw (default: 0)")
+        e.add_argument("--level", default="Easy", help="Easy, Medium, Hard or mixed (default: Easy)")
+        e.add_argument("--format", default="mixed", help="fill, choice or mixed (default: mixed)")
+        e.add_argument("--images", action="store_true", help="add the image column: each state's PNG (default: off)")
+        e.add_argument(
+            "--board",
+            default="text",
+            choices=["text", "image"],
+            help="text: the board written out in each question; image: only in the picture (implies --images) "
+            "(default: text)",
+        )
+        e.add_argument("--out", required=True, help="folder to save the dataset to (datasets.load_from_disk reads it)")
+        e.add_argument("--force", action="store_true", help="write into --out even if it holds other files")
+        c = g.add_parser(
+            "code2logic", help="draft task templates for a game file with a model, validate them by running it"
+        )
+        c.add_argument("game_file", help="the game's Python file")
+        c.add_argument("--model", default="smollm2-135m", help="the drafting model (default: smollm2-135m)")
+        c.add_argument("--engine", default="hf", choices=["hf", "vllm", "openai"], help="engine kind (default: hf)")
+        c.add_argument("--base-url", default=None, help="openai engine: the server (default: none)")
+        c.add_argument(
+            "--drafts", type=NONNEG_INT, default=16, help="templates drafted; 0: only --templates (default: 16)"
+        )
+        c.add_argument("--instances", type=POS_INT, default=8, help="tasks instantiated per template (default: 8)")
+        c.add_argument(
+            "--templates", default=None, help="a JSONL file of templates to validate as well (default: none)"
+        )
+        c.add_argument("--seed", type=int, default=0, help="sampling and instance seeds (default: 0)")
+        c.add_argument("--out", required=True, help="folder for templates.jsonl, tasks.jsonl and summary.json")
+        c.add_argument("--force", action="store_true", help="write into --out even if it holds other files")
 
-def run(a: argparse.Namespace) -> int:
-    from pathlib import Path
+    def run(self, a: argparse.Namespace) -> int:
+        from pathlib import Path
 
-    from agentkit.errors import AgentkitError
-    from agentkit.files import claim_output_dir
+        from agentkit.errors import AgentkitError
+        from agentkit.files import claim_output_dir
 
-    if a.action == "export":
-        from agentkit.gamerl.dataset import create_dataset, to_hf
+        if a.action == "export":
+            from agentkit.gamerl.dataset import create_dataset, to_hf
 
-        claim_output_dir(a.out, "gamerl export", a.force)
-        games = [x for x in a.games.split(",") if x]
-        cfg = {"level": a.level, "format": a.format, "board": a.board}
-        if len(games) == 1:
-            ds = create_dataset(games[0], a.size, a.seed, **cfg)
-        else:
-            ds = create_dataset("composite", a.size, a.seed, datasets=[{"name": g, "config": cfg} for g in games])
-        hf = to_hf(list(ds), images=a.images or a.board == "image")
-        hf.save_to_disk(a.out)
-        print(f"{a.out}: {len(hf)} rows, columns {', '.join(hf.column_names)}")
+            claim_output_dir(a.out, "gamerl export", a.force)
+            games = [x for x in a.games.split(",") if x]
+            cfg = {"level": a.level, "format": a.format, "board": a.board}
+            if len(games) == 1:
+                ds = create_dataset(games[0], a.size, a.seed, **cfg)
+            else:
+                ds = create_dataset("composite", a.size, a.seed, datasets=[{"name": g, "config": cfg} for g in games])
+            hf = to_hf(list(ds), images=a.images or a.board == "image")
+            hf.save_to_disk(a.out)
+            print(f"{a.out}: {len(hf)} rows, columns {', '.join(hf.column_names)}")
+            return 0
+        from agentkit.data.tasks import read_jsonl
+        from agentkit.engines import make_engine
+        from agentkit.gamerl.code2logic import code2logic
+
+        if not Path(a.game_file).is_file():
+            raise AgentkitError(f"{a.game_file}: no such file", "give the path of the game's Python file")
+        try:
+            Path(a.game_file).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise AgentkitError(f"{a.game_file} is not UTF-8 text", "give the game's Python source file") from None
+        if not a.drafts and not a.templates:
+            raise AgentkitError(
+                "--drafts 0 without --templates leaves nothing to validate", "draft some, or give a file"
+            )
+        given = read_jsonl(a.templates) if a.templates else []
+        if a.drafts and a.engine == "openai":
+            from agentkit.engines.openai import check_base_url
+
+            check_base_url(a.base_url, "--base-url, the server's base URL")
+        claim_output_dir(a.out, "gamerl code2logic", a.force)
+        extra = {"base_url": a.base_url} if a.engine == "openai" else {}
+        engine = make_engine(a.engine, a.model, **extra) if a.drafts else None
+        try:
+            result = code2logic(engine, a.game_file, a.drafts, a.instances, given, a.seed)
+        finally:
+            if engine is not None:
+                engine.close()
+        result.save(Path(a.out))
+        print(json.dumps({"game": result.game, **result.counts}))
         return 0
-    from agentkit.data.tasks import read_jsonl
-    from agentkit.engines import make_engine
-    from agentkit.gamerl.code2logic import code2logic
-
-    if not Path(a.game_file).is_file():
-        raise AgentkitError(f"{a.game_file}: no such file", "give the path of the game's Python file")
-    try:
-        Path(a.game_file).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise AgentkitError(f"{a.game_file} is not UTF-8 text", "give the game's Python source file") from None
-    if not a.drafts and not a.templates:
-        raise AgentkitError("--drafts 0 without --templates leaves nothing to validate", "draft some, or give a file")
-    given = read_jsonl(a.templates) if a.templates else []
-    if a.drafts and a.engine == "openai":
-        from agentkit.engines.openai import check_base_url
-
-        check_base_url(a.base_url, "--base-url, the server's base URL")
-    claim_output_dir(a.out, "gamerl code2logic", a.force)
-    extra = {"base_url": a.base_url} if a.engine == "openai" else {}
-    engine = make_engine(a.engine, a.model, **extra) if a.drafts else None
-    try:
-        result = code2logic(engine, a.game_file, a.drafts, a.instances, given, a.seed)
-    finally:
-        if engine is not None:
-            engine.close()
-    result.save(Path(a.out))
-    print(json.dumps({"game": result.game, **result.counts}))
-    return 0

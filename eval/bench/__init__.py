@@ -11,6 +11,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentkit.registry import Registry
+
+# `agentkit bench NAME`: a module with HELP (one line), add_arguments(parser) and main(**options) -> exit code, whose
+# parameters are its options' names; third parties add theirs under the entry-point group agentkit.benches.
+BENCHES: Registry[Any] = Registry("benchmark", group="agentkit.benches")
+for _name in ("engine", "agent", "serve", "structured", "toollight-sampling", "uncertainty", "tips-potentials",
+              "rl-step", "ace", "revela", "gamerl-verify", "sandbox"):  # fmt: skip
+    BENCHES.register(_name, "agentkit.eval.bench." + _name.replace("-", "_"))
+
 
 def percentile(xs: list[float], q: float) -> float:
     """The q-quantile (0 ≤ q ≤ 1) of ``xs``, linearly interpolated (numpy's default): the p50/p95 of every

@@ -26,6 +26,8 @@ from agentkit.ace.deltas import Delta
 from agentkit.ace.playbook import SECTIONS, Bullet, Playbook
 from agentkit.ace.refine import EmbeddingCache, RefineConfig, Refiner, duplicate_groups, touched
 from agentkit.ace.store import PlaybookStore
+from agentkit.argtypes import POS_INT
+from agentkit.command import add_out_option
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 from agentkit.models.embedder import embed
@@ -178,3 +180,13 @@ def main(bullets: int = 10_000, steps: int = 5, out: str | None = None) -> int:
     )
     write_json(out, res)
     return 0
+
+
+HELP = "100 deltas into a 10,000-bullet playbook with de-duplication and the budget"
+
+
+def add_arguments(parser) -> None:
+    """``agentkit bench ace``'s options: ``main``'s parameters."""
+    parser.add_argument("--bullets", type=POS_INT, default=10_000, help="bullets in the playbook")
+    parser.add_argument("--steps", type=POS_INT, default=5, help="batches of 100 deltas timed (median reported)")
+    add_out_option(parser)

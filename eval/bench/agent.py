@@ -29,6 +29,8 @@ import time
 from agentkit.agent import AgentConfig, rollout
 from agentkit.agent.loop import TIR_TOKENS_PER_TURN
 from agentkit.agent.suites import agent_suite
+from agentkit.argtypes import POS_INT
+from agentkit.command import add_model_option, add_out_option
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 from agentkit.tools.sandbox import SandboxConfig
@@ -126,3 +128,31 @@ def main(
         )
     write_json(out, res)
     return 0
+
+
+HELP = "agent rollouts/min with HFEngine's prefix cache against re-encoding"
+
+
+def add_arguments(parser) -> None:
+    """``agentkit bench agent``'s options: ``main``'s parameters."""
+    add_model_option(parser)
+    parser.add_argument("--tasks", type=POS_INT, default=32, help="trajectories per workload")
+    parser.add_argument(
+        "--turns", type=POS_INT, default=4, help="most tool turns per trajectory (model turns: one more)"
+    )
+    parser.add_argument(
+        "--tokens-per-turn", type=POS_INT, default=TIR_TOKENS_PER_TURN, help="most tokens per model turn"
+    )
+    parser.add_argument(
+        "--workloads",
+        default=",".join(WORKLOADS),
+        help="python (suite a, sandbox), search (suite b, BM25 over the knowledge base), steps (four "
+        "dependent calculations, one python call each)",
+    )
+    parser.add_argument(
+        "--no-examples",
+        dest="examples",
+        action="store_false",
+        help="no few-shot examples (for a model trained on the tag format, e.g. the toollight recipe's models/sft)",
+    )
+    add_out_option(parser)

@@ -25,6 +25,8 @@ import time
 
 import torch
 
+from agentkit.argtypes import POS_INT
+from agentkit.command import add_model_option, add_out_option, int_list
 from agentkit.data import arithmetic_suite
 from agentkit.engines import SamplingParams
 from agentkit.engines.vllm import VLLMEngine
@@ -177,3 +179,17 @@ def main(
         )
     write_json(out, res)
     return 0
+
+
+HELP = "HFEngine tokens/s against model.generate, per prompt and batched"
+
+
+def add_arguments(parser) -> None:
+    """``agentkit bench engine``'s options: ``main``'s parameters."""
+    add_model_option(parser)
+    parser.add_argument("--batch-sizes", type=int_list, default="1,8,32,64", help="comma-separated batch sizes")
+    parser.add_argument("--max-tokens", type=POS_INT, default=64, help="tokens generated per row")
+    parser.add_argument(
+        "--no-vllm", dest="vllm", action="store_false", help="skip the vLLM column (run when vLLM is installed)"
+    )
+    add_out_option(parser)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import random
 import time
 
+from agentkit.argtypes import NONNEG_INT, POS_INT
+from agentkit.command import add_model_option, add_out_option
 from agentkit.eval.bench import write_json
 from agentkit.gamerl import GAMES, create_dataset
 from agentkit.gamerl.verifiers import Judge, clear_caches, verify, verify_batch
@@ -131,3 +133,16 @@ def main(answers: int = 20000, judge_answers: int = 32, model: str | None = None
 
 
 __all__ = ["main", "verify_batch", "workload"]
+
+
+HELP = "Game-RL answer verification/s: rules vs reasoning-gym and a judge model"
+
+
+def add_arguments(parser) -> None:
+    """``agentkit bench gamerl-verify``'s options: ``main``'s parameters."""
+    parser.add_argument("--answers", type=POS_INT, default=20000, help="model-like outputs verified by the rules")
+    parser.add_argument(
+        "--judge-answers", type=NONNEG_INT, default=32, help="of them, also judged by the model (0: skip)"
+    )
+    add_model_option(parser, "the judge")
+    add_out_option(parser)

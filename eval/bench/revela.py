@@ -30,6 +30,8 @@ from collections.abc import Callable
 
 import torch
 
+from agentkit.argtypes import POS_INT, number
+from agentkit.command import add_out_option
 from agentkit.eval.bench import write_json
 
 
@@ -169,3 +171,14 @@ def main(batch: int = 16, tokens: int = 64, repeats: int = 5, out: str | None = 
     )
     write_json(out, res)
     return 0
+
+
+HELP = "a Revela step on 16 chunks vs a plain LM step and a per-pair implementation"
+
+
+def add_arguments(parser) -> None:
+    """``agentkit bench revela``'s options: ``main``'s parameters."""
+    parser.add_argument("--batch", type=number(int, 2), default=16, help="chunks per batch")
+    parser.add_argument("--tokens", type=POS_INT, default=64, help="LM tokens per chunk (at most)")
+    parser.add_argument("--repeats", type=POS_INT, default=5, help="timed rounds (medians reported)")
+    add_out_option(parser)

@@ -29,6 +29,8 @@ from typing import Any
 
 from agentkit.agent import AgentConfig
 from agentkit.agent.suites import agent_suite
+from agentkit.argtypes import NONNEG_INT, POS_INT, number
+from agentkit.command import add_model_option, add_out_option
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
@@ -305,3 +307,20 @@ def main(
     )
     write_json(out, res)
     return 0
+
+
+HELP = "one multi-turn GRPO step: agentkit.rl vs TRL's GRPOTrainer(tools=...)"
+
+
+def add_arguments(parser) -> None:
+    """``agentkit bench rl-step``'s options: ``main``'s parameters."""
+    add_model_option(parser)
+    parser.add_argument("--questions", type=POS_INT, default=8, help="questions per step")
+    parser.add_argument("--group", type=number(int, 2), default=4, help="trajectories per question (G, at least 2)")
+    parser.add_argument(
+        "--warm-start",
+        type=NONNEG_INT,
+        default=96,
+        help="SFT questions that first teach the model the format (0: none)",
+    )
+    add_out_option(parser)

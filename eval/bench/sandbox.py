@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+from agentkit.argtypes import POS_INT
+from agentkit.command import add_out_option
 from agentkit.eval.bench import percentile, write_json
 from agentkit.tools.sandbox import Sandbox, SandboxConfig, bwrap_argv, kernel_isolation_error
 
@@ -76,3 +78,12 @@ def main(n: int = 50, out: str | None = None) -> int:
         )
     write_json(out, res)
     return 0
+
+
+HELP = "python sandbox latency (pre-warmed pool) against a fresh `python -c`"
+
+
+def add_arguments(parser) -> None:
+    """``agentkit bench sandbox``'s options: ``main``'s parameters."""
+    parser.add_argument("-n", type=POS_INT, default=50, help="calls per side")
+    add_out_option(parser)

@@ -15,6 +15,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from agentkit.argtypes import POS_INT
+from agentkit.command import add_model_option, add_out_option
 from agentkit.data import arithmetic_suite
 from agentkit.eval.bench import percentile, write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
@@ -120,3 +122,16 @@ def main(
         print(f"agentkit / {peer} (16 clients): {res[f'vs_{peer}']}")
     write_json(out, res)
     return 0
+
+
+HELP = "load on agentkit serve: concurrent clients vs one by one"
+
+
+def add_arguments(parser) -> None:
+    """``agentkit bench serve``'s options: ``main``'s parameters."""
+    add_model_option(parser)
+    parser.add_argument("--requests", type=POS_INT, default=200, help="requests per side")
+    parser.add_argument("--clients", type=POS_INT, default=16, help="concurrent client threads")
+    parser.add_argument("--max-tokens", type=POS_INT, default=16, help="tokens per answer")
+    parser.add_argument("--peer", choices=["vllm"], help="also load vLLM's own server the same way (make setup-vllm)")
+    add_out_option(parser)

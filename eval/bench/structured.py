@@ -25,6 +25,8 @@ from dataclasses import replace
 
 import torch
 
+from agentkit.argtypes import POS_INT
+from agentkit.command import add_model_option, add_out_option, int_list
 from agentkit.engines import SamplingParams
 from agentkit.engines.structured import JSON_LAYOUT, Constraint, RowGrammars, apply_bitmask
 from agentkit.eval.bench import write_json
@@ -318,3 +320,17 @@ def main(
         )
     write_json(out, res)
     return 0
+
+
+HELP = "constrained decoding: grammar libraries, HFEngine constrained vs free"
+
+
+def add_arguments(parser) -> None:
+    """``agentkit bench structured``'s options: ``main``'s parameters."""
+    add_model_option(parser)
+    parser.add_argument("--batch-sizes", type=int_list, default="1,32", help="comma-separated batch sizes")
+    parser.add_argument(
+        "--max-tokens", type=POS_INT, default=64, help="tokens per row (the natural workload: up to twice)"
+    )
+    parser.add_argument("--skip-libraries", action="store_true", help="only HFEngine constrained vs free")
+    add_out_option(parser)

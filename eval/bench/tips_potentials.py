@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import time
 
+from agentkit.argtypes import POS_INT
+from agentkit.command import add_model_option, add_out_option
 from agentkit.data.multihop import MultiHopKB
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
@@ -94,3 +96,13 @@ def main(model: str = DEFAULT_CHAT_MODEL, trajectories: int = 32, out: str | Non
     )
     write_json(out, res)
     return 0
+
+
+HELP = "TIPS potentials: each trajectory encoded once vs a pass per pair"
+
+
+def add_arguments(parser) -> None:
+    """``agentkit bench tips-potentials``'s options: ``main``'s parameters."""
+    add_model_option(parser, "the teacher")
+    parser.add_argument("--trajectories", type=POS_INT, default=32, help="three-search trajectories, 2 answers each")
+    add_out_option(parser)

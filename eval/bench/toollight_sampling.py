@@ -18,6 +18,8 @@ import time
 from agentkit.agent import AgentConfig, rollout
 from agentkit.agent.loop import TIR_TOKENS_PER_TURN
 from agentkit.agent.suites import agent_suite
+from agentkit.argtypes import POS_INT
+from agentkit.command import add_model_option, add_out_option
 from agentkit.eval.bench import write_json
 from agentkit.eval.bench.agent import SUITE_OF, WORKLOADS
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
@@ -108,3 +110,21 @@ def main(
     )
     write_json(out, res)
     return 0
+
+
+HELP = "entropy-guided branching: prefix cache vs re-encoding each prefix"
+
+
+def add_arguments(parser) -> None:
+    """``agentkit bench toollight-sampling``'s options: ``main``'s parameters."""
+    add_model_option(parser)
+    parser.add_argument("--tasks", type=POS_INT, default=16, help="questions whose main chains are branched")
+    parser.add_argument("--top-b", type=POS_INT, default=3, help="branch points per main chain")
+    parser.add_argument("--branches", type=POS_INT, default=3, help="continuations per branch point")
+    parser.add_argument(
+        "--no-examples", dest="examples", action="store_false", help="no few-shot examples (a tool-trained model)"
+    )
+    parser.add_argument(
+        "--workload", default="python", choices=["python", "search"], help="python (suite a) or search (suite b)"
+    )
+    add_out_option(parser)

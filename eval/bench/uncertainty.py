@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 import agentkit.uncertainty.similarity as sim_mod
+from agentkit.argtypes import POS_INT, number
+from agentkit.command import add_out_option
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import resolve
 from agentkit.uncertainty.score import ScoreConfig, compute_scores, prepare, score
@@ -211,3 +213,13 @@ def main(questions: int = 2000, samples: int = 5, out: str | None = None) -> int
     print(f"whole score run {res['whole_score_run_s']} s (embedding {res['embedding_s']} s)")
     write_json(out, res)
     return 0
+
+
+HELP = "scoring 2,000 questions x 2 models x 5 samples: vectorised vs a per-pair loop"
+
+
+def add_arguments(parser) -> None:
+    """``agentkit bench uncertainty``'s options: ``main``'s parameters."""
+    parser.add_argument("--questions", type=POS_INT, default=2000, help="questions scored")
+    parser.add_argument("--samples", type=number(int, 2), default=5, help="samples per question and model (at least 2)")
+    add_out_option(parser)

@@ -51,7 +51,8 @@ def test_bad_yaml_and_types(tmp_path):
 
 
 SLEEPY = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as a shell starts it (this child may inherit SIG_IGN)
 from dataclasses import dataclass
 from pathlib import Path
 from agentkit import cli

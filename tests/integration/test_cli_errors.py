@@ -24,7 +24,6 @@ def guarded(monkeypatch, tmp_path):
     import transformers
     import uvicorn
 
-    import agentkit.cli
     import agentkit.engines
     import agentkit.uncertainty.generate
 
@@ -33,7 +32,7 @@ def guarded(monkeypatch, tmp_path):
 
     # make_engine is bound where it is imported: patch it there, in modules imported before the patch (a module
     # first imported under the patch would keep `refuse` after the test)
-    for module in (agentkit.engines, agentkit.cli, agentkit.uncertainty.generate):
+    for module in (agentkit.engines, agentkit.uncertainty.generate):  # commands import it when they run
         monkeypatch.setattr(module, "make_engine", refuse)
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
     monkeypatch.setattr(uvicorn, "run", refuse)
@@ -220,7 +219,9 @@ def test_enough_bad_inputs():
 
 
 def test_an_unexpected_failure_is_one_line_and_exit_1(monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_cmd_recipes", lambda a: 1 / 0)
+    from agentkit.commands.run import RecipesCommand
+
+    monkeypatch.setattr(RecipesCommand, "run", lambda self, a: 1 / 0)
     assert cli.main(["recipes", "list"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "ZeroDivisionError" in err and "--debug" in err

@@ -15,10 +15,10 @@ ROOT = Path(agentkit.__file__).parent
 METHODS = {"tips", "toollight", "ace", "revela", "uncertainty", "gamerl"}
 LAYERS = [
     {"", "errors", "files", "jsontext", "registry", "argtypes", "config", "plots"},
-    {"models", "data", "engines", "tools"},
+    {"models", "data", "engines", "tools", "command"},
     {"agent", "rl", "server"},
     METHODS,
-    {"cli", "runner", "recipe", "testing", "__main__"},
+    {"cli", "commands", "runner", "recipe", "testing", "__main__"},
 ]
 
 

@@ -21,7 +21,9 @@ def test_sft_rows_train_the_answer_after_generates_prompt(template):
     if template == "plain":
         tok.chat_template = PLAIN_CHAT_TEMPLATE  # Gemma 3 base's: no end-of-turn token after the answer
     for task, row in zip(TASKS, sft_rows(tok, TASKS)):
-        prompt = tok.apply_chat_template(question_prompt(task, SYSTEM, True), add_generation_prompt=True, tokenize=False)
+        prompt = tok.apply_chat_template(
+            question_prompt(task, SYSTEM, True), add_generation_prompt=True, tokenize=False
+        )
         n = len(tok(prompt, add_special_tokens=False).input_ids)
         assert row["input_ids"][:n] == tok(prompt, add_special_tokens=False).input_ids
         assert row["labels"][:n] == [-100] * n and row["labels"][n:] == row["input_ids"][n:]

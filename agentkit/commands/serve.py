@@ -1,0 +1,208 @@
+"""``agentkit serve`` (the OpenAI-compatible API over an engine and agents) and ``agentkit tool-server``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+from pathlib import Path
+
+from agentkit.argtypes import NONNEG_FLOAT, NONNEG_INT, POS_FLOAT, POS_INT
+from agentkit.command import Command, add_server_options, server_key
+from agentkit.errors import AgentkitError
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
+
+
+def _server_logging() -> None:
+    """Server processes log with time and level (an engine failure's traceback once, see serving.Batcher)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+class ServeCommand(Command):
+    name = "serve"
+    help = "OpenAI-compatible API over an engine and agents"
+    description = (
+        "Serve GET /v1/models, POST /v1/chat/completions (streaming, tools, logprobs), POST /v1/completions and "
+        "vLLM's POST /tokenize and /detokenize. With --agent tir, the model 'agentkit/tir' runs the tool loop "
+        "server-side. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or AGENTKIT_API_KEY) every "
+        "route but /health needs 'Authorization: Bearer KEY'."
+    )
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        from agentkit.server.serving import ServeLimits
+
+        parser.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, local dir or hub id")
+        parser.add_argument(
+            "--engine",
+            default="hf",
+            choices=["hf", "vllm", "openai"],
+            help="hf: the embedded transformers engine; vllm: vLLM in this process (make setup-vllm); "
+            "openai: another OpenAI-compatible server (--upstream) runs the model",
+        )
+        parser.add_argument(
+            "--upstream",
+            help="openai engine: the upstream's base URL, e.g. http://127.0.0.1:8001/v1 (its key: $OPENAI_API_KEY)",
+        )
+        parser.add_argument(
+            "--tokenizer",
+            help="openai engine: a local tokenizer of the upstream's model (default: the "
+            "upstream's /tokenize and /detokenize)",
+        )
+        parser.add_argument(
+            "--agent",
+            choices=["tir", "ace"],
+            help="also serve an agent: tir (the tool-using agent, 'agentkit/tir') or ace (answers with a playbook, "
+            "'agentkit/ace'; needs --playbook)",
+        )
+        parser.add_argument("--playbook", help="ace: the playbook's JSON file (created empty with --learn)")
+        parser.add_argument("--learn", action="store_true", help="ace: update the playbook from feedback in requests")
+        parser.add_argument("--top-k", type=NONNEG_INT, default=0, help="ace: send the k nearest bullets (0: all)")
+        parser.add_argument("--tools", default="python", help="agent tools, comma-separated: python,search")
+        parser.add_argument("--corpus", help="search tool: JSONL of {id, title, text}")
+        add_server_options(parser, port=8000)
+        for f in dataclasses.fields(ServeLimits):  # one flag per limit, its help and default from the dataclass
+            kind = (NONNEG_FLOAT if f.name == "hold_s" else POS_FLOAT) if f.type in (float, "float") else POS_INT
+            parser.add_argument("--" + f.name.replace("_", "-"), type=kind, default=f.default, help=f.metadata["help"])
+
+    def run(self, args: argparse.Namespace) -> int:
+        import uvicorn
+
+        from agentkit.engines import make_engine
+        from agentkit.server import create_app
+        from agentkit.server.serving import ServeLimits
+
+        _server_logging()
+        key = server_key(args)
+        options = {
+            "hf": {},
+            "vllm": {"gpu_memory_utilization": 0.85},
+            "openai": {"base_url": args.upstream, "tokenizer": args.tokenizer},
+        }[args.engine]
+        _check(args)
+        store = _ace_store(Path(args.playbook)) if args.agent == "ace" else None  # a bad playbook: no model loaded
+        tools = _agent_tools(args) if args.agent == "tir" else None  # every argument checked before the model loads
+        if args.engine == "vllm":
+            import torch
+
+            if not torch.cuda.is_available():
+                options = {}  # vLLM on CPU: VLLMEngine's defaults (bf16, eager)
+        engine = make_engine(args.engine, args.model, **options)
+        services = {"agentkit/ace": _ace_service(args, engine, store)} if args.agent == "ace" else None
+        limits = ServeLimits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ServeLimits)})
+        app = create_app(engine, args.model, api_key=key, tools=tools, services=services, limits=limits)
+        extra = " and agentkit/tir" if tools else " and agentkit/ace" if services else ""
+        print(f"serving {args.model}{extra} on http://{args.host}:{args.port}/v1", flush=True)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        return 0
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Options that go together, and the upstream's URL, checked before anything loads."""
+    if args.engine == "openai" and not args.upstream:
+        raise AgentkitError("--engine openai needs --upstream URL", "the base URL of the server that runs the model")
+    if args.engine == "openai":
+        from agentkit.engines.openai import check_base_url
+
+        check_base_url(args.upstream, "--upstream, the base URL of the server that runs the model")
+    if args.agent != "tir" and (args.tools != "python" or args.corpus):
+        raise AgentkitError("--tools and --corpus need --agent tir", "add --agent tir to serve the tool-using agent")
+    if (args.playbook or args.learn or args.top_k) and args.agent != "ace":
+        raise AgentkitError("--playbook, --learn and --top-k need --agent ace", "add --agent ace")
+    if args.agent == "ace" and not args.playbook:
+        raise AgentkitError("--agent ace needs --playbook FILE", "a playbook JSON file (with --learn it may be new)")
+    if args.agent == "ace" and not args.learn and not Path(args.playbook).is_file():
+        raise AgentkitError(f"{args.playbook} does not exist", "pass an existing playbook, or --learn to start one")
+
+
+def _ace_store(path: Path):
+    """The playbook store ``serve --agent ace`` will use, opened (and so checked) before any model loads; a new
+    one is created only where none exists."""
+    from agentkit.ace.store import PlaybookStore
+
+    if path.is_dir():
+        raise AgentkitError(f"--playbook {path} is a directory", "give the playbook's JSON file")
+    return PlaybookStore(path) if path.exists() else PlaybookStore.create(path)
+
+
+def _ace_service(args, engine, store):
+    from agentkit.ace.refine import RefineConfig, Refiner
+    from agentkit.ace.roles import RoleConfig
+    from agentkit.ace.serve import AceService
+
+    refiner = Refiner(RefineConfig(top_k=args.top_k), lambda text: len(engine.tokenize(text)))
+    return AceService(store, refiner, RoleConfig(), learn=args.learn, top_k=args.top_k)
+
+
+def _agent_tools(args) -> dict:
+    from agentkit.tools import build_tools
+
+    try:
+        return build_tools(
+            [t.strip() for t in args.tools.split(",") if t.strip()], args.corpus, corpus_option="--corpus"
+        )
+    except AgentkitError as e:
+        raise AgentkitError(f"--tools {args.tools!r}: {e.message}", e.hint) from None
+
+
+class ToolServerCommand(Command):
+    name = "tool-server"
+    help = "serve a tool over HTTP (FastAPI; loopback by default)"
+    description = (
+        "Serve one tool over HTTP: GET /health, GET /v1/tool (schema), POST /v1/call {arguments, session_id}. "
+        "OpenAPI at /openapi.json. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or "
+        "AGENTKIT_API_KEY) every route but /health needs 'Authorization: Bearer KEY'."
+    )
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("name", choices=["python", "search"], help="the tool to serve")
+        add_server_options(parser, port=8100)
+        parser.add_argument("--max-concurrency", type=POS_INT, default=8, help="calls run at once; more wait, up to 64")
+        parser.add_argument("--corpus", help="search: JSONL of {id, title, text}")
+        parser.add_argument(
+            "--mode",
+            default=None,
+            choices=["bm25", "dense", "hybrid"],
+            help="search: retrieval mode (bm25; dense with --retriever)",
+        )
+        parser.add_argument(
+            "--retriever", default=None, help="search: a retriever trained by the revela recipe (a directory)"
+        )
+        parser.add_argument("--top-k", type=POS_INT, default=3, help="search: passages per query")
+        parser.add_argument("--cpu-s", type=POS_FLOAT, default=5.0, help="python: CPU seconds per call")
+        parser.add_argument("--wall-s", type=POS_FLOAT, default=10.0, help="python: wall seconds per call")
+        parser.add_argument("--memory-mb", type=POS_INT, default=1024, help="python: memory limit per call")
+        parser.add_argument(
+            "--isolation",
+            default="kernel",
+            choices=["kernel", "rlimits-only"],
+            help="python: bubblewrap namespaces, or (by name only) the weaker rlimits-only mode",
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        import uvicorn
+
+        _server_logging()
+        key = server_key(args)
+        if args.name == "python":
+            from agentkit.tool_servers.python_sandbox import create_app
+            from agentkit.tools.sandbox import SandboxConfig
+
+            config = SandboxConfig(
+                cpu_s=args.cpu_s,
+                wall_s=args.wall_s,
+                memory_mb=args.memory_mb,
+                isolation=args.isolation,
+                pool_size=max(2, args.max_concurrency // 2),
+            )
+            app = create_app(config, key, args.max_concurrency)
+        else:
+            if not args.corpus:
+                raise AgentkitError("the search server needs --corpus FILE", "a JSONL file of {id, title, text}")
+            from agentkit.tool_servers.search import create_app
+
+            mode = args.mode or ("dense" if args.retriever else "bm25")
+            app = create_app(args.corpus, mode, args.top_k, key, args.max_concurrency, retriever=args.retriever)
+        isolation = f" (sandbox isolation: {args.isolation})" if args.name == "python" else ""
+        print(f"serving the {args.name} tool on http://{args.host}:{args.port}{isolation}", flush=True)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        return 0
