@@ -35,10 +35,9 @@ class ChunkStream:
         self.created = int(time.time()) if created is None else created
 
     def chunk(self, choices: list[ChunkChoice], **extra: Any) -> str:
-        usage = {"usage": None} if self.include_usage else {}
-        return ChatCompletionChunk(
-            id=self.id, created=self.created, model=self.model, choices=choices, **usage, **extra
-        ).sse()
+        """One event with this stream's header; ``extra``: ``usage`` or the ``agentkit`` extension."""
+        fields = {"usage": None, **extra} if self.include_usage else extra
+        return ChatCompletionChunk(id=self.id, created=self.created, model=self.model, choices=choices, **fields).sse()
 
     def delta(self, index: int, finish_reason: str | None = None, **delta: Any) -> str:
         """One choice's delta (``role``, ``content``, ``tool_calls``); ``finish_reason`` null until its last."""
@@ -46,10 +45,11 @@ class ChunkStream:
 
     def progress(self, event: dict[str, Any]) -> str:
         """An agent's progress event (``agentkit`` extension, no choices)."""
-        return ChatCompletionChunk(id=self.id, created=self.created, model=self.model, choices=[], agentkit=event).sse()
+        return self.chunk([], agentkit=event)
 
     def usage(self, usage: UsageInfo) -> str:
-        return ChatCompletionChunk(id=self.id, created=self.created, model=self.model, choices=[], usage=usage).sse()
+        """The last event when the client asked for usage: no choices, the usage."""
+        return self.chunk([], usage=usage)
 
 
 def stream_chunks(resp: ChatCompletionResponse, include_usage: bool):
