@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from agentkit.argtypes import PORT
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
@@ -62,6 +62,46 @@ def add_model_option(parser: argparse.ArgumentParser, what: str = "") -> None:
     parser.add_argument(
         "--model", default=DEFAULT_CHAT_MODEL, help=f"{what + ': ' if what else ''}catalog name, directory or hub id"
     )
+
+
+def add_engine_options(parser: argparse.ArgumentParser, what: str = "", **urls: str) -> None:
+    """``--engine KIND``, ``--model`` and ``--engine-option KEY=VALUE``: how a command names its engine (the
+    kind's ``EngineConfig``; ``engine_from_args`` builds it). ``urls`` maps extra flag names to the option they
+    set (``upstream="base_url"``: ``--upstream URL``)."""
+    from agentkit.engines import ENGINES
+
+    add_model_option(parser, what)
+    parser.add_argument(
+        "--engine",
+        default="hf",
+        choices=ENGINES.names(),
+        help="hf: the embedded transformers engine; vllm: vLLM in this process (make setup-vllm); openai: another "
+        "OpenAI-compatible server runs the model; others: installed plugins",
+    )
+    parser.add_argument(
+        "--engine-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the engine kind's config, repeatable, e.g. max_batch_size=8 (hf), base_url=URL (openai); "
+        "`agentkit run quickstart --set engine.kind=KIND --help` lists a kind's options",
+    )
+    for flag, option in urls.items():
+        parser.add_argument("--" + flag.replace("_", "-"), help=f"{option} of the engine (--engine-option {option}=…)")
+    parser.set_defaults(_engine_urls=urls)
+
+
+def engine_from_args(args: argparse.Namespace, **defaults: Any):
+    """The ``EngineConfig`` that ``add_engine_options``' flags name (``defaults``: options the command sets unless
+    the user did), checked before anything loads."""
+    from agentkit.config import build_config, parse_sets
+    from agentkit.engines import ENGINES
+
+    layer = parse_sets(args.engine_option, flag="--engine-option")
+    for flag, option in getattr(args, "_engine_urls", {}).items():
+        if getattr(args, flag) is not None:
+            layer[option] = getattr(args, flag)
+    return build_config(ENGINES.get(args.engine), {**defaults, "model": args.model}, layer)
 
 
 def add_out_option(parser: argparse.ArgumentParser) -> None:

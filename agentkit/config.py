@@ -10,8 +10,8 @@ malformed YAML file is an error naming the file and line.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import re
 import types
 import typing
 from pathlib import Path
@@ -47,6 +47,37 @@ TopP = Annotated[float, at.Interval(gt=0, le=1)]
 NonEmptyStr = Annotated[str, at.MinLen(1)]
 ExistingPath = Annotated["str | None", EXISTING]
 ModelName = Annotated[str, at.MinLen(1), MODEL]
+
+
+def option(default: Any = dataclasses.MISSING, help: str = "", internal: bool = False, **kwargs: Any) -> Any:
+    """A config field with its help beside it, as TRL's ``field(metadata={"help": …})``.
+
+    A mutable default (a list, dict or set, or a config dataclass) is copied for each instance.
+
+    Args:
+        default: the default value (none: the field is required).
+        help: one or two sentences a user reads in ``--help``: what the setting does, its unit, what 0 or
+            None means. It names other keys only to say how they interact.
+        internal: set by code, not by configs (``SamplingParams.seeds``, one per prompt): left out of ``--help``
+            and refused as a config key.
+        **kwargs: passed on to ``dataclasses.field``.
+
+    Returns:
+        The dataclass field.
+
+    Examples:
+        >>> @dataclasses.dataclass
+        ... class C:
+        ...     n: PosInt = option(4, "trajectories per task")
+        ...     kinds: list[str] = option(["mul"], "problem kinds")
+        >>> C().kinds is C().kinds, dataclasses.fields(C)[0].metadata["help"]
+        (False, 'trajectories per task')
+    """
+    metadata = {"help": help, "internal": internal}
+    if isinstance(default, (list, dict, set)) or dataclasses.is_dataclass(default):
+        value = default
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(value), metadata=metadata, **kwargs)
+    return dataclasses.field(default=default, metadata=metadata, **kwargs)
 
 
 class Layer(dict):
@@ -195,8 +226,12 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             value = _yaml_value(value, key) if value.startswith("[") else [v for v in value.split(",") if v]
         if not isinstance(value, (list, tuple)):
             raise AgentkitError(f"{key}: expected a list, got {value!r}")
-        (item_tp, *_) = typing.get_args(tp) or (Any,)
-        return origin(_coerce(v, item_tp, f"{key}[{i}]") for i, v in enumerate(value))
+        args = typing.get_args(tp) or (Any,)
+        if origin is tuple and len(args) > 1 and args[1] is not Ellipsis:  # tuple[int, int]: that many items
+            if len(value) != len(args):
+                raise AgentkitError(f"{key}: expected {len(args)} items, got {len(value)}")
+            return tuple(_coerce(v, a, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
+        return origin(_coerce(v, args[0], f"{key}[{i}]") for i, v in enumerate(value))
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # an item of a list of configs: a mapping
         return _coerce_dataclass(value, tp, key)
     if origin is dict:
@@ -235,6 +270,9 @@ def _coerce_dataclass(value: Any, tp: type, key: str) -> Any:
         return value
     if not isinstance(value, dict):
         raise AgentkitError(f"{key}: expected a mapping of {tp.__name__} fields, got {value!r}")
+    if hasattr(tp, "VARIANT_KEY"):  # a list of engines: each item the class of its kind
+        default = tp()
+        tp = type(_as_variant(default, {tp.VARIANT_KEY: getattr(default, tp.VARIANT_KEY), **value}, f"{key}."))
     fields = {f.name: f for f in dataclasses.fields(tp)}
     for name in value:
         if name not in fields:
@@ -305,17 +343,35 @@ def apply_overrides(
     """Return a copy of dataclass ``cfg`` with nested ``overrides`` applied and type-checked.
 
     Problems are appended to ``problems`` when given (so a caller can report them all), else the first raises.
+    A config class may name keys it no longer has in ``RENAMED`` (old name → new dotted name, relative to it):
+    an old key is then an error that names the new one. A config class with a ``VARIANT_KEY`` (a field naming
+    its kind, e.g. ``EngineConfig.kind``) and a ``variant(name)`` class method becomes the named kind's class
+    when a layer sets that field, keeping the values of the fields both share; a bare name stands for that field
+    (``engine: vllm`` is ``engine: {kind: vllm}``).
     """
     raise_now = problems is None
     problems = [] if problems is None else problems
     where = getattr(overrides, "where", {}) if where is None else where
     root = cfg if root is None else root
+    try:
+        cfg = _as_variant(cfg, overrides, prefix)
+    except AgentkitError as e:
+        key = f"{prefix}{type(cfg).VARIANT_KEY}"  # type: ignore[attr-defined]
+        problems.append(f"{e}{f' ({where[key]})' if key in where else ''}")
+        overrides = {k: v for k, v in overrides.items() if k != type(cfg).VARIANT_KEY}  # type: ignore[attr-defined]
     fields = {f.name: f for f in dataclasses.fields(cfg)}  # type: ignore[arg-type]
     hints = _hints(type(cfg))
     changes: dict[str, Any] = {}
     for name, value in overrides.items():
         key = f"{prefix}{name}"
         at_ = f" ({where[key]})" if key in where else ""
+        renamed = getattr(type(cfg), "RENAMED", {})
+        if name not in fields and name in renamed:
+            problems.append(f"{key}{at_} is now {prefix}{renamed[name]}: rename it (see --help)")
+            continue
+        if name in fields and fields[name].metadata.get("internal"):
+            problems.append(f"{key}{at_}: set by code for each call, not by a config")
+            continue
         if name not in fields:
             keys = leaf_keys(root)
             same_leaf = [k for k in keys if k.rsplit(".", 1)[-1] == name]  # right name, wrong level
@@ -323,6 +379,9 @@ def apply_overrides(
             problems.append(f"unknown config key {key!r}{at_}, {close}")
             continue
         current = getattr(cfg, name)
+        kind_key = getattr(type(current), "VARIANT_KEY", None)
+        if kind_key and isinstance(value, str):  # engine: vllm is engine.kind: vllm
+            value = {kind_key: value}
         if dataclasses.is_dataclass(current):
             if not isinstance(value, dict):
                 problems.append(f"{key}: expected a mapping of {type(current).__name__} fields, got {value!r}{at_}")
@@ -336,6 +395,24 @@ def apply_overrides(
     if raise_now and problems:
         raise AgentkitError(_joined(problems))
     return dataclasses.replace(cfg, **changes)  # type: ignore[type-var]
+
+
+def _as_variant(cfg: Any, overrides: dict[str, Any], prefix: str) -> Any:
+    """``cfg`` as the class of the kind ``overrides`` names in its ``VARIANT_KEY`` field (itself when none)."""
+    key = getattr(type(cfg), "VARIANT_KEY", None)
+    if key is None or key not in overrides:
+        return cfg
+    name = overrides[key]
+    if not isinstance(name, str) or not name:
+        raise AgentkitError(f"{prefix}{key}: expected a name, got {name!r}")
+    try:
+        cls = type(cfg).variant(name)
+    except AgentkitError as e:
+        raise AgentkitError(f"{prefix}{key}: {e}") from None
+    if cls is type(cfg):
+        return cfg
+    shared = {f.name for f in dataclasses.fields(cls) if f.init} & {f.name for f in dataclasses.fields(cfg)}
+    return cls(**{n: getattr(cfg, n) for n in shared - {key}})
 
 
 def cross_checks(cfg: Any, prefix: str = "") -> list[str]:
@@ -353,34 +430,36 @@ def _joined(problems: list[str]) -> str:
     return problems[0] if len(problems) == 1 else f"{len(problems)} config problems: " + "; ".join(problems)
 
 
-def parse_sets(items: list[str]) -> Layer:
-    """``["a.b=1", "c=x"]`` → ``{"a": {"b": "1"}, "c": "x"}`` (values stay strings; typing happens later)."""
+def parse_sets(items: list[str], flag: str = "--set") -> Layer:
+    """``["a.b=1", "c=x"]`` → ``{"a": {"b": "1"}, "c": "x"}`` (values stay strings; typing happens later);
+    errors name ``flag``, the option the items came from."""
     out = Layer()
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise AgentkitError(f"--set {item!r} is not of the form key=value", "e.g. --set train.lr=1e-5")
+            raise AgentkitError(f"{flag} {item!r} is not of the form key=value", "e.g. --set train.lr=1e-5")
         node: dict[str, Any] = out
         *parents, leaf = key.strip().split(".")
         if not all((*parents, leaf)):
-            raise AgentkitError(f"--set {item!r}: the key has an empty part", "e.g. --set engine.model=NAME")
+            raise AgentkitError(f"{flag} {item!r}: the key has an empty part", "e.g. --set engine.model=NAME")
         for p in parents:
             child = node.setdefault(p, {})
             if not isinstance(child, dict):
-                raise AgentkitError(f"--set {item!r} conflicts with --set {p}={child}")
+                raise AgentkitError(f"{flag} {item!r} conflicts with {flag} {p}={child}")
             node = child
         node[leaf] = value
-        out.where[key.strip()] = f"--set {item}"
+        out.where[key.strip()] = f"{flag} {item}"
     return out
 
 
-def build_config(cls: type[C], *layers: dict[str, Any]) -> C:
+def build_config(cls: type[C], *layers: dict[str, Any], check: bool = True) -> C:
     """Dataclass defaults, then each layer in order (YAML mappings, then ``--set`` mappings); every problem of
-    every layer is reported at once, in one ``AgentkitError``."""
+    every layer is reported at once, in one ``AgentkitError``. ``check=False`` skips the rules across fields
+    (``problems()``), for ``--help`` on a config that is not complete yet."""
     cfg, problems = cls(), []
     for layer in layers:
         cfg = apply_overrides(cfg, layer, problems=problems)
-    if not problems:
+    if not problems and check:
         problems += cross_checks(cfg)
     if problems:
         raise AgentkitError(_joined(problems))
@@ -388,35 +467,24 @@ def build_config(cls: type[C], *layers: dict[str, Any]) -> C:
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:
-    return dataclasses.asdict(cfg)
+    """A config as plain data (what ``config.yaml`` holds and ``--resume`` reads back): every field but those set
+    by code (``option(internal=True)``), nested configs and lists of them included."""
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        return {
+            f.name: to_dict(getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if not f.metadata.get("internal")
+        }
+    if isinstance(cfg, (list, tuple)):
+        return type(cfg)(to_dict(v) for v in cfg)
+    if isinstance(cfg, dict):
+        return {k: to_dict(v) for k, v in cfg.items()}
+    return copy.deepcopy(cfg)
 
 
 def dump_yaml(data: dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=False)
 
 
-# ---- help: every key with its type, default and doc (``agentkit run RECIPE --help``) -----------------------
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """Each field's doc, read from the class docstring's ``name: text`` entries (``a / b: text`` documents
-    both); a field without an entry gets the first sentence that names it, or ``""``."""
-    doc = cls.__doc__ or ""
-    text = "" if doc.startswith(f"{cls.__name__}(") else " ".join(doc.split())  # dataclass's generated doc
-    names = {f.name for f in dataclasses.fields(cls)}
-    entry = re.compile(r"(?<![\w.])([a-z_]\w*(?:\s*(?:/|,|and)\s*[a-z_]\w*)*):\s")
-    starts = [(m.start(), m.end(), re.split(r"\s*(?:/|,|and)\s*", m.group(1))) for m in entry.finditer(text)]
-    starts = [s for s in starts if names & set(s[2])]
-    docs: dict[str, str] = {}
-    for i, (_, end, listed) in enumerate(starts):
-        body = text[end : starts[i + 1][0] if i + 1 < len(starts) else len(text)].strip()
-        for name in listed:
-            docs.setdefault(name, body)
-    for name in names - docs.keys():
-        pattern = re.compile(rf"(?<![\w.]){re.escape(name.split('_')[0])}_\*|(?<![\w.]){re.escape(name)}(?!\w)")
-        sentence = next((x for x in re.split(r"(?<=[.;])\s+", text) if pattern.search(x)), "")
-        docs[name] = sentence
-    return docs
+# ---- help: every key with its type, default and help (``agentkit run RECIPE --help``) ----------------------
 
 
 def type_name(tp: Any) -> str:
@@ -451,12 +519,18 @@ def type_name(tp: Any) -> str:
 
 
 def describe(cfg: Any, prefix: str = "") -> list[tuple[str, str, Any, str]]:
-    """``(dotted key, type, value, doc)`` for every leaf of a config dataclass, nested ones included."""
-    hints, docs, out = _hints(type(cfg)), field_docs(type(cfg)), []
+    """``(dotted key, type, value, help)`` for every key of a config dataclass: a nested config first as its own
+    row (type ``"section"``, value None, its field's help), then its keys. Fields set by code
+    (``option(internal=True)``) are left out."""
+    hints, out = _hints(type(cfg)), []
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)
+        if f.metadata.get("internal"):
+            continue
+        doc = f.metadata.get("help", "")
         if dataclasses.is_dataclass(value):
+            out.append((prefix + f.name, "section", None, doc))
             out += describe(value, f"{prefix}{f.name}.")
         else:
-            out.append((prefix + f.name, type_name(hints[f.name]), value, docs.get(f.name, "")))
+            out.append((prefix + f.name, type_name(hints[f.name]), value, doc))
     return out

@@ -46,6 +46,67 @@ def table(results: Results, metrics: list[str], digits: int = 3, label: str = "m
     return "\n".join(rows)
 
 
+def paired(results: Results, baseline: str, metrics: list[str], digits: int = 3) -> str:
+    """A markdown table of each method's paired difference from ``baseline``, seed by seed (method − baseline at
+    the same seed: the same data draws and initial weights where the method allows), as ``mean ± std`` with a
+    95 % t interval over the seeds. An interval that excludes 0 is a difference the seeds support. Empty when
+    the baseline did not run.
+
+    >>> print(paired({"A": {"acc": [0.5, 0.6]}, "B": {"acc": [0.6, 0.8]}}, "A", ["acc"]))
+    | vs A | acc |
+    |---|---|
+    | B | +0.150 ± 0.071 [-0.485, +0.785] (n=2) |
+    """
+    if baseline not in results:
+        return ""
+    rows = [f"| vs {baseline} | " + " | ".join(metrics) + " |", "|" + "---|" * (len(metrics) + 1)]
+    for method, per in results.items():
+        if method == baseline:
+            continue
+        cells = []
+        for m in metrics:
+            a, b = results.get(baseline, {}).get(m, []), per.get(m, [])
+            if not a or len(a) != len(b):
+                cells.append("–")
+                continue
+            d = [y - x for x, y in zip(a, b)]
+            mu, sd = mean_std(d)
+            half = _t95(len(d) - 1) * sd / math.sqrt(len(d)) if len(d) > 1 else float("nan")
+            cells.append(
+                f"{mu:+.{digits}f} ± {sd:.{digits}f} [{mu - half:+.{digits}f}, {mu + half:+.{digits}f}] (n={len(d)})"
+            )
+        rows.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def _t95(df: int) -> float:
+    """The two-sided 95 % quantile of Student's t with ``df`` degrees of freedom."""
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, df))
+
+
+def means(results: Results, metrics: list[str], prefix: str = "") -> dict[str, float]:
+    """``{prefix + method/metric: mean over seeds}``: what a recipe returns as its metrics.
+
+    >>> means({"A": {"acc": [0.5, 0.7]}}, ["acc"], "node/")
+    {'node/A/acc': 0.6}
+    """
+    return {f"{prefix}{m}/{k}": mean_std(per[k])[0] for m, per in results.items() for k in metrics if per.get(k)}
+
+
+def figure(ctx, results: Results, metrics: list[str], name: str, caption: str, titles: list[str] | None = None):
+    """One bar panel per metric (``bars``), saved with ``ctx.save_plot``."""
+    from agentkit.plots import pyplot
+
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.6), squeeze=False)
+    for i, (ax, m) in enumerate(zip(axes[0], metrics)):
+        bars(ax, results, m, titles[i] if titles else None)
+    fig.tight_layout()
+    ctx.save_plot(fig, name, caption)
+
+
 def add(results: Results, method: str, metrics: dict[str, Any]) -> None:
     """Append one seed's metrics for ``method``."""
     for k, v in metrics.items():

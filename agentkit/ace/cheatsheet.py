@@ -9,12 +9,12 @@ only in how the context evolves.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from agentkit.ace.adapt import Feedback, _mean, checker_feedback, summary
 from agentkit.ace.roles import Generator, RoleConfig, RoleStats, Sample
 from agentkit.ace.toolgen import ToolGenerator
-from agentkit.engines.base import SamplingParams
 
 REWRITE_SYSTEM = (
     "You keep a cheatsheet of strategies for answering questions of one kind. Given the current cheatsheet and "
@@ -42,7 +42,7 @@ class Cheatsheet:
         self.cfg = cfg or RoleConfig()
         self.labels, self.feedback = labels, feedback
         self.text = text
-        self.max_tokens = max_tokens or self.cfg.max_tokens
+        self.max_tokens = max_tokens or self.cfg.sampling.max_tokens
         self.rewriter = RoleStats()
 
     @property
@@ -65,7 +65,7 @@ class Cheatsheet:
             lines.append(f"- Q: {s.task.question}\n  A: {s.answer or '(none)'} ({verdict}{ref}) {s.feedback}".rstrip())
         body = f"Current cheatsheet:\n{self.text or '(empty)'}\n\nLatest answers:\n" + "\n".join(lines)
         chat = [{"role": "system", "content": REWRITE_SYSTEM}, {"role": "user", "content": body}]
-        params = SamplingParams(temperature=self.cfg.temperature, max_tokens=self.max_tokens, seed=self.cfg.seed + step)
+        params = replace(self.cfg.sampling, max_tokens=self.max_tokens, seed=self.cfg.sampling.seed + step)
         (c,) = self.engine.generate([chat], params)[0]
         self.rewriter.calls += 1
         self.rewriter.prompt_tokens += c.prompt_tokens

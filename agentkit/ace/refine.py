@@ -31,7 +31,7 @@ import numpy as np
 
 from agentkit.ace.deltas import BatchResult, Delta
 from agentkit.ace.playbook import Bullet, Playbook, id_number
-from agentkit.config import Fraction, NonNegInt, PosInt
+from agentkit.config import Fraction, NonNegInt, PosInt, option
 from agentkit.files import atomic_write
 from agentkit.models.embedder import DEFAULT_EMBEDDER, embed
 
@@ -40,17 +40,25 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 @dataclass
 class RefineConfig:
-    """budget_tokens: the most tokens the rendered playbook may take in the generator's tokenizer (official
-    prompt: 80,000). dedup: proactive (after every batch, the batch's bullets against all), lazy (all pairs, only
-    when over budget) or off. dedup_threshold: cosine at or above which two bullets merge (calibrated, see the
-    module docstring). embedder: sentence-transformer for de-duplication and retrieval. top_k: 0 sends the whole
-    playbook to the generator, k > 0 only the k bullets nearest to the question."""
+    """Grow-and-refine: the playbook's token budget and how near-duplicate bullets are merged."""
 
-    budget_tokens: PosInt = 80_000
-    dedup: Literal["proactive", "lazy", "off"] = "proactive"
-    dedup_threshold: Fraction = 0.70
-    embedder: str = DEFAULT_EMBEDDER
-    top_k: NonNegInt = 0
+    budget_tokens: PosInt = option(
+        80_000,
+        "most tokens the rendered playbook may take in the generator's tokenizer (official prompt: 80,000); over it, bullets are merged and pruned",
+    )
+    dedup: Literal["proactive", "lazy", "off"] = option(
+        "proactive",
+        "proactive: after every batch, its bullets against all; lazy: all pairs, only when over budget; off",
+    )
+    dedup_threshold: Fraction = option(
+        0.70, "cosine similarity at or above which two bullets merge (calibrated in the module docstring)"
+    )
+    embedder: str = option(
+        DEFAULT_EMBEDDER, "sentence-transformer for de-duplication and retrieval (a catalog name or directory)"
+    )
+    top_k: NonNegInt = option(
+        0, "agentkit serve --agent ace: 0 sends the whole playbook, k > 0 only the k bullets nearest the question"
+    )
 
 
 def same_numbers(a: str, b: str) -> bool:

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Any, ClassVar
+
+import annotated_types as at
 
 from agentkit.ace.playbook import SECTIONS
+from agentkit.config import PosFloat, PosInt, option
 from agentkit.engines.base import SamplingParams
 from agentkit.engines.structured import Constraint
 
@@ -31,19 +34,32 @@ Message = dict[str, str]
 
 @dataclass
 class RoleConfig:
-    """structured: decode under the role's JSON schema (off: free text, parsed and repaired). max_chars: caps every
-    string of the schema (its own caps fit the answers in ~400 tokens of a 4-characters-per-token tokenizer; a
-    smaller tokenizer or ``max_tokens`` needs smaller caps, or answers get cut and fail). retries: new samples
-    for answers that still do not parse. max_tokens: per answer. temperature: of the first sample (retries sample
-    at ``retry_temperature``)."""
+    """How the roles sample their JSON answers (the reflector's and curator's, and the generator's without a tool).
 
-    structured: bool = True
-    max_chars: int | None = None
-    retries: int = 1
-    max_tokens: int = 384
-    temperature: float = 0.0
-    retry_temperature: float = 0.7
-    seed: int = 0
+    Each answer is drawn with ``sampling`` (trajectory i of call c seeded ``seed + 7919 c + i``); an answer that
+    does not parse after repair is drawn again, up to ``retries`` times, at ``retry_temperature`` (a greedy
+    retry would repeat it).
+    """
+
+    RENAMED: ClassVar[dict[str, str]] = {k: f"sampling.{k}" for k in ("max_tokens", "temperature", "seed")}
+
+    structured: bool = option(True, "decode under the role's JSON schema (off: free text, parsed and repaired)")
+    max_chars: PosInt | None = option(
+        None,
+        "caps every string of the schema (None: its own caps, which fit ~400 tokens of a 4-characters-per-token "
+        "tokenizer; a smaller tokenizer or max_tokens needs smaller caps, or answers are cut and fail)",
+    )
+    retries: Annotated[int, at.Interval(ge=0, le=10)] = option(1, "new samples for an answer that still does not parse")
+    sampling: SamplingParams = option(
+        SamplingParams(max_tokens=384, temperature=0.0, seed=0), "how each answer is sampled (max_tokens per answer)"
+    )
+    retry_temperature: PosFloat = option(0.7, "the temperature of retries")
+
+    def problems(self) -> list[str]:
+        """Rules across fields (``agentkit.config.cross_checks``)."""
+        return (
+            [] if self.sampling.seed is not None else ["sampling.seed: the roles need a seed (their retries offset it)"]
+        )
 
 
 @dataclass
@@ -191,10 +207,11 @@ class JSONRole:
             if attempt:
                 self.stats.retried += len(todo)
             self._calls += 1
-            params = SamplingParams(
-                temperature=self.cfg.temperature if attempt == 0 else self.cfg.retry_temperature,
-                max_tokens=self.cfg.max_tokens,
-                seeds=[self.cfg.seed + 7919 * self._calls + i for i in todo],
+            params = replace(
+                self.cfg.sampling,
+                temperature=self.cfg.sampling.temperature if attempt == 0 else self.cfg.retry_temperature,
+                seed=None,
+                seeds=[self.cfg.sampling.seed + 7919 * self._calls + i for i in todo],
                 constraint=Constraint.schema(capped(schema, self.cfg.max_chars)) if self.cfg.structured else None,
             )
             comps = self.engine.generate([chats[i] for i in todo], params)

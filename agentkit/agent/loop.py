@@ -13,10 +13,11 @@ import secrets
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Literal
 
 from agentkit.agent.trajectory import Segment, Trajectory
+from agentkit.config import NonNegInt, PosFloat, PosInt, option
 from agentkit.engines.base import ImagePrompt, SamplingParams, chat_images, image_parts, tool_turn_suffix
 from agentkit.tools.base import Tool, ToolResult, openai_schema
 from agentkit.tools.parsers import (
@@ -83,47 +84,68 @@ SEARCH_EXAMPLES = [
 ]
 
 
+def _agent_sampling() -> SamplingParams:
+    return SamplingParams(temperature=0.0, max_tokens=256, seed=0, entropy=True)
+
+
 @dataclass
 class AgentConfig:
     """Limits and sampling of a rollout.
 
-    max_turns: model turns per trajectory. max_tool_calls: tool calls per trajectory. max_tokens_per_turn:
-    new tokens per model turn. max_total_tokens: completion tokens per trajectory, tool results included.
-    max_wall_s: wall time of the whole rollout; unfinished trajectories end as ``wall_time``. No limit by default:
-    turns and tokens bound the work, and a batch job on a slow or busy machine must not lose its trajectories
-    (the server sets 600 s per request).
-    max_calls_per_tool: calls of each named tool per trajectory (Tool-Light samples with at most 4 python and
-    4 search calls); a call over either budget ends the trajectory as ``max_tool_calls``.
-    n: trajectories per task. tool_workers: tool calls run at once.
-    style: ``tags`` (``<python>…</python>``, the TIR papers) or ``json`` (hermes ``<tool_call>{…}</tool_call>``,
-    results in ``<tool_response>``; the tools' JSON schemas are added to the system prompt, and a turn without
-    a call is the final answer).
-    tool_turns: where json-style results go. ``inline``: in ``<tool_response>`` tags inside the model's turn,
-    which goes on (generation stops at each ``</tool_call>``). ``chat``: the model ends its turn (end-of-turn
-    token) after its calls, the results go in as the chat template's tool messages and the model goes on in a
-    new assistant turn: what models tuned for native tool calling (Qwen 2.5, Llama 3.1) expect, and how TRL's
-    ``GRPOTrainer(tools=…)`` builds its conversations. Needs a local tokenizer.
-    examples: few-shot demonstrations, chat messages placed between the system prompt and the question (small
-    models that were never tuned for tools follow the format only when shown it; see ``TIR_EXAMPLES``).
+    ``sampling`` is how each model turn is drawn: ``sampling.n`` trajectories per task, each turn at most
+    ``sampling.max_tokens`` new tokens (and what is left of ``max_total_tokens``), trajectory j of a task at turn t
+    seeded ``seed + 7919 t + 104729 j`` so the n samples differ and a rerun repeats them. A trajectory ends at its
+    answer, or at the first limit it reaches, its ``finish`` naming it (``max_turns``, ``max_tool_calls``,
+    ``length``, ``wall_time``).
+
+    Tool-call styles: ``tags`` (``<python>…</python>``, the TIR papers) or ``json`` (hermes
+    ``<tool_call>{…}</tool_call>``, results in ``<tool_response>``; the tools' JSON schemas are added to the system
+    prompt, and a turn without a call is the final answer). Where json-style results go (``tool_turns``):
+    ``inline``, in ``<tool_response>`` tags inside the model's turn, which goes on (generation stops at each
+    ``</tool_call>``); or ``chat``: the model ends its turn after its calls, the results go in as the chat
+    template's tool messages and the model goes on in a new assistant turn, what models tuned for native tool
+    calling (Qwen 2.5, Llama 3.1) expect and how TRL's ``GRPOTrainer(tools=…)`` builds its conversations (needs a
+    local tokenizer).
     """
 
-    max_turns: int = 4
-    max_tool_calls: int = 4
-    max_tokens_per_turn: int = 256
-    max_total_tokens: int = 1024
-    max_wall_s: float = float("inf")
-    max_calls_per_tool: dict[str, int] = field(default_factory=dict)
-    n: int = 1
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0
-    seed: int | None = 0
-    entropy: bool = True
-    system_prompt: str = TIR_SYSTEM_PROMPT
-    tool_workers: int = 8
-    style: str = "tags"
-    tool_turns: str = "inline"
-    examples: list[dict[str, str]] = field(default_factory=list)
+    RENAMED: ClassVar[dict[str, str]] = {
+        "max_tokens_per_turn": "sampling.max_tokens",
+        **{k: f"sampling.{k}" for k in ("n", "temperature", "top_p", "top_k", "seed", "entropy")},
+    }
+
+    max_turns: PosInt = option(4, "model turns per trajectory")
+    max_tool_calls: NonNegInt = option(4, "tool calls per trajectory; a call over it ends the trajectory")
+    max_total_tokens: PosInt = option(1024, "completion tokens per trajectory, tool results included")
+    max_wall_s: PosFloat = option(
+        float("inf"),
+        "wall time of the whole rollout in seconds; unfinished trajectories end as wall_time (none by default: a "
+        "batch job on a busy machine keeps its trajectories; the server sets 600 per request)",
+    )
+    max_calls_per_tool: dict[str, int] = option(
+        {}, "calls of each named tool per trajectory, e.g. {python: 4, search: 4} (Tool-Light's sampling)"
+    )
+    sampling: SamplingParams = option(
+        _agent_sampling(), "how each model turn is sampled; max_tokens is per turn, n is trajectories per task"
+    )
+    system_prompt: str = option(TIR_SYSTEM_PROMPT, "the system message (json style adds the tools' schemas)")
+    tool_workers: PosInt = option(8, "tool calls run at once")
+    style: Literal["tags", "json"] = option("tags", "how the model calls tools: tags (<python>…) or json (hermes)")
+    tool_turns: Literal["inline", "chat"] = option(
+        "inline", "where json-style results go: inline in the model's turn, or chat tool messages (style json)"
+    )
+    examples: list[dict[str, str]] = option(
+        [], "few-shot chat messages between the system prompt and the question (see TIR_EXAMPLES)"
+    )
+
+    def with_sampling(self, **changes: Any) -> AgentConfig:
+        """This config with some sampling settings changed (``cfg.with_sampling(n=1, seed=3)``)."""
+        return replace(self, sampling=replace(self.sampling, **changes))
+
+    def problems(self) -> list[str]:
+        """Rules across fields (``agentkit.config.cross_checks``)."""
+        if self.tool_turns == "chat" and self.style != "json":
+            return ["tool_turns: chat needs style: json (tag-style results stay in the model's turn)"]
+        return []
 
 
 def _task_fields(task: Any, i: int) -> tuple[str, str]:
@@ -141,7 +163,7 @@ def rollout(
     config: AgentConfig | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[Trajectory]:
-    """Run the agent on ``tasks``: ``config.n`` trajectories each, every turn of every trajectory batched.
+    """Run the agent on ``tasks``: ``config.sampling.n`` trajectories each, every turn of every trajectory batched.
 
     Args:
         engine: any Engine (``agentkit.engines``).
@@ -153,7 +175,7 @@ def rollout(
             after each tool call.
 
     Returns:
-        The trajectories, task by task, ``config.n`` for each.
+        The trajectories, task by task, ``config.sampling.n`` for each.
     """
     cfg = config or AgentConfig()
     tools = tools if isinstance(tools, dict) else {t.name: t for t in tools}
@@ -163,7 +185,7 @@ def rollout(
         prompt = agent_prompt(question, tools, cfg)
         ids = engine.encode(prompt)
         trajs += [
-            Trajectory(task_id, prompt, ids, meta={"sample": j}) for j in range(cfg.n)
+            Trajectory(task_id, prompt, ids, meta={"sample": j}) for j in range(cfg.sampling.n)
         ]  # turns, timings: continue_rollout
     return continue_rollout(engine, trajs, tools, cfg, on_event)
 
@@ -283,15 +305,15 @@ def _turn(
     budget = [cfg.max_total_tokens - len(t.completion_ids) for t in active]
     # Each trajectory draws with its own seed (the n samples of a question are separate prompts, which a single
     # seed would make identical): (config seed, turn, sample index).
-    seeds = None if cfg.seed is None else [cfg.seed + 7919 * turn + 104_729 * t.meta["sample"] for t in active]
-    params = SamplingParams(
-        max_tokens=max(1, min(cfg.max_tokens_per_turn, max(budget))),
-        stop=stops,
+    s = cfg.sampling
+    seeds = None if s.seed is None else [s.seed + 7919 * turn + 104_729 * t.meta["sample"] for t in active]
+    params = replace(
+        s,
+        n=1,
+        max_tokens=max(1, min(s.max_tokens, max(budget))),
+        stop=[*s.stop, *stops],
         include_stop_str_in_output=True,
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        top_k=cfg.top_k,
-        entropy=cfg.entropy,
+        seed=None,
         seeds=seeds,
     )
     t0 = time.perf_counter()

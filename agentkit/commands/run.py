@@ -79,29 +79,33 @@ class _RunHelp(argparse.Action):
         parser.print_help()
         if getattr(namespace, "recipe", None):
             try:
-                print("\n" + recipe_help(namespace.recipe))
+                sets = getattr(namespace, "sets", None) or []
+                print("\n" + recipe_help(namespace.recipe, sets, getattr(namespace, "preset", None)))
             except AgentkitError as e:
                 parser.error(str(e))
         parser.exit()
 
 
-def recipe_help(spec: str) -> str:
-    """Every config key of a recipe (nested ones dotted) with its type, default and doc.
+def recipe_help(spec: str, sets: list[str] = (), preset: str | None = None) -> str:  # type: ignore[assignment]
+    """Every config key of a recipe (nested ones dotted) with its type, default and help.
 
     Args:
         spec: a recipe name or a YAML file naming one.
+        sets: ``--set`` items given before ``--help``: the defaults shown include them (``--set engine.kind=vllm
+            --help`` lists the vllm engine's options).
+        preset: the preset whose YAML gives the defaults.
 
     Returns:
         The listing, one key per line, its doc wrapped under it.
     """
-    from agentkit.config import build_config, describe
+    from agentkit.config import build_config, describe, parse_sets
     from agentkit.runner import resolve_spec
 
-    name, cls, layer = resolve_spec(spec)
-    cfg = build_config(cls.config_cls, layer)
+    name, cls, layer = resolve_spec(spec, preset)
+    cfg = build_config(cls.config_cls, layer, parse_sets(list(sets)), check=False)
     lines = [f"config of recipe {name!r} (KEY: TYPE = DEFAULT; defaults < the recipe's YAML < --set KEY=VALUE):"]
     for key, tp, value, doc in describe(cfg):
-        lines.append(f"  {key}: {tp} = {value!r}")
+        lines.append(f"  {key}.*" if tp == "section" else f"  {key}: {tp} = {value!r}")
         if doc:
             lines += textwrap.wrap(doc, 110, initial_indent="      ", subsequent_indent="      ")
     return "\n".join(lines)

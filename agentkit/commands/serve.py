@@ -8,9 +8,8 @@ import logging
 from pathlib import Path
 
 from agentkit.argtypes import NONNEG_FLOAT, NONNEG_INT, POS_FLOAT, POS_INT
-from agentkit.command import Command, add_server_options, server_key
+from agentkit.command import Command, add_engine_options, add_server_options, engine_from_args, server_key
 from agentkit.errors import AgentkitError
-from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 
 def _server_logging() -> None:
@@ -31,23 +30,7 @@ class ServeCommand(Command):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         from agentkit.server.serving import ServeLimits
 
-        parser.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="catalog name, local dir or hub id")
-        parser.add_argument(
-            "--engine",
-            default="hf",
-            choices=["hf", "vllm", "openai"],
-            help="hf: the embedded transformers engine; vllm: vLLM in this process (make setup-vllm); "
-            "openai: another OpenAI-compatible server (--upstream) runs the model",
-        )
-        parser.add_argument(
-            "--upstream",
-            help="openai engine: the upstream's base URL, e.g. http://127.0.0.1:8001/v1 (its key: $OPENAI_API_KEY)",
-        )
-        parser.add_argument(
-            "--tokenizer",
-            help="openai engine: a local tokenizer of the upstream's model (default: the "
-            "upstream's /tokenize and /detokenize)",
-        )
+        add_engine_options(parser, upstream="base_url", tokenizer="tokenizer")
         parser.add_argument(
             "--agent",
             choices=["tir", "ace"],
@@ -65,28 +48,23 @@ class ServeCommand(Command):
             parser.add_argument("--" + f.name.replace("_", "-"), type=kind, default=f.default, help=f.metadata["help"])
 
     def run(self, args: argparse.Namespace) -> int:
+        import torch
         import uvicorn
 
-        from agentkit.engines import make_engine
+        from agentkit.engines import ENGINES
         from agentkit.server import create_app
         from agentkit.server.serving import ServeLimits
 
         _server_logging()
         key = server_key(args)
-        options = {
-            "hf": {},
-            "vllm": {"gpu_memory_utilization": 0.85},
-            "openai": {"base_url": args.upstream, "tokenizer": args.tokenizer},
-        }[args.engine]
         _check(args)
+        serving_gpu = {"gpu_memory_utilization": 0.85}  # an engine that shares a GPU defaults lower; this owns it
+        known = {f.name for f in dataclasses.fields(ENGINES.get(args.engine))}
+        defaults = serving_gpu if torch.cuda.is_available() and known >= serving_gpu.keys() else {}
+        engine_cfg = engine_from_args(args, **defaults)  # every option checked before anything loads
         store = _ace_store(Path(args.playbook)) if args.agent == "ace" else None  # a bad playbook: no model loaded
         tools = _agent_tools(args) if args.agent == "tir" else None  # every argument checked before the model loads
-        if args.engine == "vllm":
-            import torch
-
-            if not torch.cuda.is_available():
-                options = {}  # vLLM on CPU: VLLMEngine's defaults (bf16, eager)
-        engine = make_engine(args.engine, args.model, **options)
+        engine = engine_cfg.build()
         services = {"agentkit/ace": _ace_service(args, engine, store)} if args.agent == "ace" else None
         limits = ServeLimits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ServeLimits)})
         app = create_app(engine, args.model, api_key=key, tools=tools, services=services, limits=limits)
@@ -98,12 +76,6 @@ class ServeCommand(Command):
 
 def _check(args: argparse.Namespace) -> None:
     """Options that go together, and the upstream's URL, checked before anything loads."""
-    if args.engine == "openai" and not args.upstream:
-        raise AgentkitError("--engine openai needs --upstream URL", "the base URL of the server that runs the model")
-    if args.engine == "openai":
-        from agentkit.engines.openai import check_base_url
-
-        check_base_url(args.upstream, "--upstream, the base URL of the server that runs the model")
     if args.agent != "tir" and (args.tools != "python" or args.corpus):
         raise AgentkitError("--tools and --corpus need --agent tir", "add --agent tir to serve the tool-using agent")
     if (args.playbook or args.learn or args.top_k) and args.agent != "ace":

@@ -95,17 +95,20 @@ class UncertaintyCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         if args.action == "generate":
+            from agentkit.engines.base import SamplingParams
             from agentkit.uncertainty.generate import generate, load_tasks
 
             out = generate(
                 args.models.split(","),
                 load_tasks(args.tasks, args.seed),
                 args.out,
-                samples=args.samples,
-                temperature=args.temperature,
-                top_p=args.top_p,
-                max_tokens=args.max_tokens,
-                seed=args.seed,
+                SamplingParams(
+                    n=args.samples,
+                    temperature=args.temperature,
+                    top_p=args.top_p,
+                    max_tokens=args.max_tokens,
+                    seed=args.seed,
+                ),
                 few_shot=not args.no_few_shot,
             )
             print(f"saved generations: {out}")

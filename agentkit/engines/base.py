@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from agentkit.config import NonNegFloat, NonNegInt, PosInt, TopP, option
 from agentkit.engines.structured import Constraint
 
 Message = dict[str, Any]
@@ -61,20 +62,31 @@ class SamplingParams:
     # per-prompt field -> the scalar field that gives every prompt the same value when the list is None
     PER_PROMPT: ClassVar[dict[str, str | None]] = {"seeds": "seed", "constraints": "constraint"}
 
-    n: int = 1
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    max_tokens: int = 256
-    seed: int | None = None
-    seeds: list[int | None] | None = None
-    stop: list[str] = field(default_factory=list)
-    include_stop_str_in_output: bool = False
-    ignore_eos: bool = False
-    entropy: bool = False
-    top_logprobs: int = 0
-    constraint: Constraint | None = None
-    constraints: list[Constraint | None] | None = None
+    n: PosInt = option(1, "completions per prompt (the agent loop: trajectories per task)")
+    temperature: NonNegFloat = option(1.0, "sampling temperature; 0 is greedy decoding")
+    top_p: TopP = option(
+        1.0, "nucleus sampling: keep the smallest set of tokens whose probability sums to this (1: off)"
+    )
+    top_k: NonNegInt = option(0, "keep only the k most likely tokens (0: off)")
+    max_tokens: NonNegInt = option(256, "new tokens per completion (the agent loop: per model turn)")
+    seed: int | None = option(None, "makes sampling reproducible per prompt, whatever else is batched with it")
+    seeds: list[int | None] | None = option(
+        None, "one seed per prompt (overrides seed prompt by prompt)", internal=True
+    )
+    stop: list[str] = option([], "strings that end a completion (cut before them)")
+    include_stop_str_in_output: bool = option(False, "keep the stop string that ended a completion in its text")
+    ignore_eos: bool = option(False, "go on past the end-of-sequence token (benchmarks)")
+    entropy: bool = option(False, "also return each generated token's entropy (exact on hf, top-k on the others)")
+    top_logprobs: NonNegInt = option(0, "also return the k most likely alternatives of each token")
+    constraint: Constraint | None = option(
+        None, "structured output: a mapping with one of json (a schema as JSON text), regex, choice or grammar"
+    )
+    constraints: list[Constraint | None] | None = option(None, "one constraint per prompt", internal=True)
+
+    def problems(self) -> list[str]:
+        """What is wrong with these settings as a config section (``agentkit.config.cross_checks``): a config
+        always generates, so ``max_tokens`` 0 (prompt scoring, for the completions route) is refused there."""
+        return ["max_tokens: 0 generates nothing; give at least 1"] if self.max_tokens == 0 else []
 
     def check_per_prompt(self, n_prompts: int) -> None:
         """Each per-prompt field that is set has one entry per prompt."""

@@ -29,13 +29,16 @@ from agentkit.errors import AgentkitError
 from agentkit.models.catalog import get_info
 
 
-def check_base_url(url: str | None, what: str = "the upstream server's base URL", timeout_s: float = 3.0) -> str:
+def check_base_url(
+    url: str | None, what: str = "the upstream server's base URL", timeout_s: float = 3.0, reach: bool = True
+) -> str:
     """``url`` if it is an http(s) URL whose host answers a TCP connection within ``timeout_s``.
 
     Args:
         url: the URL to check.
         what: what the URL is, for the error.
         timeout_s: how long the TCP connection may take.
+        reach: also connect to it (False: only its form is checked).
 
     Returns:
         ``url``.
@@ -57,6 +60,8 @@ def check_base_url(url: str | None, what: str = "the upstream server's base URL"
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         raise AgentkitError(f"{url!r} has an invalid port", f"{what}, e.g. http://127.0.0.1:8000/v1") from None
+    if not reach:
+        return url
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
     except OSError as e:

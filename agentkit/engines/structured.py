@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentkit.config import option
 from agentkit.jsontext import json_depth
 
 if TYPE_CHECKING:
@@ -46,11 +47,11 @@ class Constraint:
     {'json': {'type': 'integer'}}
     """
 
-    json: str | None = None
-    json_object: bool = False
-    regex: str | None = None
-    choice: tuple[str, ...] | None = None
-    grammar: str | None = None
+    json: str | None = option(None, "a JSON schema, as JSON text: the completion is a JSON value that satisfies it")
+    json_object: bool = option(False, "the completion is any JSON object")
+    regex: str | None = option(None, "the completion matches this regular expression")
+    choice: tuple[str, ...] | None = option(None, "the completion is one of these strings, verbatim")
+    grammar: str | None = option(None, "the completion follows this grammar (llama.cpp's GBNF, or Lark)")
 
     def __post_init__(self) -> None:
         kinds = [k for k in ("json", "regex", "choice", "grammar") if getattr(self, k) is not None]

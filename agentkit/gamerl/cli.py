@@ -6,7 +6,7 @@ import argparse
 import json
 
 from agentkit.argtypes import NONNEG_INT, POS_INT
-from agentkit.command import Command
+from agentkit.command import Command, add_engine_options, engine_from_args
 
 
 class GameRLCommand(Command):
@@ -39,9 +39,7 @@ class GameRLCommand(Command):
             "code2logic", help="draft task templates for a game file with a model, validate them by running it"
         )
         c.add_argument("game_file", help="the game's Python file")
-        c.add_argument("--model", default="smollm2-135m", help="the drafting model (default: smollm2-135m)")
-        c.add_argument("--engine", default="hf", choices=["hf", "vllm", "openai"], help="engine kind (default: hf)")
-        c.add_argument("--base-url", default=None, help="openai engine: the server (default: none)")
+        add_engine_options(c, "the drafting model", base_url="base_url")
         c.add_argument(
             "--drafts", type=NONNEG_INT, default=16, help="templates drafted; 0: only --templates (default: 16)"
         )
@@ -74,7 +72,6 @@ class GameRLCommand(Command):
             print(f"{a.out}: {len(hf)} rows, columns {', '.join(hf.column_names)}")
             return 0
         from agentkit.data.tasks import read_jsonl
-        from agentkit.engines import make_engine
         from agentkit.gamerl.code2logic import code2logic
 
         if not Path(a.game_file).is_file():
@@ -88,13 +85,9 @@ class GameRLCommand(Command):
                 "--drafts 0 without --templates leaves nothing to validate", "draft some, or give a file"
             )
         given = read_jsonl(a.templates) if a.templates else []
-        if a.drafts and a.engine == "openai":
-            from agentkit.engines.openai import check_base_url
-
-            check_base_url(a.base_url, "--base-url, the server's base URL")
+        engine_cfg = engine_from_args(a) if a.drafts else None  # its options checked before anything is written
         claim_output_dir(a.out, "gamerl code2logic", a.force)
-        extra = {"base_url": a.base_url} if a.engine == "openai" else {}
-        engine = make_engine(a.engine, a.model, **extra) if a.drafts else None
+        engine = engine_cfg.build() if engine_cfg else None
         try:
             result = code2logic(engine, a.game_file, a.drafts, a.instances, given, a.seed)
         finally:

@@ -14,20 +14,19 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentkit.config import Fraction, PosInt
+from agentkit.config import Fraction, PosInt, option
 from agentkit.gamerl.games.base import LEVELS, Level
 
 
 @dataclass
 class CurriculumConfig:
-    """start: every game's first level. window: scores judged per game. up / down: success rates that raise /
-    lower the level (down 0: never lower). max_level: the highest level it may reach."""
+    """The level curriculum: each game moves up or down on its recent success rate."""
 
-    start: Level = "Easy"
-    window: PosInt = 32
-    up: Fraction = 0.75
-    down: Fraction = 0.0
-    max_level: Level = "Hard"
+    start: Level = option("Easy", "every game's first level")
+    window: PosInt = option(32, "recent scores per game a level change is judged on")
+    up: Fraction = option(0.75, "success rate over the window that raises a game's level")
+    down: Fraction = option(0.0, "success rate that lowers it (0: never lower); must be below up")
+    max_level: Level = option("Hard", "the highest level a game may reach")
 
     def problems(self) -> list[str]:
         if self.down >= self.up:

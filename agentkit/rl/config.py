@@ -4,46 +4,61 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import annotated_types as at
 
-from agentkit.agent.loop import TIR_TOKENS_PER_TURN
-from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt
+from agentkit.agent.loop import TIR_TOKENS_PER_TURN, AgentConfig
+from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt, option
+from agentkit.engines.base import SamplingParams
 
 
 @dataclass
 class RLSettings:
-    """steps: optimizer steps per run. questions_per_step × group_size trajectories per step (G = group_size; over
-    all processes under accelerate), trained in micro-batches of micro_batch per process. learning_rate,
-    warmup_ratio, max_grad_norm: the optimizer. beta: KL to the reference (0: no reference model). epsilon: the
-    ratio clip. loss_type: TRL's aggregation (dapo: token mean over the batch, grpo: sequence mean, dr_grpo, bnpo).
-    temperature, top_p: sampling. max_turns, max_tokens_per_turn, max_total_tokens: the agent's limits.
-    save_steps: checkpoint interval (resume point). lora_r > 0: train LoRA adapters instead of all weights."""
+    """GRPO settings: ``questions_per_step × group_size`` trajectories per optimizer step (G = group_size; over all
+    processes under accelerate), trained in micro-batches of ``micro_batch`` per process, rolled out by ``agent``."""
 
-    steps: PosInt = 30
-    questions_per_step: PosInt = 4
-    group_size: Annotated[int, at.Ge(2)] = 4
-    micro_batch: PosInt = 8
-    learning_rate: PosFloat = 1e-5
-    warmup_ratio: Fraction = 0.0
-    max_grad_norm: PosFloat = 1.0
-    beta: NonNegFloat = 0.0
-    epsilon: PosFloat = 0.2
-    loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo"] = "dapo"
-    temperature: PosFloat = 1.0
-    top_p: Annotated[float, at.Interval(gt=0, le=1)] = 1.0
-    max_turns: PosInt = 4
-    max_tokens_per_turn: PosInt = TIR_TOKENS_PER_TURN
-    max_total_tokens: PosInt = 768
-    save_steps: PosInt = 5
-    lora_r: NonNegInt = 0
+    RENAMED: ClassVar[dict[str, str]] = {
+        "temperature": "agent.sampling.temperature",
+        "top_p": "agent.sampling.top_p",
+        "max_turns": "agent.max_turns",
+        "max_tokens_per_turn": "agent.sampling.max_tokens",
+        "max_total_tokens": "agent.max_total_tokens",
+    }
+
+    steps: PosInt = option(30, "optimizer steps per run")
+    questions_per_step: PosInt = option(4, "questions per optimizer step")
+    group_size: Annotated[int, at.Ge(2)] = option(4, "trajectories per question (GRPO's group G)")
+    micro_batch: PosInt = option(8, "trajectories per forward/backward pass on each process")
+    learning_rate: PosFloat = option(1e-5, "AdamW's learning rate (constant after warm-up)")
+    warmup_ratio: Fraction = option(0.0, "share of the steps the learning rate warms up over")
+    max_grad_norm: PosFloat = option(1.0, "gradient clipping norm")
+    beta: NonNegFloat = option(0.0, "KL penalty to the reference model (0: no reference model is loaded)")
+    epsilon: PosFloat = option(0.2, "PPO ratio clip ε")
+    loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo"] = option(
+        "dapo", "TRL's loss aggregation: dapo (token mean over the batch), grpo (sequence mean), dr_grpo, bnpo"
+    )
+    agent: AgentConfig = option(
+        AgentConfig(
+            max_turns=4,
+            max_tool_calls=4,
+            max_total_tokens=768,
+            sampling=SamplingParams(temperature=1.0, top_p=1.0, max_tokens=TIR_TOKENS_PER_TURN, seed=0),
+        ),
+        "the rollouts: the agent's limits and sampling (sampling.temperature also scales the trained log-probs)",
+    )
+    save_steps: PosInt = option(5, "checkpoint interval in steps (the resume point)")
+    lora_r: NonNegInt = option(0, "rank of LoRA adapters to train instead of all weights (0: full fine-tuning)")
 
     def problems(self) -> list[str]:
+        """Rules across fields (``agentkit.config.cross_checks``)."""
         per_step = self.questions_per_step * self.group_size
+        out = []
         if per_step % self.micro_batch:
-            return [f"micro_batch: {self.micro_batch} does not divide questions_per_step × group_size = {per_step}"]
-        return []
+            out.append(f"micro_batch: {self.micro_batch} does not divide questions_per_step × group_size = {per_step}")
+        if self.agent.sampling.temperature == 0:
+            out.append("agent.sampling.temperature: 0 samples every trajectory of a group alike (no advantage)")
+        return out
 
 
 def grpo_config(r: RLSettings, out: Path, seed: int, processes: int = 1, quiet: bool = False):
@@ -74,8 +89,8 @@ def grpo_config(r: RLSettings, out: Path, seed: int, processes: int = 1, quiet: 
         beta=r.beta,
         epsilon=r.epsilon,
         loss_type=r.loss_type,
-        max_completion_length=r.max_total_tokens,
-        temperature=r.temperature,
+        max_completion_length=r.agent.max_total_tokens,
+        temperature=r.agent.sampling.temperature,
         logging_steps=1,
         save_strategy="steps",
         save_steps=r.save_steps,

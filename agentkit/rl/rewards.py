@@ -14,18 +14,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agentkit.agent.trajectory import Trajectory
-from agentkit.config import NonNegFloat, PosInt
+from agentkit.config import NonNegFloat, PosInt, option
 from agentkit.eval.metrics import exact_match, token_f1
 
 
 @dataclass
 class OutcomeReward:
-    """format_score: credit for a well-formed final answer (official 0.4). metric: em or f1, added to it.
-    spam_tags: more answer tags than this quarters EM/F1 (official 10)."""
+    """The outcome reward of a search-agent trajectory: format credit plus EM or F1 against the gold answers."""
 
-    format_score: NonNegFloat = 0.4
-    metric: Literal["em", "f1"] = "em"
-    spam_tags: PosInt = 10
+    format_score: NonNegFloat = option(0.4, "credit for a well-formed final answer (official 0.4)")
+    metric: Literal["em", "f1"] = option("em", "em or f1, added to the format credit")
+    spam_tags: PosInt = option(10, "more answer tags than this quarters EM/F1 (official 10)")
 
     def __call__(self, traj: Trajectory, golds: Sequence[str]) -> dict[str, float]:
         """``{"score", "format", "em", "f1"}`` of one trajectory.

@@ -29,7 +29,6 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ from trl import GRPOConfig, GRPOTrainer
 from agentkit.agent.loop import AgentConfig, agent_prompt, continue_rollout
 from agentkit.agent.trajectory import Trajectory
 from agentkit.data.tasks import gold_answers
-from agentkit.engines import make_engine
+from agentkit.engines.config import EngineConfig, HFConfig
 from agentkit.engines.hf import HFEngine
 from agentkit.rl.advantages import ESTIMATORS, TurnRewards, estimate
 from agentkit.rl.rewards import OutcomeReward
@@ -112,7 +111,9 @@ class AgentGRPOTrainer(GRPOTrainer):
         tools: the tools the agent may call.
         agent: the rollout's limits and sampling (``n`` is ignored: G comes from ``args``; ``seed`` is offset by
             the step, so each step draws afresh).
-        engine: the rollout engine; None samples with an ``HFEngine`` on the policy itself.
+        engine: the rollout engine, or the ``EngineConfig`` of one to build on the policy at the first rollout
+            (None: ``HFConfig``, an ``HFEngine`` that runs the policy's own weights). An engine that does not share
+            the policy's weights (``SHARES_WEIGHTS``) gets them after every optimizer step (``load_weights``).
         estimator: a name in ``agentkit.rl.advantages.ESTIMATORS``.
         estimator_options: keyword options of the estimator.
         shaper: turn rewards beyond the outcome, e.g. ``agentkit.tips.shaping.InfoPotentialShaper``
@@ -149,7 +150,9 @@ class AgentGRPOTrainer(GRPOTrainer):
         self.estimator, self.estimator_options = estimator, dict(estimator_options or {})
         self.shaper = shaper
         self.outcome = outcome or OutcomeReward()
-        self._engine, self._engine_step = engine, -1
+        self._engine = None if engine is None or isinstance(engine, EngineConfig) else engine
+        self._engine_config = engine if isinstance(engine, EngineConfig) else HFConfig(model=None)
+        self._engine_step = -1
         self._rows: list[dict[str, Any]] = []
         self._trajs: list[Trajectory] = []
         self._scores: list[dict[str, float]] = []
@@ -169,10 +172,12 @@ class AgentGRPOTrainer(GRPOTrainer):
         """The engine that samples the current policy: built on first use (an HFEngine on the policy's own
         weights), or the given one with the policy's weights loaded once per optimizer step."""
         policy = self.accelerator.unwrap_model(self.model)
-        if self._engine is None:  # an HFEngine, or a VisionEngine on a vision-language policy
+        if self._engine is None:  # hf: an HFEngine, or a VisionEngine on a vision-language policy
             name = getattr(policy.config, "name_or_path", None)
-            self._engine = make_engine("hf", policy, tokenizer=self.processing_class, name=name)
-            self._engine_step = -2  # shares the weights: never reloaded
+            shares = self._engine_config.SHARES_WEIGHTS  # runs the policy's own tensors: never reloaded
+            weights = policy if shares else _servable(policy)
+            self._engine = self._engine_config.build(weights, tokenizer=self.processing_class, name=name)
+            self._engine_step = -2 if shares else self.state.global_step
         elif self._engine_step not in (-2, self.state.global_step):
             self._engine.load_weights(model=_servable(policy))
             self._engine_step = self.state.global_step
@@ -191,7 +196,8 @@ class AgentGRPOTrainer(GRPOTrainer):
             for i, (r, p) in enumerate(zip(rows, prompts))
         ]
         cfg = self.agent_config
-        cfg = replace(cfg, seed=None if cfg.seed is None else cfg.seed + 1_000_003 * self.state.global_step)
+        if cfg.sampling.seed is not None:
+            cfg = cfg.with_sampling(seed=cfg.sampling.seed + 1_000_003 * self.state.global_step)
         policy.eval()
         t0 = time.perf_counter()
         try:

@@ -56,18 +56,16 @@ async def run_agent(serving: OpenAIServing, request: Request, req: ChatCompletio
     """The tool loop on the request's question, with its sampling (``max_turns``: an extension field, 1 to 16)."""
     _refuse_formats(req)
     cfg = serving.agent_config
-    params = req.to_sampling_params(default_max=cfg.max_tokens_per_turn)
+    params = req.to_sampling_params(default_max=cfg.sampling.max_tokens)
     turns = (req.model_extra or {}).get("max_turns")  # extra_body={"max_turns": 3}
     if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or not 1 <= turns <= MAX_TURNS):
         raise RequestError(400, f"max_turns must be an integer from 1 to {MAX_TURNS}", param="max_turns")
     question, history, system = agent_conversation(req.messages)
     cfg = dataclasses.replace(
         cfg,
-        temperature=params.temperature,
-        top_p=params.top_p,
-        seed=req.seed if req.seed is not None else cfg.seed,
-        n=req.n,
-        max_tokens_per_turn=params.max_tokens,
+        sampling=dataclasses.replace(
+            params, seed=params.seed if params.seed is not None else cfg.sampling.seed, entropy=cfg.sampling.entropy
+        ),
         max_turns=turns or cfg.max_turns,
         examples=[*cfg.examples, *history],
         system_prompt=f"{cfg.system_prompt}\n\n{system}" if system else cfg.system_prompt,

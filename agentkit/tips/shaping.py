@@ -20,29 +20,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
+
+import annotated_types as at
 
 from agentkit.agent.trajectory import Trajectory
-from agentkit.config import NonNegFloat, NonNegInt, PosFloat
+from agentkit.config import NonNegFloat, NonNegInt, PosFloat, option
 from agentkit.rl.advantages import TurnRewards
 from agentkit.tips.potentials import ANSWER_TEMPLATE, Normalize, PotentialScorer
 
 
 @dataclass
 class ShapingConfig:
-    """alpha: the fixed scale α (release script: 0.02), used when adaptive is off. adaptive: the official
-    per-batch controller, α = target / mean |ΔΦ| over the batch's tool turns. gamma: γ in γΦ_k − Φ_{k-1}
-    (1 in the official code). start_step, warmup_steps: no shaping before start_step, then α ramps up linearly
-    over warmup_steps. normalize: mean (official) or sum (the paper's log Σ_m p) of the answer's token
-    logprobs. answer_template: how a gold answer is written after a state (the policy's answer tag)."""
+    """TIPS' potential-based shaping: Φ after each turn from the teacher, α and the schedule."""
 
-    alpha: NonNegFloat = 0.02
-    adaptive: bool = True
-    target: PosFloat = 0.11
-    gamma: PosFloat = 1.0
-    start_step: NonNegInt = 0
-    warmup_steps: NonNegInt = 0
-    normalize: Normalize = "mean"
-    answer_template: str = ANSWER_TEMPLATE
+    alpha: NonNegFloat = option(
+        0.02, "the fixed scale α of the shaped rewards (release script: 0.02), used when adaptive is off"
+    )
+    adaptive: bool = option(
+        True, "the official per-batch controller: α = target / mean |ΔΦ| over the batch's tool turns"
+    )
+    target: PosFloat = option(0.11, "the mean |α ΔΦ| the adaptive controller aims at")
+    gamma: Annotated[float, at.Interval(gt=0, le=1)] = option(1.0, "γ in γΦ_k − Φ_{k−1} (1 in the official code)")
+    start_step: NonNegInt = option(0, "no shaping before this optimizer step")
+    warmup_steps: NonNegInt = option(0, "after start_step, α ramps up linearly over this many steps")
+    normalize: Normalize = option(
+        "mean", "how the gold answer's token logprobs make Φ: mean (official) or sum (the paper's log Σ p)"
+    )
+    answer_template: str = option(
+        ANSWER_TEMPLATE, "how a gold answer is written after a state ({answer}: the policy's answer tag)"
+    )
 
 
 def warmup_weight(step: int, start: int, warmup: int) -> float:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt
+from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt, option
 from agentkit.engines.base import encode_prompt
 from agentkit.errors import AgentkitError
 from agentkit.toollight.pairs import Pair
@@ -183,21 +183,23 @@ def masked_dpo_trainer_cls():
 
 @dataclass
 class DPOSettings:
-    """One DPO round. beta: the sigmoid loss's β (paper 0.1). epochs, learning_rate, batch_size (pairs per device),
-    grad_accum, max_length (prompt + completion tokens; the collator keeps the first max_length of a longer
-    pair, so set it above the longest chain), warmup_ratio, seed. Full fine-tuning by default; lora_r > 0 trains LoRA adapters on all linear layers
-    (the paper: r = 8) and merges them after the round, so the merged model is the next round's policy and
-    reference either way."""
+    """One DPO round with TRL's DPOTrainer. With LoRA the adapters are merged after the round, so the merged
+    model is the next round's policy and reference either way."""
 
-    beta: PosFloat = 0.1
-    epochs: NonNegFloat = 1.0
-    learning_rate: PosFloat = 7e-6
-    batch_size: PosInt = 4
-    grad_accum: PosInt = 1
-    max_length: PosInt = 1024
-    warmup_ratio: Fraction = 0.1
-    lora_r: NonNegInt = 0
-    seed: int = 0
+    beta: PosFloat = option(0.1, "the sigmoid loss's β (paper 0.1)")
+    epochs: NonNegFloat = option(1.0, "passes over the round's pairs")
+    learning_rate: PosFloat = option(7e-6, "AdamW's learning rate")
+    batch_size: PosInt = option(4, "pairs per device per step")
+    grad_accum: PosInt = option(1, "micro-batches per optimizer step")
+    max_length: PosInt = option(
+        1024,
+        "prompt + completion tokens; the collator keeps the first max_length of a longer pair, so set it above the longest chain",
+    )
+    warmup_ratio: Fraction = option(0.1, "share of the steps the learning rate warms up over")
+    lora_r: NonNegInt = option(
+        0, "rank of LoRA adapters on all linear layers (the paper: 8), merged after the round (0: full fine-tuning)"
+    )
+    seed: int = option(0, "the trainer's seed")
 
 
 def train_dpo(model, tokenizer, dataset, settings: DPOSettings, output_dir: str | Path, progress: bool = True):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agentkit.agent.trajectory import Trajectory
-from agentkit.config import Fraction
+from agentkit.config import Fraction, PosFloat, PosInt, option
 from agentkit.toollight.entropy import chain_entropy
 
 Difficulty = Literal["easy", "hard"]
@@ -40,13 +40,29 @@ Difficulty = Literal["easy", "hard"]
 
 @dataclass
 class PairRules:
-    vanilla_easy_at: Fraction = 0.7
-    vanilla_hard_at: Fraction = 0.4
-    guided_easy_at: Fraction = 0.5
-    guided_hard_at: Fraction = 0.5
-    hard_to_easy: tuple[int, int] = (2, 1)
-    vanilla_to_guided: tuple[int, int] = (13, 7)
-    self_evolved_hard_ratio: Fraction = 0.5
+    """Every threshold of the pair rules (the module docstring; the paper's values)."""
+
+    vanilla_easy_at: Fraction = option(0.7, "vanilla data: a question is easy when its correct rate is at least this")
+    vanilla_hard_at: Fraction = option(0.4, "vanilla data: hard when its correct rate is at most this")
+    guided_easy_at: Fraction = option(0.5, "entropy-guided data: easy when the correct rate is at least this")
+    guided_hard_at: Fraction = option(0.5, "entropy-guided data: hard when at most this (a tie counts as easy)")
+    hard_to_easy: tuple[PosInt, PosInt] = option((2, 1), "pairs mixed from hard and easy questions within each source")
+    vanilla_to_guided: tuple[PosInt, PosInt] = option((13, 7), "pairs mixed from vanilla and entropy-guided data")
+    self_evolved_hard_ratio: PosFloat = option(
+        0.5, "self-evolved rounds: a question is hard when #correct < this × #wrong"
+    )
+
+    def problems(self) -> list[str]:
+        """Rules across fields (``agentkit.config.cross_checks``): an easy threshold below the hard one would call
+        a question both."""
+        return [
+            f"{kind}_easy_at: {easy} is below {kind}_hard_at {hard}; easy needs a correct rate at least the hard one"
+            for kind, easy, hard in (
+                ("vanilla", self.vanilla_easy_at, self.vanilla_hard_at),
+                ("guided", self.guided_easy_at, self.guided_hard_at),
+            )
+            if easy < hard
+        ]
 
 
 @dataclass

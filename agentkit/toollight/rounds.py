@@ -10,14 +10,15 @@ search, or a user's questions with the configured tools).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import annotated_types as at
 
 from agentkit.agent.loop import TIR_TOKENS_PER_TURN, AgentConfig, rollout
 from agentkit.agent.trajectory import Trajectory
-from agentkit.config import NonNegFloat, NonNegInt, PosInt, TopP
+from agentkit.config import NonNegInt, PosInt, option
 from agentkit.data.tasks import Task
+from agentkit.engines.base import SamplingParams
 from agentkit.eval.metrics import efficiency, score_task
 from agentkit.toollight.pairs import (
     Candidate,
@@ -46,41 +47,41 @@ class Group:
 
 @dataclass
 class SamplingSettings:
-    """How each round samples (paper defaults in brackets).
+    """How each round samples (paper defaults in brackets in each key's help)."""
 
-    mine_samples: direct answers per question when mining sources [5]; a question is a source when the share of
-    correct direct answers is below mine_keep_below (1.0: at least one wrong) [y_inf ≠ y_label].
-    vanilla: independent rollouts per source question [10]. top_b / branches: entropy-guided branch points per
-    main chain and continuations per point [3 / 3]. temperature / top_p: sampling [1.0 / 0.95].
-    tool_budget: calls of each tool per trajectory [4 python, 4 search]. max_turns, max_tokens_per_turn,
-    max_total_tokens: rollout limits. seed: base seed (each round offsets it).
-    """
+    RENAMED: ClassVar[dict[str, str]] = {
+        "temperature": "agent.sampling.temperature",
+        "top_p": "agent.sampling.top_p",
+        "max_turns": "agent.max_turns",
+        "max_tokens_per_turn": "agent.sampling.max_tokens",
+        "max_total_tokens": "agent.max_total_tokens",
+        "seed": "agent.sampling.seed",
+    }
 
-    mine_samples: PosInt = 5
-    mine_keep_below: Annotated[float, at.Interval(gt=0, le=1)] = 1.0
-    vanilla: NonNegInt = 8
-    top_b: NonNegInt = 3
-    branches: NonNegInt = 3
-    temperature: NonNegFloat = 1.0
-    top_p: TopP = 0.95
-    tool_budget: NonNegInt = 4
-    max_turns: PosInt = 5
-    max_tokens_per_turn: PosInt = TIR_TOKENS_PER_TURN
-    max_total_tokens: PosInt = 768
-    seed: int = 0
+    mine_samples: PosInt = option(5, "direct answers per question when mining DPO sources [5]")
+    mine_keep_below: Annotated[float, at.Interval(gt=0, le=1)] = option(
+        1.0,
+        "a question is a source when its share of correct direct answers is below this (1.0: one wrong) [y_inf ≠ y]",
+    )
+    vanilla: NonNegInt = option(8, "independent rollouts per source question [10]")
+    top_b: NonNegInt = option(3, "entropy-guided branch points per main chain [3]")
+    branches: NonNegInt = option(3, "continuations sampled from each branch point [3]")
+    tool_budget: NonNegInt = option(4, "calls of each tool per trajectory [4 python, 4 search]")
+    agent: AgentConfig = option(
+        AgentConfig(
+            max_turns=5,
+            max_total_tokens=768,
+            sampling=SamplingParams(temperature=1.0, top_p=0.95, max_tokens=TIR_TOKENS_PER_TURN, seed=0, entropy=True),
+        ),
+        "the sampling agent [temperature 1.0, top_p 0.95]; its seed is the base seed each round offsets; "
+        "max_tool_calls and max_calls_per_tool come from tool_budget",
+    )
 
-    def agent(self, tools: list[Any], n: int = 1, seed: int = 0) -> AgentConfig:
-        return AgentConfig(
-            max_turns=self.max_turns,
-            max_tool_calls=self.tool_budget * max(1, len(tools)),
-            max_calls_per_tool={t.name: self.tool_budget for t in tools},
-            max_tokens_per_turn=self.max_tokens_per_turn,
-            max_total_tokens=self.max_total_tokens,
-            n=n,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            seed=seed,
-        )
+    def for_tools(self, tools: list[Any], n: int = 1, seed: int = 0) -> AgentConfig:
+        """The agent that samples with ``tools``: ``n`` trajectories per question, ``tool_budget`` calls of each."""
+        budget = {t.name: self.tool_budget for t in tools}
+        cfg = replace(self.agent, max_tool_calls=self.tool_budget * max(1, len(tools)), max_calls_per_tool=budget)
+        return cfg.with_sampling(n=n, seed=seed)
 
 
 def is_correct(task: Task, traj: Trajectory) -> bool:
@@ -91,7 +92,9 @@ def mine_sources(
     engine, groups: list[Group], s: SamplingSettings, seed: int = 0
 ) -> tuple[list[Group], dict[str, float]]:
     """Questions the model gets wrong without tools: ``(groups of sources, no-tool correct rate per question)``."""
-    cfg = replace(s.agent([], n=s.mine_samples, seed=seed), system_prompt=NO_TOOL_PROMPT, max_turns=1, max_tool_calls=0)
+    cfg = replace(
+        s.for_tools([], n=s.mine_samples, seed=seed), system_prompt=NO_TOOL_PROMPT, max_turns=1, max_tool_calls=0
+    )
     rates: dict[str, float] = {}
     out = []
     for g in groups:
@@ -113,9 +116,9 @@ def sample(
     for g in groups:
         if not g.tasks:
             continue
-        v = rollout(engine, g.tasks, g.tools, s.agent(g.tools, n=s.vanilla, seed=seed))
+        v = rollout(engine, g.tasks, g.tools, s.for_tools(g.tools, n=s.vanilla, seed=seed))
         main, branches = entropy_guided_rollouts(
-            engine, g.tasks, g.tools, s.agent(g.tools, seed=seed + 1), top_b=s.top_b, branches=s.branches
+            engine, g.tasks, g.tools, s.for_tools(g.tools, seed=seed + 1), top_b=s.top_b, branches=s.branches
         )
         for t in v:
             t.meta["source"] = "vanilla"
@@ -171,7 +174,7 @@ def evaluate(engine, groups: list[Group], cfg: AgentConfig) -> dict[str, dict[st
     """Greedy agent runs on every group: one row per question (suite, correct, tool calls, model tokens, finish)."""
     rows = {}
     for g in groups:
-        trajs = rollout(engine, g.tasks, g.tools, replace(cfg, n=1))
+        trajs = rollout(engine, g.tasks, g.tools, cfg.with_sampling(n=1))
         for t, tr in zip(g.tasks, trajs):
             rows[f"{g.name}/{t.id}"] = {
                 "suite": g.name,

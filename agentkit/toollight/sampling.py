@@ -13,7 +13,6 @@ the stored sequence to the shared part). ``agentkit bench toollight-sampling`` m
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
 from typing import Any
 
 from agentkit.agent.loop import AgentConfig, continue_rollout, rollout
@@ -65,7 +64,7 @@ def entropy_guided_rollouts(
 ) -> tuple[list[Trajectory], list[Trajectory]]:
     """One main chain per task (or ``main``, already sampled), then ``branches`` continuations at each of its
     ``top_b`` branch points. Returns ``(main chains, branches)``; a branch's ``meta`` names its origin."""
-    cfg = replace(config, n=1)
+    cfg = config.with_sampling(n=1)
     main = main if main is not None else rollout(engine, tasks, tools, cfg)
     cuts = [(m, p) for m in main for p in branch_points(m, top_b)]
     out: list[Trajectory] = []
@@ -84,6 +83,6 @@ def entropy_guided_rollouts(
                 }
             )
             starts.append(t)
-        seed = None if cfg.seed is None else cfg.seed + 1009 * (b + 1)
-        out += continue_rollout(engine, starts, tools, replace(cfg, seed=seed))
+        seed = None if cfg.sampling.seed is None else cfg.sampling.seed + 1009 * (b + 1)
+        out += continue_rollout(engine, starts, tools, cfg.with_sampling(seed=seed))
     return main, out

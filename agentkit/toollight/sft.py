@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentkit.agent.trajectory import Trajectory
-from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt
+from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt, option
 
 
 def to_sft_dataset(trajectories: list[Trajectory], max_length: int | None = None):
@@ -40,17 +40,16 @@ def to_sft_dataset(trajectories: list[Trajectory], max_length: int | None = None
 
 @dataclass
 class SFTSettings:
-    """epochs, learning_rate, batch_size (per device), grad_accum, max_length (tokens; longer rows dropped),
-    warmup_ratio, seed. Full fine-tuning by default; lora_r > 0 trains LoRA adapters (PEFT) instead."""
+    """SFT with TRL's SFTTrainer: full fine-tuning, or LoRA adapters with lora_r > 0."""
 
-    epochs: NonNegFloat = 2.0
-    learning_rate: PosFloat = 5e-5
-    batch_size: PosInt = 8
-    grad_accum: PosInt = 1
-    max_length: PosInt = 1024
-    warmup_ratio: Fraction = 0.05
-    lora_r: NonNegInt = 0
-    seed: int = 0
+    epochs: NonNegFloat = option(2.0, "passes over the SFT set (0: skip SFT)")
+    learning_rate: PosFloat = option(5e-5, "AdamW's learning rate")
+    batch_size: PosInt = option(8, "rows per device per step")
+    grad_accum: PosInt = option(1, "micro-batches per optimizer step")
+    max_length: PosInt = option(1024, "tokens per row; longer rows are dropped")
+    warmup_ratio: Fraction = option(0.05, "share of the steps the learning rate warms up over")
+    lora_r: NonNegInt = option(0, "rank of LoRA adapters to train instead of all weights (0: full fine-tuning)")
+    seed: int = option(0, "the trainer's seed (data order, LoRA init)")
 
 
 def train_sft(model, tokenizer, dataset, settings: SFTSettings, output_dir: str | Path, progress: bool = True):

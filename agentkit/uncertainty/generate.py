@@ -10,8 +10,8 @@ interrupted run resumes where it stopped; the final file is written atomically w
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,8 @@ from tqdm.auto import tqdm
 
 from agentkit.data.suites import SUITE_NAMES, suite_tasks
 from agentkit.data.tasks import Task
-from agentkit.engines import make_engine
 from agentkit.engines.base import SamplingParams
+from agentkit.engines.config import EngineConfig
 from agentkit.errors import AgentkitError
 from agentkit.files import append_records, read_records
 from agentkit.uncertainty.prompts import SYSTEM, question_prompt
@@ -55,28 +55,44 @@ def load_tasks(spec: str, seed: int = 0) -> list[Task]:
 
 @dataclass
 class ModelSpec:
-    spec: str
-    kind: str
-    name: str
-    base_url: str | None = None
+    """A model to sample: ``NAME`` (the hf engine), ``KIND:NAME`` (any engine kind in ``ENGINES``: ``vllm:NAME``),
+    ``openai:NAME@URL`` (the server at URL; its key from ``OPENAI_API_KEY``), each optionally ``KEY=SPEC`` (saved
+    under KEY)."""
 
+    spec: str
+    engine: EngineConfig
     key_name: str | None = None  # NAME of a NAME=SPEC spec: the model's key in the saved rows
 
     @classmethod
     def parse(cls, spec: str) -> ModelSpec:
+        from agentkit.engines import ENGINES, engine_config
+
         name, eq, rest = spec.partition("=")
-        if eq and name and rest and not spec.startswith(("openai:", "vllm:")):
+        kind, colon, model = spec.partition(":")
+        if eq and name and rest and not (colon and kind in ENGINES and len(kind) < len(name)):
             inner = cls.parse(rest)
             inner.spec, inner.key_name = spec, name
             return inner
-        if spec.startswith("openai:"):
-            name, _, url = spec[len("openai:") :].partition("@")
-            if not name or not url:
-                raise AgentkitError(f"model spec {spec!r}: expected openai:NAME@URL")
-            return cls(spec, "openai", name, url)
-        if spec.startswith("vllm:"):
-            return cls(spec, "vllm", spec[len("vllm:") :])
-        return cls(spec, "hf", spec)
+        if not (colon and kind in ENGINES):
+            kind, model = "hf", spec
+        options: dict[str, Any] = {"model": model}
+        if "@" in model and "base_url" in {f.name for f in dataclasses.fields(ENGINES.get(kind))}:
+            model, _, url = model.partition("@")
+            if not model or not url:
+                raise AgentkitError(f"model spec {spec!r}: expected {kind}:NAME@URL")
+            options = {"model": model, "base_url": url}
+        try:
+            return cls(spec, engine_config(kind, **options))
+        except AgentkitError as e:
+            raise AgentkitError(f"model spec {spec!r}: {e}") from None
+
+    @property
+    def kind(self) -> str:
+        return self.engine.kind
+
+    @property
+    def name(self) -> str:
+        return str(self.engine.model)
 
     @property
     def key(self) -> str:
@@ -84,9 +100,7 @@ class ModelSpec:
         return self.key_name or self.name
 
     def build(self):
-        if self.kind == "openai":
-            return make_engine("openai", self.name, base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY"))
-        return make_engine(self.kind, self.name)
+        return self.engine.build()
 
 
 def expand_models(models: list[str]) -> list[str]:
@@ -103,22 +117,42 @@ def expand_models(models: list[str]) -> list[str]:
     return out
 
 
+SAMPLING = SamplingParams(n=5, temperature=0.7, max_tokens=24, seed=0)  # the CLI's defaults
+
+
 def generate(
     models: list[str],
     tasks: list[Task],
     out: str | Path,
-    samples: int = 5,
-    temperature: float = 0.7,
-    top_p: float = 1.0,
-    max_tokens: int = 24,
-    seed: int = 0,
+    sampling: SamplingParams | None = None,
     chunk: int = 32,
     system: str = SYSTEM,
     few_shot: bool = True,
     progress: bool = True,
 ) -> Path:
-    if samples < 2:
-        raise AgentkitError(f"--samples {samples}: AU needs at least 2 samples per question")
+    """Sample every model on every question and save the generations (see the module docstring).
+
+    Args:
+        models: model specs (``ModelSpec``) or ``@ensemble.json``.
+        tasks: the questions.
+        out: the generations file (``.jsonl``, ``.parquet``) or a directory for an HF dataset.
+        sampling: the sampled answers' settings, ``n`` (at least 2) per question (default: ``SAMPLING``); the judged
+            answer is drawn greedily with the same ``max_tokens``.
+        chunk: questions per engine call (each finished chunk is kept).
+        system: the system prompt.
+        few_shot: show worked examples before each question.
+        progress: show a progress bar per model.
+
+    Returns:
+        ``out``.
+
+    Raises:
+        AgentkitError: fewer than 2 samples, a model named twice, or a bad model spec.
+    """
+    sampling = sampling or SAMPLING
+    if sampling.n < 2:
+        raise AgentkitError(f"--samples {sampling.n}: AU needs at least 2 samples per question")
+    greedy_params = replace(sampling, n=1, temperature=0.0, seed=None)
     specs = [ModelSpec.parse(m) for m in expand_models(models)]
     if len({s.key for s in specs}) != len(specs):
         raise AgentkitError("--models names a model twice")
@@ -142,13 +176,8 @@ def generate(
             for start in range(0, len(todo), chunk):
                 part = todo[start : start + chunk]
                 prompts = [question_prompt(t, system, few_shot) for t in part]
-                sampled = engine.generate(
-                    prompts,
-                    SamplingParams(
-                        n=samples, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, entropy=False
-                    ),
-                )
-                greedy = engine.generate(prompts, SamplingParams(temperature=0, max_tokens=max_tokens, entropy=False))
+                sampled = engine.generate(prompts, sampling)
+                greedy = engine.generate(prompts, greedy_params)
                 rows = {
                     t.id: {"samples": [c.text.strip() for c in outs], "greedy": g.text.strip()}
                     for t, outs, (g,) in zip(part, sampled, greedy)

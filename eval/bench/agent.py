@@ -31,6 +31,7 @@ from agentkit.agent.loop import TIR_TOKENS_PER_TURN
 from agentkit.agent.suites import agent_suite
 from agentkit.argtypes import POS_INT
 from agentkit.command import add_model_option, add_out_option
+from agentkit.engines.base import SamplingParams
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 from agentkit.tools.sandbox import SandboxConfig
@@ -66,14 +67,18 @@ def run(
         cfg = AgentConfig(
             max_turns=turns + 1,
             max_tool_calls=turns,
-            max_tokens_per_turn=tokens_per_turn,
             max_total_tokens=(turns + 1) * (tokens_per_turn + 256),
-            temperature=0,
             examples=suite.examples,
+            sampling=SamplingParams(max_tokens=tokens_per_turn, temperature=0, seed=0, entropy=True),
         )
         rows, outs = {}, {}
         with suite:
-            rollout(reuse, work[:2], [tool], AgentConfig(max_turns=1, max_tokens_per_turn=4))  # warm-up
+            rollout(
+                reuse,
+                work[:2],
+                [tool],
+                AgentConfig(max_turns=1, sampling=SamplingParams(max_tokens=4, temperature=0.0, seed=0, entropy=True)),
+            )  # warm-up
             reused0 = reuse.stats()["cached_prompt_tokens"]
             for name, engine in (("re-encode-all", plain), ("re-encode", fresh), ("prefix-cache", reuse)):
                 prefilled = engine.stats()["prefill_tokens"]

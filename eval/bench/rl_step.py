@@ -31,6 +31,7 @@ from agentkit.agent import AgentConfig
 from agentkit.agent.suites import agent_suite
 from agentkit.argtypes import NONNEG_INT, POS_INT, number
 from agentkit.command import add_model_option, add_out_option
+from agentkit.engines.base import SamplingParams
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
@@ -113,11 +114,8 @@ def run(
         tool_turns="chat",
         max_turns=turns,
         max_tool_calls=turns - 1,
-        max_tokens_per_turn=max_tokens,
         max_total_tokens=budget(turns, max_tokens),
-        temperature=1.0,
-        seed=0,
-        entropy=False,
+        sampling=SamplingParams(max_tokens=max_tokens, temperature=1.0, seed=0, entropy=False),
     )
     outcome = OutcomeReward()
     res: dict = {"model": model, "questions": questions, "group": group, "max_model_turns": turns}

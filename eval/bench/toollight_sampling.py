@@ -20,6 +20,7 @@ from agentkit.agent.loop import TIR_TOKENS_PER_TURN
 from agentkit.agent.suites import agent_suite
 from agentkit.argtypes import POS_INT
 from agentkit.command import add_model_option, add_out_option
+from agentkit.engines.base import SamplingParams
 from agentkit.eval.bench import write_json
 from agentkit.eval.bench.agent import SUITE_OF, WORKLOADS
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
@@ -45,13 +46,9 @@ def run(
     cfg = AgentConfig(
         max_turns=4,
         max_tool_calls=4,
-        max_tokens_per_turn=tokens_per_turn,
         max_total_tokens=4 * (tokens_per_turn + 256),
-        temperature=1.0,
-        top_p=0.8,
-        top_k=20,
-        seed=0,
         examples=suite.examples,
+        sampling=SamplingParams(max_tokens=tokens_per_turn, temperature=1.0, top_p=0.8, top_k=20, seed=0, entropy=True),
     )
     with suite:
         main = rollout(cached, work, [tool], cfg)

@@ -2,59 +2,80 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from dataclasses import dataclass
+from typing import Annotated, ClassVar, Literal
 
 import annotated_types as at
 
 from agentkit.ace.refine import RefineConfig
 from agentkit.ace.roles import RoleConfig
-from agentkit.config import NonNegInt, PosInt
-from agentkit.engines import EngineConfig
+from agentkit.agent.loop import AgentConfig
+from agentkit.config import ExistingPath, NonNegInt, PosInt, option
+from agentkit.engines import EngineConfig, SamplingParams
+from agentkit.engines.config import HFConfig
 
 Method = Literal["base", "dc", "ace_offline", "ace_online", "eval"]
 
 
 @dataclass
 class AceConfig:
-    """ACE against the base prompt and a Dynamic-Cheatsheet baseline, with one model in every role.
+    """ACE against the base prompt and a Dynamic-Cheatsheet baseline, with one model in every role (generator,
+    reflector, curator; DC's rewriter). Test questions are held out; train and val questions are drawn with seeds
+    1000 + seed and 2000, minus any that are test questions."""
 
-    engine: the model of every role (generator, reflector, curator; DC's rewriter). suite: units (conversions in a
-    house style that only feedback teaches), arithmetic (suite (a): products, bracketed chains, word problems,
-    linear equations) or arithmetic-easy. train_questions / val_questions / test_questions: the splits (test is
-    held out; train and val are drawn with seed + 1000 and + 2000).
-    methods: base (empty context), dc (the cheatsheet rewritten each batch), ace_offline (epochs over train,
-    the best playbook version on val kept, then test), ace_online (test in windows: answer a window, then adapt
-    on it), eval (eval-only: the test with ``playbook``, a playbook file, JSON or text, never updated). seeds:
-    one run per method and seed (the training order and training questions). labels: the reflector (DC's
-    rewriter) sees the reference (False: label-free, the checker's verdict only).
-    batch_size: questions per step, their deltas merged as one batch. epochs, eval_every: offline training
-    (validation every eval_every steps). window: online window. max_rounds: reflections per wrong answer.
-    top_k: 0 sends the whole playbook, k > 0 the k nearest bullets. tool: the generator is an agent with the
-    suite's tool (python: it computes instead of guessing digits), the playbook in its system prompt; off, it
-    answers in JSON. agent_turns, tokens_per_turn: its loop's limits. refine, roles: grow-and-refine and the
-    roles' JSON settings (the reflector's and curator's, and the generator's without a tool).
-    """
+    RENAMED: ClassVar[dict[str, str]] = {
+        "agent_turns": "agent.max_turns",
+        "tokens_per_turn": "agent.sampling.max_tokens",
+    }
 
-    engine: EngineConfig = field(default_factory=EngineConfig)
-    suite: Literal["units", "arithmetic", "arithmetic-easy"] = "units"
-    train_questions: PosInt = 64
-    val_questions: PosInt = 24
-    test_questions: PosInt = 48
-    methods: Annotated[list[Method], at.MinLen(1)] = field(
-        default_factory=lambda: ["base", "dc", "ace_offline", "ace_online"]
+    engine: EngineConfig = option(HFConfig(), "the engine of every role (kind, model and the kind's options)")
+    suite: Literal["units", "arithmetic", "arithmetic-easy"] = option(
+        "units",
+        "units: conversions in a house style only feedback teaches; arithmetic: suite (a) products, bracketed "
+        "chains, word problems, linear equations; arithmetic-easy: its easier kinds",
     )
-    seeds: Annotated[list[int], at.MinLen(1)] = field(default_factory=lambda: [0, 1, 2])
-    labels: bool = True
-    batch_size: PosInt = 8
-    epochs: PosInt = 1
-    eval_every: NonNegInt = 4
-    window: PosInt = 16
-    max_rounds: PosInt = 1
-    top_k: NonNegInt = 0
-    tool: bool = True
-    agent_turns: PosInt = 3
-    tokens_per_turn: PosInt = 64
-    refine: RefineConfig = field(default_factory=lambda: RefineConfig(budget_tokens=1500))
-    roles: RoleConfig = field(default_factory=RoleConfig)
-    playbook: str | None = None
+    train_questions: PosInt = option(64, "questions drawn for training (before the held-out ones are removed)")
+    val_questions: PosInt = option(24, "validation questions: ace_offline keeps the playbook version best on them")
+    test_questions: PosInt = option(48, "held-out test questions every method is scored on")
+    methods: Annotated[list[Method], at.MinLen(1)] = option(
+        ["base", "dc", "ace_offline", "ace_online"],
+        "base (empty context), dc (the cheatsheet rewritten each batch), ace_offline (epochs over train, then "
+        "test), ace_online (test in windows: answer a window, then adapt on it), eval (the test with the playbook "
+        "file, never updated)",
+    )
+    seeds: Annotated[list[int], at.MinLen(1)] = option(
+        [0, 1, 2], "one run per method and seed (training order and questions)"
+    )
+    labels: bool = option(
+        True, "the reflector (DC's rewriter) sees the reference; false: label-free, the checker's verdict only"
+    )
+    batch_size: PosInt = option(8, "questions per step; their deltas are merged as one batch")
+    epochs: PosInt = option(1, "ace_offline: passes over the training questions")
+    eval_every: NonNegInt = option(4, "ace_offline: validate every this many steps (0: only at the end)")
+    window: PosInt = option(16, "ace_online: test questions answered before each adaptation")
+    max_rounds: Annotated[int, at.Interval(ge=1, le=10)] = option(1, "reflections per wrong answer (paper: up to 5)")
+    top_k: NonNegInt = option(0, "0 sends the whole playbook to the generator, k > 0 its k nearest bullets")
+    tool: bool = option(
+        True,
+        "the generator is an agent with the suite's tool (python computes instead of guessing digits), the "
+        "playbook in its system prompt; false: it answers in JSON",
+    )
+    agent: AgentConfig = option(
+        AgentConfig(
+            max_turns=3,
+            max_total_tokens=384,
+            sampling=SamplingParams(max_tokens=64, temperature=0.0, seed=0, entropy=True),
+        ),
+        "the tool-using generator's loop (tool: true); the suite's few-shot examples are used when examples is empty",
+    )
+    refine: RefineConfig = option(
+        RefineConfig(budget_tokens=1500), "grow-and-refine: the playbook's budget and de-duplication"
+    )
+    roles: RoleConfig = option(RoleConfig(), "how the roles sample their JSON answers")
+    playbook: ExistingPath = option(None, "method eval: the playbook file (JSON or text) to test, never updated")
+
+    def problems(self) -> list[str]:
+        """Rules across fields (``agentkit.config.cross_checks``)."""
+        if ("eval" in self.methods) != (self.playbook is not None):
+            return ["methods: 'eval' and playbook go together (add --set playbook=FILE, or drop eval)"]
+        return []

@@ -22,6 +22,7 @@ import json
 import random
 import statistics
 import time
+from dataclasses import replace
 from typing import Any
 
 from agentkit.ace.adapt import AdaptConfig, Adapter, summary
@@ -31,11 +32,9 @@ from agentkit.ace.refine import EmbeddingCache, Refiner
 from agentkit.ace.roles import Curator, Generator, Reflector, Sample
 from agentkit.ace.store import PlaybookStore
 from agentkit.ace.toolgen import ToolGenerator
-from agentkit.agent.loop import AgentConfig
 from agentkit.agent.suites import suite_tool
 from agentkit.data.suites import suite_tasks
 from agentkit.data.tasks import split_held_out
-from agentkit.errors import AgentkitError
 from agentkit.eval.metrics import value_match
 from agentkit.files import atomic_write
 from agentkit.plots import pyplot
@@ -51,10 +50,6 @@ class AceRecipe(Recipe[AceConfig]):
 
     def setup(self) -> None:
         c = self.config
-        if ("eval" in c.methods) != (c.playbook is not None):
-            raise AgentkitError(
-                "ace: method 'eval' and 'playbook' go together", "add --set playbook=FILE, or drop 'eval' from methods"
-            )
         self.fixed = Playbook.load(c.playbook) if c.playbook else None  # a bad file fails before the model loads
         self.test = suite_tasks(c.suite, c.test_questions, seed=0)
         self.val = split_held_out(suite_tasks(c.suite, c.val_questions, seed=2000), self.test)[0]
@@ -64,12 +59,7 @@ class AceRecipe(Recipe[AceConfig]):
         if c.tool:
             tool, examples = suite_tool(c.suite)
             self.tools = {tool.name: tool}
-            self.agent = AgentConfig(
-                max_turns=c.agent_turns,
-                max_tokens_per_turn=c.tokens_per_turn,
-                max_total_tokens=c.agent_turns * (c.tokens_per_turn + 64),
-                examples=examples,
-            )
+            self.agent = replace(c.agent, examples=c.agent.examples or examples)
 
     def count(self, text: str) -> int:
         return len(self.engine.tokenize(text))

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import annotated_types as at
 
-from agentkit.config import ModelName, NonNegFloat, PosInt
+from agentkit.agent.loop import AgentConfig
+from agentkit.config import ModelName, NonNegFloat, PosInt, option
+from agentkit.engines import EngineConfig, SamplingParams
+from agentkit.engines.config import HFConfig, rollout_engine_problems
 from agentkit.errors import did_you_mean
 from agentkit.gamerl.curriculum import CurriculumConfig
+from agentkit.gamerl.evaluate import SYSTEM_PROMPT
 from agentkit.gamerl.games.base import Level
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 from agentkit.rl.config import RLSettings
@@ -21,53 +25,60 @@ TRAIN_GAMES = ["tictactoe", "life", "langton", "blocks3d"]
 class GameRLConfig:
     """Game-RL on the built-in games: the starting model's accuracy per game and level, GRPO with rule-verified
     rewards on the training games (a level curriculum), and held-out accuracy per game before and after, in-domain
-    (fresh questions of the training games) and out-of-domain (the held-out games).
+    (fresh questions of the training games) and out-of-domain (the held-out games)."""
 
-    model: catalog name, directory or hub id of the policy. games: the games trained on; held_out: games only
-    evaluated (default: agentkit.gamerl.HELD_OUT). Either may name reasoning-gym's datasets as ``rg:<name>``
-    (no levels: the curriculum leaves them as they are, the level table skips them). tasks: restrict to these ``game.task`` names (empty: all of each
-    game's tasks). format: choice (multiple choice wherever a task has distractors), fill or mixed. n_options:
-    options per multiple-choice question.
-
-    curriculum: each training game starts at curriculum.start and moves up (down) when its success rate over the
-    last curriculum.window samples reaches curriculum.up (falls to curriculum.down); use_curriculum false keeps
-    every question at curriculum.start. train_questions / train_seed: rows per game (a row's question is redrawn
-    at its game's level each step). rl: the GRPO settings (max_turns is 1: one answer per question).
-    format_score: reward for answering inside <answer></answer> on top of correctness (0: the paper's binary).
-    judge: a model consulted only when no rule can read an answer (none: such answers score 0).
-
-    eval_questions / eval_seed / eval_level: the held-out questions per game (none of them a training question),
-    answered greedily with at most eval_max_tokens tokens. level_questions: questions per game and level for the
-    starting model's accuracy by level (0: skip). seeds: one GRPO run per seed. engine: hf (rollouts by the policy
-    in process) or vllm.
-    """
-
-    model: ModelName = DEFAULT_CHAT_MODEL
-    games: Annotated[list[str], at.MinLen(1)] = field(default_factory=lambda: list(TRAIN_GAMES))
-    held_out: list[str] | None = None
-    tasks: list[str] = field(default_factory=list)
-    format: Literal["choice", "fill", "mixed"] = "choice"
-    n_options: Annotated[int, at.Interval(ge=2, le=8)] = 4
-    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
-    use_curriculum: bool = True
-    train_questions: PosInt = 64
-    train_seed: int = 0
-    rl: RLSettings = field(
-        default_factory=lambda: RLSettings(
-            steps=20, questions_per_step=4, group_size=4, micro_batch=8, learning_rate=1e-4, max_turns=1,
-            max_tokens_per_turn=64, max_total_tokens=64, lora_r=16, save_steps=5,
-        )
-    )  # fmt: skip
-    format_score: NonNegFloat = 0.0
-    judge: str | None = None
-    eval_questions: PosInt = 32
-    eval_seed: int = 1000
-    eval_level: Level = "Easy"
-    eval_max_tokens: PosInt = 64
-    level_questions: Annotated[int, at.Ge(0)] = 12
-    seeds: Annotated[list[int], at.MinLen(1)] = field(default_factory=lambda: [0, 1, 2])
-    engine: Literal["hf", "vllm"] = "hf"
-    inputs: Literal["text", "image"] = "text"
+    model: ModelName = option(
+        DEFAULT_CHAT_MODEL,
+        "the policy: a catalog name, directory or hub id (a vision-language model for inputs: image)",
+    )
+    games: Annotated[list[str], at.MinLen(1)] = option(
+        list(TRAIN_GAMES), "games trained on: built-in names or reasoning-gym datasets as rg:<name> (no levels)"
+    )
+    held_out: list[str] | None = option(None, "games only evaluated, out of domain (None: agentkit.gamerl.HELD_OUT)")
+    tasks: list[str] = option(
+        list(), "restrict to these game.task names, e.g. maze.shortest_length (empty: every task of each game)"
+    )
+    format: Literal["choice", "fill", "mixed"] = option(
+        "choice", "question format: choice (multiple choice wherever a task has distractors), fill or mixed"
+    )
+    n_options: Annotated[int, at.Interval(ge=2, le=8)] = option(4, "options per multiple-choice question")
+    curriculum: CurriculumConfig = option(
+        CurriculumConfig(), "how each training game's level moves with its success rate"
+    )
+    use_curriculum: bool = option(
+        True, "move levels with the curriculum; false keeps every question at curriculum.start"
+    )
+    train_questions: PosInt = option(
+        64, "training rows per game (a row's question is redrawn at its game's level each step)"
+    )
+    train_seed: int = option(0, "the training rows' seed")
+    rl: RLSettings = option(RLSettings(
+            steps=20, questions_per_step=4, group_size=4, micro_batch=8, learning_rate=1e-4, lora_r=16, save_steps=5,
+            agent=AgentConfig(
+                max_turns=1, max_total_tokens=64, system_prompt=SYSTEM_PROMPT,
+                sampling=SamplingParams(temperature=1.0, max_tokens=64, seed=0),
+            ),
+        ), "the GRPO settings; one model turn per question (rl.agent.max_turns 1)")  # fmt: skip
+    format_score: NonNegFloat = option(
+        0.0, "reward for answering inside <answer></answer>, on top of correctness (0: the paper's binary reward)"
+    )
+    judge: str | None = option(
+        None, "a model consulted only when no rule can read an answer (None: such answers score 0)"
+    )
+    eval_questions: PosInt = option(32, "held-out questions per game, none of them a training question")
+    eval_seed: int = option(1000, "the held-out questions' seed")
+    eval_level: Level = option("Easy", "the held-out questions' level")
+    eval_max_tokens: PosInt = option(64, "tokens of each greedy evaluation answer")
+    level_questions: Annotated[int, at.Ge(0)] = option(
+        12, "questions per game and level for the starting model's accuracy by level (0: skip it)"
+    )
+    seeds: Annotated[list[int], at.MinLen(1)] = option([0, 1, 2], "one GRPO run per seed")
+    engine: EngineConfig = option(
+        HFConfig(model=None), "the rollout engine (kind and options; it runs the policy, so model stays unset)"
+    )
+    inputs: Literal["text", "image"] = option(
+        "text", "text: the board written out in each question; image: shown as a picture (a vision-language model)"
+    )
 
     def problems(self) -> list[str]:
         from agentkit.gamerl.games import GAMES, get_game
@@ -85,12 +96,15 @@ class GameRLConfig:
                 out.append(
                     f"tasks: {game} has no task {task!r}{did_you_mean(task, [x.name for x in get_game(game).templates])}"
                 )
-        if self.rl.max_turns != 1:
-            out.append("rl.max_turns: game questions take one turn; set 1")
+        if self.rl.agent.max_turns != 1:
+            out.append("rl.agent.max_turns: game questions take one turn; set 1")
+        out += rollout_engine_problems(self.engine)
         if self.inputs == "image":
             out += [f"inputs: image boards come from the built-in games; {g!r} has none" for g in self._rg()]
-            if self.engine != "hf":
-                out.append("inputs: image rollouts run on the hf engine; set engine: hf")
+            if not self.engine.VISION:
+                out.append(
+                    f"inputs: image rollouts need an engine that runs vision-language models, not {self.engine.kind}"
+                )
             out += self._vision_problem()
         return out
 

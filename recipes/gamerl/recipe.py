@@ -20,7 +20,7 @@ from typing import Any
 
 from agentkit.files import save_pretrained_dir
 from agentkit.gamerl.dataset import GameConfig, create_dataset
-from agentkit.gamerl.evaluate import SYSTEM_PROMPT, chance, evaluate
+from agentkit.gamerl.evaluate import chance, evaluate
 from agentkit.gamerl.games import HELD_OUT
 from agentkit.gamerl.games.base import LEVELS
 from agentkit.models import is_vision_model, load_model, load_vision_model
@@ -137,7 +137,6 @@ class GameRLRecipe(Recipe[GameRLConfig]):
 
     # ---- one GRPO run -------------------------------------------------------------------------------------
     def _rl(self, seed: int, key: str) -> tuple[list[dict[str, Any]], set[str]]:
-        from agentkit.agent.loop import AgentConfig
         from agentkit.gamerl.curriculum import Curriculum
         from agentkit.gamerl.reward import GameReward
         from agentkit.gamerl.trainer import GameGRPOTrainer, game_rows
@@ -145,16 +144,7 @@ class GameRLRecipe(Recipe[GameRLConfig]):
 
         c, r = self.config, self.config.rl
         model, tok = (load_vision_model if is_vision_model(c.model) else load_model)(c.model)  # tok: or a processor
-        agent = AgentConfig(
-            max_turns=1,
-            max_tokens_per_turn=r.max_tokens_per_turn,
-            max_total_tokens=r.max_total_tokens,
-            temperature=r.temperature,
-            top_p=r.top_p,
-            entropy=False,
-            system_prompt=SYSTEM_PROMPT,
-            seed=seed,
-        )
+        agent = r.agent.with_sampling(seed=seed)
         configs = {g: self._game_config(g, c.curriculum.start) for g in c.games}
         data = game_rows(c.games, c.train_questions, c.train_seed, configs, agent).shuffle(seed=seed)
         curriculum = Curriculum(list(c.games), c.curriculum) if c.use_curriculum else None
@@ -165,7 +155,7 @@ class GameRLRecipe(Recipe[GameRLConfig]):
             data,
             processing_class=tok,
             agent=agent,
-            engine=self._rollout_engine(model, tok),
+            engine=c.engine,
             outcome=GameReward(c.format_score, self._judge()),
             peft_config=lora_config(r.lora_r) if r.lora_r else None,
             curriculum=curriculum,
@@ -192,13 +182,6 @@ class GameRLRecipe(Recipe[GameRLConfig]):
         for h in history:
             self.ctx.log({"run": key, **{k: v for k, v in h.items() if isinstance(v, (int, float))}}, step=h["step"])
         return history, trainer.seen
-
-    def _rollout_engine(self, model, tok):
-        if self.config.engine == "hf":
-            return None  # the trainer samples with an HFEngine on the policy itself
-        from agentkit.engines import make_engine
-
-        return make_engine("vllm", model, tokenizer=tok, name=self.config.model)
 
     def _judge(self):
         if not self.config.judge:

@@ -32,7 +32,7 @@ class QuickstartRecipe(Recipe[QuickstartConfig]):
         c = self.config
         done = self.ctx.done("predictions")
         todo = [t for t in self.tasks if t.id not in done]
-        params = SamplingParams(max_tokens=c.max_tokens, temperature=c.temperature, seed=c.seed, entropy=True)
+        params = c.sampling
         batches = [todo[i : i + c.batch_size] for i in range(0, len(todo), c.batch_size)]
         for batch in self.ctx.progress(batches, desc="quickstart", total=len(batches)):
             rows = self._solve(batch, params)

@@ -2,72 +2,75 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import annotated_types as at
 
-from agentkit.config import NonNegInt, PosFloat, PosInt
+from agentkit.config import NonNegInt, PosFloat, PosInt, option
 
 Baseline = Literal["bm25", "minilm", "untrained"]
 
 
 @dataclass
 class RevelaConfig:
-    """Revela: train a dense retriever on a corpus with no queries, then evaluate it against BM25 and MiniLM.
+    """Revela: train a dense retriever on a corpus with no queries, then evaluate it against BM25 and MiniLM."""
 
-    benchmark: debian (package summaries → long descriptions), pydoc (stdlib docstring summaries → bodies) or a
-    BEIR folder; bench_docs / bench_queries / bench_seed size and draw the built-in ones. corpus: train on these
-    documents (JSONL, a folder of text/code files, a saved HF dataset, a BEIR folder) instead of the benchmark's
-    corpus; never its queries. streaming: read ``corpus`` lazily (implies interleave batching).
-    retriever: the model to train (smollm2-135m: EOS pooling, the paper's 0.1B; minilm-l6: mean pooling) and lm:
-    the language model whose loss trains it (smollm2-135m, gemma3-270m, or any causal LM directory);
-    retriever_lora_r / lm_lora_r: LoRA ranks (0 = full fine-tuning). tau: Sim's temperature (the paper: 1e-4).
-    v_norm: V-normalisation of the in-batch term. dual_loss: add the plain LM loss. kv_grad: keep the first
-    pass's K/V in the graph (the official code; off = cheaper). log_plain: compute and log the plain LM loss each
-    step (what the in-batch context saves, plotted); off (and no dual_loss), the first pass runs only on the
-    chunks Sim weights and skips the LM head, which is cheaper the more peaked Sim is. first_half: the retriever
-    scores the first half of each chunk (``query: ``) against full chunks (``passage: ``) and the in-batch term is
-    off on that half.
-    max_words: chunk size in words (whole sentences); max_tokens / retriever_max_tokens: truncation for the LM /
-    the retriever. batching: interleave (d11, d21, …, d12, … over docs_per_batch documents) or bm25 (a seed chunk
-    and its BM25 neighbours, the official script). batch_size: chunks per batch (the paper: 16); grad_accum:
-    batches per optimizer step. steps: optimizer steps per seed; lr, warmup: AdamW with linear warmup then
-    constant. retriever_freeze_steps: the first steps train the LM only (the retriever's learning rate is 0), so
-    the LM learns to use in-batch context before its loss steers the retriever (not in the paper; 0 = the paper).
-    seeds: one trained retriever per seed (LoRA init and batch order). checkpoint_every: steps between
-    checkpoints (resume continues from the last one). baselines: evaluated once. encode_batch: texts per encoding
-    batch at evaluation.
-    """
-
-    benchmark: str = "debian"
-    bench_docs: PosInt = 1500
-    bench_queries: PosInt = 300
-    bench_seed: int = 0
-    corpus: str | None = None
-    streaming: bool = False
-    retriever: str = "smollm2-135m"
-    lm: str = "smollm2-135m"
-    retriever_lora_r: NonNegInt = 16
-    lm_lora_r: NonNegInt = 16
-    tau: PosFloat = 1e-4
-    v_norm: bool = True
-    dual_loss: bool = False
-    kv_grad: bool = False
-    log_plain: bool = True
-    first_half: bool = True
-    max_words: PosInt = 120
-    max_tokens: PosInt = 128
-    retriever_max_tokens: PosInt = 128
-    batching: Literal["interleave", "bm25"] = "bm25"
-    docs_per_batch: PosInt = 4
-    batch_size: Annotated[int, at.Ge(2)] = 16
-    grad_accum: PosInt = 1
-    steps: PosInt = 40
-    lr: PosFloat = 1e-4
-    warmup: NonNegInt = 4
-    retriever_freeze_steps: NonNegInt = 0
-    seeds: Annotated[list[int], at.MinLen(1)] = field(default_factory=lambda: [0, 1, 2])
-    checkpoint_every: PosInt = 5
-    baselines: list[Baseline] = field(default_factory=lambda: ["bm25", "minilm", "untrained"])
-    encode_batch: PosInt = 32
+    benchmark: str = option(
+        "debian",
+        "debian (package summaries → long descriptions), pydoc (stdlib docstring summaries → bodies) or a BEIR folder",
+    )
+    bench_docs: PosInt = option(1500, "documents of a built-in benchmark")
+    bench_queries: PosInt = option(300, "queries of a built-in benchmark")
+    bench_seed: int = option(0, "the built-in benchmark's draw")
+    corpus: str | None = option(
+        None,
+        "train on these documents (JSONL, a folder of text/code files, a saved HF dataset, a BEIR folder) instead of the benchmark's corpus; never its queries",
+    )
+    streaming: bool = option(False, "read corpus lazily (implies interleave batching)")
+    retriever: str = option(
+        "smollm2-135m", "the model to train: smollm2-135m (EOS pooling, the paper's 0.1B) or minilm-l6 (mean pooling)"
+    )
+    lm: str = option(
+        "smollm2-135m",
+        "the language model whose loss trains the retriever (smollm2-135m, gemma3-270m or a causal LM directory)",
+    )
+    retriever_lora_r: NonNegInt = option(16, "the retriever's LoRA rank (0: full fine-tuning)")
+    lm_lora_r: NonNegInt = option(16, "the language model's LoRA rank (0: full fine-tuning)")
+    tau: PosFloat = option(1e-4, "Sim's temperature τ (the paper: 1e-4)")
+    v_norm: bool = option(True, "V-normalisation of the in-batch attention term")
+    dual_loss: bool = option(False, "add the plain LM loss to the in-batch one")
+    kv_grad: bool = option(False, "keep the first pass's keys/values in the graph (the official code; off is cheaper)")
+    log_plain: bool = option(
+        True,
+        "compute and log the plain LM loss each step (what in-batch context saves); off, with no dual_loss, the first pass skips chunks Sim does not weight",
+    )
+    first_half: bool = option(
+        True,
+        "the retriever scores each chunk's first half (query:) against full chunks (passage:); the in-batch term is off on that half",
+    )
+    max_words: PosInt = option(120, "chunk size in words (whole sentences)")
+    max_tokens: PosInt = option(128, "the language model's truncation in tokens")
+    retriever_max_tokens: PosInt = option(128, "the retriever's truncation in tokens")
+    batching: Literal["interleave", "bm25"] = option(
+        "bm25",
+        "interleave (chunks of docs_per_batch documents in turn) or bm25 (a seed chunk and its BM25 neighbours, the official script)",
+    )
+    docs_per_batch: PosInt = option(4, "interleave batching: documents whose chunks fill a batch")
+    batch_size: Annotated[int, at.Ge(2)] = option(16, "chunks per batch (the paper: 16); each attends to the others")
+    grad_accum: PosInt = option(1, "batches per optimizer step")
+    steps: PosInt = option(40, "optimizer steps per seed")
+    lr: PosFloat = option(1e-4, "AdamW's learning rate (after warmup, constant)")
+    warmup: NonNegInt = option(4, "steps of linear learning-rate warmup")
+    retriever_freeze_steps: NonNegInt = option(
+        0,
+        "first steps that train the LM only, so it learns to use in-batch context before steering the retriever (0: the paper)",
+    )
+    seeds: Annotated[list[int], at.MinLen(1)] = option(
+        [0, 1, 2], "one trained retriever per seed (LoRA init and batch order)"
+    )
+    checkpoint_every: PosInt = option(5, "steps between checkpoints; --resume continues from the last")
+    baselines: list[Baseline] = option(
+        ["bm25", "minilm", "untrained"], "retrievers evaluated once beside the trained ones"
+    )
+    encode_batch: PosInt = option(32, "texts per encoding batch at evaluation")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from dataclasses import dataclass
+from typing import Annotated, ClassVar, Literal
 
 import annotated_types as at
 
-from agentkit.agent.loop import TIR_TOKENS_PER_TURN
-from agentkit.config import ExistingPath, ModelName, NonNegInt, PosInt
+from agentkit.agent.loop import TIR_TOKENS_PER_TURN, AgentConfig
+from agentkit.config import ExistingPath, ModelName, NonNegInt, PosInt, option
+from agentkit.engines import EngineConfig, SamplingParams
+from agentkit.engines.config import HFConfig, rollout_engine_problems
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 from agentkit.rl.advantages import ESTIMATORS
 from agentkit.rl.config import RLSettings
@@ -21,48 +23,67 @@ from agentkit.toollight.sft import SFTSettings
 class TipsConfig:
     """TIPS end to end on multi-hop questions over the generated knowledge base, with the search tool: warm start
     (Tool-Light's SFT stage on ideal search trajectories, or init_model), then GRPO runs for each method × seed,
-    each evaluated greedily on held-out questions (EM, F1, tool calls).
+    each evaluated greedily on held-out questions (EM, F1, tool calls)."""
 
-    model: catalog name, directory or hub id of the base model. init_model: a tool-tuned model to start from
-    instead of running SFT (e.g. the toollight recipe's models/sft). sft, sft_questions, sft_seed: the SFT stage.
+    RENAMED: ClassVar[dict[str, str]] = {
+        "eval_max_turns": "eval.max_turns",
+        "eval_max_tokens_per_turn": "eval.sampling.max_tokens",
+    }
 
-    methods: grpo (outcome reward only, the grpo estimator) and/or tips (TIPS shaping, the tips_segment
-    estimator). estimator: override the estimator of every method (dr_grpo, …). seeds: one run per method and
-    seed (sampling and data order). rl: the GRPO settings. outcome: the outcome reward (format + EM or F1).
-    shaping: TIPS' potentials and α. teacher: lagged (a frozen copy of the policy, refreshed every
-    teacher_refresh steps; 0 never) or a catalog name / directory (a fixed teacher, e.g. gemma3-270m).
-    engine: hf (rollouts by the policy itself, in process) or vllm (rollouts by vLLM, weights reloaded each step;
-    make setup-vllm). teacher_engine: the same choice for the teacher.
-
-    Questions: train_questions (train_seed) feed RL, test_questions (test_seed) are held out, all over the world
-    kb_seed, searched search_top_k deep. eval_max_turns, eval_max_tokens_per_turn: the greedy evaluation agent.
-    """
-
-    model: ModelName = DEFAULT_CHAT_MODEL
-    init_model: ExistingPath = None
-    sft: SFTSettings = field(default_factory=lambda: SFTSettings(epochs=2.0, learning_rate=5e-5))
-    sft_questions: PosInt = 96
-    sft_seed: int = 300
-    methods: Annotated[list[Literal["grpo", "tips"]], at.MinLen(1)] = field(default_factory=lambda: ["grpo", "tips"])
-    estimator: str | None = None
-    seeds: Annotated[list[int], at.MinLen(1)] = field(default_factory=lambda: [0])
-    rl: RLSettings = field(default_factory=RLSettings)
-    outcome: OutcomeReward = field(default_factory=OutcomeReward)
-    shaping: ShapingConfig = field(default_factory=ShapingConfig)
-    teacher: str = "lagged"
-    teacher_refresh: NonNegInt = 200
-    engine: Literal["hf", "vllm"] = "hf"
-    teacher_engine: Literal["hf", "vllm"] = "hf"
-    train_questions: PosInt = 400
-    train_seed: int = 100
-    test_questions: PosInt = 64
-    test_seed: int = 7
-    kb_seed: int = 0
-    search_top_k: PosInt = 1
-    eval_max_turns: PosInt = 4
-    eval_max_tokens_per_turn: PosInt = TIR_TOKENS_PER_TURN
+    model: ModelName = option(DEFAULT_CHAT_MODEL, "the base model: a catalog name, directory or hub id")
+    init_model: ExistingPath = option(
+        None, "a tool-tuned model to start from instead of running SFT (e.g. the toollight recipe's models/sft)"
+    )
+    sft: SFTSettings = option(
+        SFTSettings(epochs=2.0, learning_rate=5e-5),
+        "the SFT warm start on ideal search trajectories (Tool-Light's stage)",
+    )
+    sft_questions: PosInt = option(96, "questions whose ideal trajectories make the SFT set")
+    sft_seed: int = option(300, "the SFT questions' seed")
+    methods: Annotated[list[Literal["grpo", "tips"]], at.MinLen(1)] = option(
+        ["grpo", "tips"],
+        "grpo (outcome reward, the grpo estimator) and/or tips (TIPS shaping, the tips_segment estimator)",
+    )
+    estimator: str | None = option(
+        None, "override every method's advantage estimator (dr_grpo, …; None: each method's own)"
+    )
+    seeds: Annotated[list[int], at.MinLen(1)] = option(
+        [0], "one GRPO run per method and seed (sampling and data order)"
+    )
+    rl: RLSettings = option(RLSettings(), "the GRPO settings and the rollout agent")
+    outcome: OutcomeReward = option(OutcomeReward(), "the outcome reward (format + EM or F1)")
+    shaping: ShapingConfig = option(ShapingConfig(), "TIPS' turn potentials and their weight α")
+    teacher: str = option(
+        "lagged",
+        "lagged (a frozen copy of the policy, refreshed every teacher_refresh steps) or a catalog name / directory (a fixed teacher, e.g. gemma3-270m)",
+    )
+    teacher_refresh: NonNegInt = option(200, "steps between lagged-teacher refreshes (0: never)")
+    engine: EngineConfig = option(
+        HFConfig(model=None),
+        "the rollout engine (it runs the policy, so model stays unset): hf in process, or vllm reloaded each step",
+    )
+    teacher_engine: EngineConfig = option(
+        HFConfig(model=None), "the teacher's engine (model stays unset: teacher names it)"
+    )
+    train_questions: PosInt = option(400, "multi-hop questions RL trains on")
+    train_seed: int = option(100, "the training questions' seed")
+    test_questions: PosInt = option(64, "held-out questions every run is evaluated on")
+    test_seed: int = option(7, "the held-out questions' seed")
+    kb_seed: int = option(0, "the generated knowledge base (world) every question is asked over")
+    search_top_k: PosInt = option(1, "passages per search")
+    eval: AgentConfig = option(AgentConfig(
+            max_turns=4, max_tool_calls=4, max_total_tokens=4 * (TIR_TOKENS_PER_TURN + 256),
+            sampling=SamplingParams(temperature=0.0, max_tokens=TIR_TOKENS_PER_TURN, seed=0),
+        ), "the greedy evaluation agent")  # fmt: skip
 
     def problems(self) -> list[str]:
+        out = rollout_engine_problems(self.engine)
+        if self.teacher_engine.model is not None:
+            out.append("teacher_engine.model: the teacher is named by teacher (lagged, or a model)")
+        if self.teacher == "lagged" and not self.teacher_engine.TAKES_WEIGHTS:
+            out.append(
+                f"teacher_engine.kind: the lagged teacher takes the policy's weights; {self.teacher_engine.kind} cannot"
+            )
         if self.estimator is not None and self.estimator not in ESTIMATORS:
-            return [f"estimator: {self.estimator!r} is not one of {', '.join(ESTIMATORS.names())}"]
-        return []
+            out.append(f"estimator: {self.estimator!r} is not one of {', '.join(ESTIMATORS.names())}")
+        return out

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import os
 import statistics
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agentkit.agent import AgentConfig, rollout
+from agentkit.agent import rollout
 from agentkit.data.multihop import MultiHopKB
 from agentkit.data.tasks import split_held_out
+from agentkit.engines.config import HFConfig
 from agentkit.files import save_pretrained_dir
 from agentkit.models import load_model
 from agentkit.plots import pyplot
@@ -98,41 +98,19 @@ class TipsRecipe(Recipe[TipsConfig]):
         self.ctx.record("stages", {"sft": {"history": history, "examples": len(ds)}})
         return path
 
-    def _agent(self, rollout_turns: bool = True) -> AgentConfig:
-        c, r = self.config, self.config.rl
-        if rollout_turns:
-            return AgentConfig(
-                max_turns=r.max_turns,
-                max_tool_calls=r.max_turns,
-                max_tokens_per_turn=r.max_tokens_per_turn,
-                max_total_tokens=r.max_total_tokens,
-                temperature=r.temperature,
-                top_p=r.top_p,
-                entropy=False,
-            )
-        return AgentConfig(
-            max_turns=c.eval_max_turns,
-            max_tool_calls=c.eval_max_turns,
-            max_tokens_per_turn=c.eval_max_tokens_per_turn,
-            max_total_tokens=c.eval_max_turns * (c.eval_max_tokens_per_turn + 256),
-            temperature=0,
-            entropy=False,
-        )
-
     # ---- one GRPO run -------------------------------------------------------------------------------------
     def _rl(self, method: str, seed: int, start: Path, key: str) -> list[dict[str, Any]]:
         from agentkit.rl.trainer import AgentGRPOTrainer, TeacherRefresh, agent_dataset
 
         c, r = self.config, self.config.rl
         model, tok = load_model(str(start))
-        agent = replace(self._agent(), seed=seed)
+        agent = r.agent.with_sampling(seed=seed)
         data = agent_dataset(self.train_tasks, [self.tool], agent).shuffle(seed=seed)
         shaper, callbacks, teacher = None, [], None
         if method == "tips":
             shaper, teacher = self._shaper(model, tok)
             if c.teacher == "lagged":
                 callbacks.append(TeacherRefresh(teacher, c.teacher_refresh))
-        engine = self._rollout_engine(model, tok)
         out = self.ctx.run_dir / "state" / "rl" / key
         trainer = AgentGRPOTrainer(
             model,
@@ -141,7 +119,7 @@ class TipsRecipe(Recipe[TipsConfig]):
             processing_class=tok,
             tools=[self.tool],
             agent=agent,
-            engine=engine,
+            engine=c.engine,
             estimator=c.estimator or METHOD_ESTIMATOR[method],
             shaper=shaper,
             outcome=c.outcome,
@@ -169,25 +147,18 @@ class TipsRecipe(Recipe[TipsConfig]):
     def _shaper(self, model, tok):
         """TIPS' shaper and its teacher engine: a frozen copy of the starting policy (refreshed by a callback)
         or a fixed model."""
-        from agentkit.engines import make_engine
         from agentkit.rl.trainer import snapshot
         from agentkit.tips.shaping import InfoPotentialShaper
 
         c = self.config
         if c.teacher == "lagged":
-            teacher = make_engine(c.teacher_engine, snapshot(model), tokenizer=tok, name=c.model)
+            teacher = c.teacher_engine.build(snapshot(model), tokenizer=tok, name=c.model)
         else:
-            teacher = make_engine(c.teacher_engine, c.teacher)
-        policy_tokens = make_engine("hf", model, tokenizer=tok, name=c.model) if c.teacher != "lagged" else None
+            teacher = c.teacher_engine.build(c.teacher)
+        policy_tokens = (
+            HFConfig(model=None).build(model, tokenizer=tok, name=c.model) if c.teacher != "lagged" else None
+        )
         return InfoPotentialShaper(teacher, c.shaping, policy_tokens=policy_tokens), teacher
-
-    def _rollout_engine(self, model, tok):
-        """None: the trainer samples with an HFEngine on the policy itself; vllm: a VLLMEngine it reloads."""
-        if self.config.engine == "hf":
-            return None
-        from agentkit.engines import make_engine
-
-        return make_engine("vllm", model, tokenizer=tok, name=self.config.model)
 
     # ---- evaluation and report ----------------------------------------------------------------------------
     def _evaluate(self, name: str, path: Path) -> dict[str, float]:
@@ -198,7 +169,7 @@ class TipsRecipe(Recipe[TipsConfig]):
 
             model, tok = load_model(str(path))
             engine = HFEngine(model, tok, name=self.config.model)
-            trajs = rollout(engine, self.test_tasks, [self.tool], self._agent(rollout_turns=False))
+            trajs = rollout(engine, self.test_tasks, [self.tool], self.config.eval)
             for task, t in zip(self.test_tasks, trajs):
                 score = self.config.outcome(t, [task.answer])
                 rows[task.id] = {**score, "tool_calls": t.tool_calls, "answered": float(t.answer is not None)}

@@ -17,7 +17,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from agentkit.agent import AgentConfig
 from agentkit.agent.trajectory import from_dataset, load_jsonl, to_dataset
 from agentkit.data.tasks import load_task_file, split_held_out
 from agentkit.eval.metrics import necessity
@@ -40,10 +39,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
 
     def setup(self) -> None:
         c = self.config
-        if c.engine not in ("hf", "vllm"):
-            from agentkit.errors import AgentkitError, did_you_mean
-
-            raise AgentkitError(f"engine: {c.engine!r} is not hf or vllm", did_you_mean(c.engine, ["hf", "vllm"]))
         self._questions()
         self.model, self.tokenizer = load_model(c.model)
         self.model_stage = "base"
@@ -150,9 +145,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         """The engine that samples and evaluates the current policy (hf: the policy object itself samples;
         vllm: a copy of its weights)."""
         if self.engine is None:
-            from agentkit.engines import make_engine
-
-            self.engine = make_engine(self.config.engine, self.model, tokenizer=self.tokenizer, name=self.config.model)
+            self.engine = self.config.engine.build(self.model, tokenizer=self.tokenizer, name=self.config.model)
         return self.engine
 
     def _engine_changed(self) -> None:
@@ -222,7 +215,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
     def _sample_and_select(self, stage: str, kind: str, where: Path) -> None:
         c = self.config
         engine = self._sampler()
-        seed = c.sampling.seed + 1000 * int(stage.split("-")[1])
+        seed = c.sampling.agent.sampling.seed + 1000 * int(stage.split("-")[1])
         sources = self._sources(engine)
         if (where / "samples").exists():  # sampled before an interruption: select from the saved samples
             import datasets
@@ -269,7 +262,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         if path.exists():
             keep = set(json.loads(path.read_text())["sources"])
         else:
-            groups, rates = mine_sources(engine, self.pool, c.sampling, seed=c.sampling.seed)
+            groups, rates = mine_sources(engine, self.pool, c.sampling, seed=c.sampling.agent.sampling.seed)
             keep = {t.id for g in groups for t in g.tasks}
             atomic_write(path, json.dumps({"sources": sorted(keep), "no_tool_correct_rate": rates}))
             n = sum(len(g.tasks) for g in self.pool)
@@ -285,14 +278,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         if not rows:
             if self.ctx.is_main:
                 self._load_stage(stage)
-                cfg = AgentConfig(
-                    max_turns=c.eval_max_turns,
-                    max_tool_calls=c.eval_max_turns,
-                    max_tokens_per_turn=c.eval_max_tokens_per_turn,
-                    max_total_tokens=c.eval_max_turns * (c.eval_max_tokens_per_turn + 256),
-                    temperature=0,
-                )
-                rows = evaluate(self._sampler(), self.test, cfg)
+                rows = evaluate(self._sampler(), self.test, c.eval)
                 self.ctx.record(f"eval_{stage}", rows)
             self.ctx.state.wait_for_everyone()
             rows = self.ctx.done(f"eval_{stage}") or rows

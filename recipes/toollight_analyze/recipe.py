@@ -3,11 +3,12 @@ reports the entropy profile around tool results and chain entropy against the nu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from agentkit.agent import AgentConfig, rollout
+from agentkit.agent import rollout
 from agentkit.agent.suites import agent_suite
 from agentkit.agent.trajectory import Trajectory, to_dataset
 from agentkit.plots import pyplot
@@ -22,27 +23,15 @@ class ToolLightAnalyzeRecipe(Recipe[ToolLightAnalyzeConfig]):
     description = "Tool-Light entropy analysis: entropy around tool results, chain entropy vs tool calls"
 
     def setup(self) -> None:
-        from agentkit.engines.hf import HFEngine
-
-        self.engine = HFEngine(self.config.model)
+        self.engine = self.config.engine.build()
 
     def evaluate(self) -> dict[str, Any]:
         c = self.config
 
         def sample(suite: str) -> list[dict[str, Any]]:
             with agent_suite(suite, c.num_tasks, c.seed, few_shot=c.few_shot, top_k=c.search_top_k) as work:
-                cfg = AgentConfig(
-                    max_turns=c.max_turns,
-                    max_tool_calls=c.max_turns,
-                    max_tokens_per_turn=c.max_tokens_per_turn,
-                    max_total_tokens=c.max_turns * (c.max_tokens_per_turn + 256),
-                    n=c.samples,
-                    temperature=c.temperature,
-                    top_p=c.top_p,
-                    seed=c.seed,
-                    entropy=True,
-                    examples=work.examples,
-                )
+                agent = c.agent
+                cfg = replace(agent, examples=agent.examples or work.examples).with_sampling(entropy=True)
                 return [t.to_dict() for t in rollout(self.engine, work.tasks, [work.tool], cfg)]
 
         done = self.ctx.each("trajectories", [(suite,) for suite in c.suites], sample, desc="suites")

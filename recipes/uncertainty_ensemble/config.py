@@ -2,33 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated
 
 import annotated_types as at
 
-from agentkit.config import Fraction, ModelName, NonNegInt, PosFloat, PosInt
+from agentkit.config import Fraction, ModelName, NonNegInt, PosFloat, PosInt, option
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 
 @dataclass
 class MemberConfig:
-    """One member. name: its key in saved generations (and its folder under models/). base: the model it starts
-    from. data_seed: the seed of its training questions (members with different seeds get disjoint questions).
-    max_steps: SFT steps at most (0: the base as it is); min_steps: steps before accuracy may stop training.
-    eval_every: steps between its dev checks (none: the recipe's eval_every). learning_rate, lora_r (0: full
-    fine-tuning), batch_size, train_seed: the SFT run."""
+    """One ensemble member: a model fine-tuned on its own questions until it matches the reference."""
 
-    name: Annotated[str, at.MinLen(1)]
-    base: ModelName = DEFAULT_CHAT_MODEL
-    data_seed: int = 1
-    max_steps: NonNegInt = 120
-    min_steps: NonNegInt = 0
-    eval_every: PosInt | None = None
-    learning_rate: PosFloat = 1e-4
-    lora_r: NonNegInt = 16
-    batch_size: PosInt = 8
-    train_seed: int = 0
+    name: Annotated[str, at.MinLen(1)] = option(help="its key in saved generations and its folder under models/")
+    base: ModelName = option(DEFAULT_CHAT_MODEL, "the model it starts from")
+    data_seed: int = option(
+        1, "the seed of its training questions (members with different seeds get disjoint questions)"
+    )
+    max_steps: NonNegInt = option(120, "SFT steps at most (0: the base as it is)")
+    min_steps: NonNegInt = option(0, "steps before dev accuracy may stop training")
+    eval_every: PosInt | None = option(None, "steps between its dev checks (None: the recipe's eval_every)")
+    learning_rate: PosFloat = option(1e-4, "the SFT learning rate")
+    lora_r: NonNegInt = option(16, "LoRA rank (0: full fine-tuning)")
+    batch_size: PosInt = option(8, "questions per SFT step")
+    train_seed: int = option(0, "the SFT run's seed (data order, LoRA init)")
 
 
 def _default_members() -> list[MemberConfig]:
@@ -50,26 +48,24 @@ def _default_members() -> list[MemberConfig]:
 class EnsembleConfig:
     """A scale-matched ensemble for cross-model EU (``agentkit.uncertainty.ensemble``): each member is fine-tuned
     on its own suite questions until its greedy dev accuracy is within ``tolerance`` of the reference model's,
-    then saved under models/<name> and listed in ensemble.json (``uncertainty generate --models @ensemble.json``).
+    then saved under models/<name> and listed in ensemble.json (``uncertainty generate --models @ensemble.json``)."""
 
-    reference: the model whose answers are judged (not trained). members: see MemberConfig. suites: the suites
-    trained and matched on, comma-separated (agentkit.data.suites). train_questions: per suite and member.
-    dev_questions / dev_seed: the dev set per suite (its seed differs from every member's data_seed and from the
-    experiment's seed 0). tolerance: |member − reference| dev accuracy at which training stops. eval_every: SFT
-    steps between dev evaluations (each saves a checkpoint, so a run resumes from the last one). max_tokens:
-    answer tokens at evaluation. few_shot: the worked examples before each question, as generate shows them.
-    """
-
-    reference: ModelName = DEFAULT_CHAT_MODEL
-    members: Annotated[list[MemberConfig], at.MinLen(1)] = field(default_factory=_default_members)
-    suites: str = "arithmetic-easy,multihop-open"
-    train_questions: PosInt = 400
-    dev_questions: PosInt = 50
-    dev_seed: int = 500
-    tolerance: Fraction = 0.04
-    eval_every: PosInt = 20
-    max_tokens: PosInt = 24
-    few_shot: bool = True
+    reference: ModelName = option(DEFAULT_CHAT_MODEL, "the model whose answers are judged (not trained)")
+    members: Annotated[list[MemberConfig], at.MinLen(1)] = option(
+        _default_members(), "the members, each a mapping of MemberConfig fields (name required)"
+    )
+    suites: str = option(
+        "arithmetic-easy,multihop-open", "suites trained and matched on, comma-separated (agentkit.data.suites)"
+    )
+    train_questions: PosInt = option(400, "training questions per suite and member")
+    dev_questions: PosInt = option(50, "dev questions per suite")
+    dev_seed: int = option(
+        500, "the dev set's seed (it must differ from every member's data_seed and the experiment's 0)"
+    )
+    tolerance: Fraction = option(0.04, "|member − reference| dev accuracy at which a member stops training")
+    eval_every: PosInt = option(20, "SFT steps between dev evaluations (each saves a checkpoint, the resume point)")
+    max_tokens: PosInt = option(24, "answer tokens at evaluation")
+    few_shot: bool = option(True, "show the worked examples before each question, as uncertainty generate does")
 
     def problems(self) -> list[str]:
         from agentkit.data.suites import SUITE_NAMES

@@ -114,7 +114,7 @@ def test_quickstart_under_accelerate_launch(tmp_path):
             "--set",
             "batch_size=4",
             "--set",
-            "max_tokens=4",
+            "sampling.max_tokens=4",
         ],
         capture_output=True,
         text=True,
@@ -172,7 +172,11 @@ def test_agent_rollout_with_real_model_and_sandbox(smol_engine):
             smol_engine,
             arithmetic_suite(2, seed=5),
             [tool],
-            AgentConfig(max_turns=3, max_tokens_per_turn=64, max_total_tokens=256, temperature=0),
+            AgentConfig(
+                max_turns=3,
+                max_total_tokens=256,
+                sampling=SamplingParams(max_tokens=64, temperature=0, seed=0, entropy=True),
+            ),
         )
     finally:
         tool.close()

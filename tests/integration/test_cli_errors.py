@@ -24,16 +24,14 @@ def guarded(monkeypatch, tmp_path):
     import transformers
     import uvicorn
 
-    import agentkit.engines
-    import agentkit.uncertainty.generate
+    from agentkit.engines.config import HFConfig, VLLMConfig
 
     def refuse(*a, **k):
         raise ModelLoaded
 
-    # make_engine is bound where it is imported: patch it there, in modules imported before the patch (a module
-    # first imported under the patch would keep `refuse` after the test)
-    for module in (agentkit.engines, agentkit.uncertainty.generate):  # commands import it when they run
-        monkeypatch.setattr(module, "make_engine", refuse)
+    # every engine is built by its kind's config (the openai kind loads nothing: its URL check must run)
+    for cls in (HFConfig, VLLMConfig):
+        monkeypatch.setattr(cls, "build", refuse)
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
     monkeypatch.setattr(uvicorn, "run", refuse)
     monkeypatch.chdir(tmp_path)
@@ -88,9 +86,41 @@ def _bad_inputs(d):
 
 # (arguments, a part of the expected message)
 BAD = [
-    ("run quickstart --set temperature=-1", "temperature: must be >= 0, got -1.0 (--set temperature=-1)"),
-    ("run quickstart --set max_tokens=-5", "max_tokens: must be > 0"),
-    ("run quickstart --set max_tokens=0", "max_tokens: must be > 0"),
+    ("run quickstart --set sampling.temperature=-1", "sampling.temperature: must be >= 0, got -1.0"),
+    ("run quickstart --set sampling.max_tokens=-5", "sampling.max_tokens: must be >= 0"),
+    ("run quickstart --set sampling.max_tokens=0", "sampling.max_tokens: 0 generates nothing"),
+    ("run quickstart --set sampling.top_p=0", "sampling.top_p: must be > 0"),
+    ("run quickstart --set sampling.seeds=[1]", "sampling.seeds (--set sampling.seeds=[1]): set by code for each call"),
+    ("uncertainty generate --models nosuch --tasks arithmetic:2 --out o.jsonl", "model spec 'nosuch': model: unknown"),
+    # keys that moved name their new place
+    ("run quickstart --set temperature=0.5", "temperature (--set temperature=0.5) is now sampling.temperature"),
+    (
+        "run tips --set rl.max_tokens_per_turn=8",
+        "rl.max_tokens_per_turn (--set rl.max_tokens_per_turn=8) is now rl.agent.sampling.max_tokens",
+    ),
+    ("run toollight --set eval_max_turns=2", "is now eval.max_turns"),
+    ("run ace --set tokens_per_turn=8", "is now agent.sampling.max_tokens"),
+    # rules across fields and bounds, before anything loads
+    ("run ace --set roles.retries=-3", "roles.retries: must be >= 0"),
+    ("run ace --set roles.sampling.temperature=-1", "roles.sampling.temperature: must be >= 0"),
+    ("run ace --set roles.sampling.max_tokens=0", "roles.sampling.max_tokens: 0 generates nothing"),
+    ("run ace --set methods=[eval]", "methods: 'eval' and playbook go together"),
+    (
+        "run toollight --set rules.vanilla_easy_at=0.2 --set rules.vanilla_hard_at=0.9",
+        "rules.vanilla_easy_at: 0.2 is below vanilla_hard_at 0.9",
+    ),
+    ("run toollight --set rules.hard_to_easy=[2]", "rules.hard_to_easy: expected 2 items, got 1"),
+    ("run tips --set rl.agent.sampling.temperature=0", "rl.agent.sampling.temperature: 0 samples every trajectory"),
+    ("run tips --set engine.kind=openai", "engine.kind: openai cannot take the policy's new weights"),
+    ("run tips --set engine.model=smollm2-135m", "engine.model: the rollout engine runs the policy"),
+    (
+        "run quickstart --set engine.kind=openai --set engine.max_batch_size=3",
+        "unknown config key 'engine.max_batch_size'",
+    ),
+    (
+        "run quickstart --set engine.kind=openai --set engine.base_url=ftp://x",
+        "engine.base_url: 'ftp://x' is not an http",
+    ),
     ("run quickstart --set num_problems=0", "num_problems: must be > 0"),
     ("run quickstart --set batch_size=0", "batch_size: must be > 0"),
     ("run quickstart --set kinds=[mul,divide]", "kinds[1]: 'divide' is not allowed"),
@@ -101,10 +131,10 @@ BAD = [
     ("run quickstart --set engine.max_batch_sise=3", "did you mean 'engine.max_batch_size'"),
     ("run quickstart --set max_batch_size=3", "did you mean 'engine.max_batch_size'"),
     ("run quickstart --set engine=3", "engine: expected a mapping"),
-    ("run quickstart --set engine.kind=tpu", "engine.kind: 'tpu' is not allowed"),
+    ("run quickstart --set engine.kind=tpu", "engine.kind: unknown engine 'tpu'"),
     ("run quickstart --set engine.model=smolm2-135m", "did you mean 'smollm2-135m'"),
     ("run quickstart --set num_problems=many", "num_problems: expected int"),
-    ("run quickstart --set num_problems=0 --set temperature=-1 --set bogus=1", "3 config problems"),
+    ("run quickstart --set num_problems=0 --set sampling.temperature=-1 --set bogus=1", "3 config problems"),
     ("run quickstart --output-dir afile", "--output-dir afile is a file"),
     ("run quickstrat", "did you mean 'quickstart'"),
     ("run quickstart --preset nosuch", "has no preset 'nosuch'"),
@@ -117,7 +147,7 @@ BAD = [
     ("run toollight --set questions=none.jsonl", "questions: none.jsonl does not exist"),
     ("run toollight --set tools=[python,web]", "tools[1]: 'web' is not allowed"),
     ("run toollight --set test_fraction=1.5", "test_fraction: must be < 1"),
-    ("run toollight --set sampling.top_p=0", "sampling.top_p: must be > 0"),
+    ("run toollight --set sampling.agent.sampling.top_p=0", "sampling.agent.sampling.top_p: must be > 0"),
     ("run toollight --set model=nosuch", "model: unknown model 'nosuch'"),
     ("run toollight_analyze --set suites=[]", "suites: must not be empty"),
     ("run serve_demo --set concurrency=0", "concurrency: must be > 0"),
@@ -125,7 +155,13 @@ BAD = [
     ("serve --port 0", "argument --port: must be >= 1"),
     ("serve --port abc", "argument --port: expected an integer"),
     ("serve --engine tpu", "argument --engine: invalid choice"),
-    ("serve --engine openai", "--engine openai needs --upstream"),
+    ("serve --engine openai", "base_url: the openai engine needs the server's base URL"),
+    ("serve --engine-option max_batch_size=0", "max_batch_size: must be > 0"),
+    ("serve --engine-option nokey", "--engine-option 'nokey' is not of the form key=value"),
+    (
+        "serve --engine openai --upstream http://127.0.0.1:1/v1 --engine-option dtype=float16",
+        "unknown config key 'dtype'",
+    ),
     ("serve --agent tir --tools pyhton", "unknown tool 'pyhton'"),
     ("serve --agent tir --tools search", "the search tool needs a --corpus"),
     ("serve --agent tir --tools search --corpus none.jsonl", "--corpus none.jsonl does not exist"),
@@ -140,7 +176,7 @@ BAD = [
     ("bench toollight-sampling --workload web", "argument --workload: invalid choice"),
     ("uncertainty generate --models smollm2-135m --tasks arithmetic:0 --out o.jsonl", "N must be a positive"),
     ("uncertainty generate --models smollm2-135m --tasks nosuch --out o.jsonl", "'nosuch' is neither a file"),
-    ("uncertainty generate --models a,a --tasks arithmetic:2 --out o.jsonl", "names a model twice"),
+    ("uncertainty generate --models tiny-random,tiny-random --tasks arithmetic:2 --out o.jsonl", "names a model twice"),
     (
         "uncertainty generate --models smollm2-135m --tasks arithmetic:2 --out o.jsonl --samples 1",
         "argument --samples: must be >= 2",
@@ -169,7 +205,7 @@ BAD = [
     ("gamerl code2logic game.py --instances 0 --out c2l", "argument --instances: must be >= 1"),
     ("gamerl code2logic game.py --drafts -2 --out c2l", "argument --drafts: must be >= 0"),
     ("gamerl code2logic game.py --drafts 0 --out c2l", "--drafts 0 without --templates"),
-    ("gamerl code2logic game.py --engine openai --out c2l", "the openai engine needs --base-url"),
+    ("gamerl code2logic game.py --engine openai --out c2l", "the openai engine needs the server's base URL"),
     ("gamerl code2logic game.py --engine openai --base-url file:///etc --out c2l", "is not an http(s) URL"),
     ("gamerl code2logic nogame.py --out c2l", "nogame.py: no such file"),
     # extras: rules that involve two keys
@@ -305,10 +341,12 @@ def test_recipe_help_lists_every_key(capsys):
         cli.main(["run", "toollight", "--help"])
     out = capsys.readouterr().out
     assert e.value.code == 0 and "usage: agentkit run" in out
-    assert "  sampling.top_p: float in (0, 1] = 0.95" in out  # nested, with its constraint
+    assert "  sampling.agent.sampling.top_p: float in (0, 1] = 0.95" in out  # nested, with its constraint
+    assert "sampling.agent.sampling.seeds" not in out  # set by code for each call
     assert "  tools: list of (python | search), not empty = ['python', 'search']" in out
-    assert "  dpo.beta: float > 0 = 0.1\n      the sigmoid loss's β (paper 0.1)." in out  # the doc
-    assert "  engine: hf | vllm = 'hf'" in out
+    assert "  dpo.beta: float > 0 = 0.1\n      the sigmoid loss's β (paper 0.1)\n" in out  # its help
+    assert "  dpo.*\n      each DPO round's settings\n" in out  # a section, with its help
+    assert "  engine.kind: str = 'hf'" in out and "  engine.max_batch_size: int > 0 = 64" in out
     with pytest.raises(SystemExit):
         cli.main(["serve", "--help"])
     assert "TCP port (default: 8000)" in capsys.readouterr().out

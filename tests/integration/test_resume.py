@@ -83,7 +83,7 @@ def test_quickstart_resume_skips_finished_batches(tmp_path, monkeypatch):
 
     fail_on = [2]
     monkeypatch.setattr(HFEngine, "generate", counting)
-    sets = ["engine.model=tiny-random", "num_problems=6", "batch_size=2", "max_tokens=6"]
+    sets = ["engine.model=tiny-random", "num_problems=6", "batch_size=2", "sampling.max_tokens=6"]
     out = tmp_path / "qs"
     with pytest.raises(KeyboardInterrupt):
         run_recipe("quickstart", sets, output_dir=str(out), quiet=True)

@@ -17,8 +17,9 @@ from agentkit.extras.efficiency.dequant.config import SETTING, DequantConfig
 from agentkit.extras.efficiency.dequant.models import CharGPT, mlp
 from agentkit.extras.efficiency.dequant.quant import QuantSpec
 from agentkit.extras.nets import accuracy, fit, warmup_cosine
+from agentkit.extras.sweep import sweep
 from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.recipe import Recipe
 
 
 def parse_setting(s: str, dequant: str, block: int, lam: float) -> tuple[QuantSpec | None, QuantSpec | None]:
@@ -83,12 +84,8 @@ class DequantRecipe(Recipe[DequantConfig]):
         if c.gpt:
             parts.append(("gpt", self._runs(c.gpt_settings), self._gpt, ["val_bpc", "diverged", "seconds"], c.seeds))
         for part, runs, fn, cols, seeds in parts:
-            done = self.ctx.each(part, [(s, d, k) for s, d in runs for k in range(seeds)], fn, f"{part} runs")
-            res: report.Results = {}
-            for s, d in runs:
-                for k in range(seeds):
-                    row = done[job_key((s, d, k))]
-                    report.add(res, s if s == "fp" else f"{s} {d}", {key: row[key] for key in cols})
+            grid = sweep(self.ctx, runs, seeds, fn, name=part, desc=f"{part} runs", seeds_outer=False)
+            res = grid.results(lambda s, d: s if s == "fp" else f"{s} {d}", columns=cols)
             title = {
                 "mlp": f"MLP on Fashion-MNIST ({c.mlp_epochs} epochs; test accuracy at the best "
                 f"validation epoch, and after the last)",
@@ -96,11 +93,12 @@ class DequantRecipe(Recipe[DequantConfig]):
             }[part]
             self.ctx.add_section(
                 f"{title}, {seeds} seeds",
-                report.table(res, cols) + "\n\n`diverged` is the share of seeds that diverged.",
+                report.table(res, cols)
+                + "\n\n`diverged` is the share of seeds that diverged.\n\n"
+                + report.paired(res, "fp", cols[:1]),
             )
-            self._plot(part, runs, done, seeds)
-            out.update({f"{part}/{m}/{cols[0]}": report.mean_std(v[cols[0]])[0] for m, v in res.items()})
-            out.update({f"{part}/{m}/diverged": report.mean_std(v["diverged"])[0] for m, v in res.items()})
+            self._plot(part, grid)
+            out |= report.means(res, [cols[0], "diverged"], f"{part}/")
         return out
 
     def _mlp(self, setting: str, dequant: str, seed: int) -> dict[str, Any]:
@@ -149,15 +147,16 @@ class DequantRecipe(Recipe[DequantConfig]):
             "curve": report.thin(losses),
         }
 
-    def _plot(self, part: str, runs: list[tuple[str, str]], done: dict[str, Any], seeds: int) -> None:
+    def _plot(self, part: str, grid) -> None:
         plt = pyplot()
 
+        runs = grid.settings
         settings = list(dict.fromkeys(s for s, _ in runs))
         fig, axes = plt.subplots(1, len(settings), figsize=(3.4 * len(settings), 3.2), sharey=True, squeeze=False)
         for ax, s in zip(axes[0], settings):
             for d in dict.fromkeys(dd for ss, dd in runs if ss == s):
-                for k in range(seeds):
-                    curve = done[job_key((s, d, k))]["curve"]
+                for k, r in enumerate(grid.raw[(s, d)]):
+                    curve = r["curve"]
                     ax.plot(
                         curve,
                         color={"ste": "C3", "ridge": "C0"}.get(d, "k"),

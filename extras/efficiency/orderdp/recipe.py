@@ -14,8 +14,9 @@ from torch import nn
 from agentkit.extras import data, report
 from agentkit.extras.efficiency.orderdp.config import OrderDPConfig
 from agentkit.extras.efficiency.orderdp.selection import OrderDPSelector
+from agentkit.extras.sweep import sweep
 from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.recipe import Recipe
 
 METHODS = ("full", "random", "top-q", "OrderDP")
 
@@ -41,20 +42,16 @@ class OrderDPRecipe(Recipe[OrderDPConfig]):
         c = self.config
         runs = [("full", 1.0)] if "full" in c.methods else []
         runs += [(m, k) for k in c.keep for m in c.methods if m != "full"]
-        done = self.ctx.each(
-            "runs", [(m, k, s) for m, k in runs for s in range(c.seeds)], self._train_one, "training runs"
-        )
-        res: report.Results = {}
-        for m, k in runs:
-            label = m if m == "full" else f"{m} @ keep {k:g}"
-            for s in range(c.seeds):
-                report.add(res, label, done[job_key((m, k, s))])
+        grid = sweep(self.ctx, runs, c.seeds, self._train_one, seeds_outer=False)
+        res = grid.results(lambda m, k: m if m == "full" else f"{m} @ keep {k:g}")
         self.ctx.add_section(
             f"Test accuracy and cost ({c.dataset}, MLP, {c.epochs} epochs, {c.seeds} seeds)",
-            report.table(res, ["test_accuracy", "seconds", "samples"], label="method"),
+            report.table(res, ["test_accuracy", "seconds", "samples"], label="method")
+            + "\n\n"
+            + report.paired(res, "full", ["test_accuracy", "seconds"]),
         )
-        self._plot(runs, done)
-        return {f"{label}/test_accuracy": report.mean_std(v["test_accuracy"])[0] for label, v in res.items()}
+        self._plot(grid)
+        return report.means(res, ["test_accuracy"])
 
     def _train_one(self, method: str, keep: float, seed: int) -> dict[str, float]:
         c = self.config
@@ -90,21 +87,13 @@ class OrderDPRecipe(Recipe[OrderDPConfig]):
             "samples": samples,
         }
 
-    def _plot(self, runs, done) -> None:
+    def _plot(self, grid) -> None:
         plt = pyplot()
 
-        c = self.config
         fig, ax = plt.subplots(figsize=(5.5, 3.6))
-        for m in c.methods:
-            pts = [
-                (
-                    k,
-                    report.mean_std([done[job_key((m, k, s))]["test_accuracy"] for s in range(c.seeds)]),
-                    report.mean_std([done[job_key((m, k, s))]["samples"] for s in range(c.seeds)])[0],
-                )
-                for mm, k in runs
-                if mm == m
-            ]
+        for m, part in grid.split().items():
+            per = part.results(lambda k: str(k))
+            pts = [(k, report.mean_std(v["test_accuracy"]), report.mean_std(v["samples"])[0]) for k, v in per.items()]
             ax.errorbar(
                 [p[2] for p in pts],
                 [p[1][0] for p in pts],

@@ -2,58 +2,53 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import annotated_types as at
 
-from agentkit.config import Fraction, NonNegFloat, PosFloat, PosInt
+from agentkit.config import Fraction, NonNegFloat, PosFloat, PosInt, option
+from agentkit.extras.sweep import SweepConfig
 
 Method = Literal["gcn", "dgi", "bandpass", "apf", "apf_no_rq", "apf_no_high", "apf_no_gate"]
 
 
 @dataclass
-class APFConfig:
-    """APF against GCN from scratch, DGI + logistic regression, a fixed band-pass filter and APF ablations.
+class APFConfig(SweepConfig):
+    """APF against GCN from scratch, DGI + logistic regression, a fixed band-pass filter and APF ablations:
+    AUPRC and AUROC on the test nodes of a graph per seed."""
 
-    Data (``agentkit.extras.data.anomaly_graph``, one graph per seed): ``nodes`` nodes in ``blocks`` communities
-    (mean degree ``degree``, ``homophily``), ``channels``-d features, anomaly_rate of the nodes anomalous (half
-    contextual: another community's features shifted by ``shift``; half structural: cliques). Labels:
-    train_labels nodes for training and as many for validation (model selection), each with anomalous_labels
-    anomalies; every other node is the test set. Scores: AUPRC and AUROC on the test nodes.
-    Models: width hidden, Chebyshev order; pre-training pretrain_epochs (APF's two DGI losses, DGI's one),
-    fine-tuning epochs, Adam lr, weight_decay, dropout; validation every eval_every epochs. RQ subgraphs:
-    candidates random-walk subgraphs (walks walks of length 2) per node. Gate regulariser: weight gate_weight,
-    targets p_anomaly ≤ p_normal. Ablations: apf_no_rq (per-node summary over the whole 2-hop neighbourhood),
-    apf_no_high (low-pass branch only), apf_no_gate (C = ½).
-    """
-
-    nodes: PosInt = 2000
-    blocks: Annotated[int, at.Ge(2)] = 4
-    degree: PosFloat = 8.0
-    homophily: Fraction = 0.9
-    channels: PosInt = 16
-    anomaly_rate: Annotated[float, at.Interval(gt=0, lt=0.5)] = 0.05
-    shift: NonNegFloat = 1.5
-    train_labels: PosInt = 100
-    anomalous_labels: PosInt = 20
-    methods: Annotated[list[Method], at.MinLen(1)] = field(
-        default_factory=lambda: ["gcn", "dgi", "bandpass", "apf", "apf_no_rq", "apf_no_high", "apf_no_gate"]
+    nodes: PosInt = option(2000, "nodes of each seed's graph (agentkit.extras.data.anomaly_graph)")
+    blocks: Annotated[int, at.Ge(2)] = option(4, "communities")
+    degree: PosFloat = option(8.0, "mean degree")
+    homophily: Fraction = option(0.9, "share of edges within a community")
+    channels: PosInt = option(16, "feature dimensions")
+    anomaly_rate: Annotated[float, at.Interval(gt=0, lt=0.5)] = option(
+        0.05,
+        "share of anomalous nodes: half contextual (another community's features, shifted), half structural (cliques)",
     )
-    hidden: PosInt = 64
-    order: Annotated[int, at.Ge(2)] = 3
-    candidates: PosInt = 8
-    walks: PosInt = 4
-    pretrain_epochs: PosInt = 200
-    epochs: PosInt = 200
-    lr: PosFloat = 1e-3
-    weight_decay: NonNegFloat = 5e-4
-    dropout: Fraction = 0.2
-    eval_every: PosInt = 10
-    gate_weight: NonNegFloat = 0.5
-    p_anomaly: Fraction = 0.2
-    p_normal: Fraction = 0.8
-    seeds: PosInt = 3
+    shift: NonNegFloat = option(1.5, "how far contextual anomalies' features are shifted")
+    train_labels: PosInt = option(
+        100, "labelled training nodes (as many again validate); every other node is a test node"
+    )
+    anomalous_labels: PosInt = option(20, "anomalies among the training (and among the validation) labels")
+    methods: Annotated[list[Method], at.MinLen(1)] = option(
+        ["gcn", "dgi", "bandpass", "apf", "apf_no_rq", "apf_no_high", "apf_no_gate"],
+        "gcn (scratch), dgi (+ logistic regression), bandpass (fixed), apf, and the ablations apf_no_rq, apf_no_high, apf_no_gate",
+    )
+    hidden: PosInt = option(64, "width of every model")
+    order: Annotated[int, at.Ge(2)] = option(3, "Chebyshev polynomial order of the filters")
+    candidates: PosInt = option(8, "random-walk subgraphs per node for the RQ selection")
+    walks: PosInt = option(4, "walks of length 2 per candidate subgraph")
+    pretrain_epochs: PosInt = option(200, "pre-training epochs (APF's two DGI losses, DGI's one)")
+    epochs: PosInt = option(200, "fine-tuning epochs")
+    lr: PosFloat = option(1e-3, "Adam's learning rate")
+    weight_decay: NonNegFloat = option(5e-4, "Adam's weight decay")
+    dropout: Fraction = option(0.2, "dropout probability")
+    eval_every: PosInt = option(10, "epochs between validation checks (model selection)")
+    gate_weight: NonNegFloat = option(0.5, "weight of the gate regulariser")
+    p_anomaly: Fraction = option(0.2, "the gate's target for anomalies (at most p_normal)")
+    p_normal: Fraction = option(0.8, "the gate's target for normal nodes")
 
     def problems(self) -> list[str]:
         out = []

@@ -23,8 +23,8 @@ from agentkit.extras.graph.apf.model import (
     two_hop_sets,
 )
 from agentkit.extras.nets import GCN
-from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.extras.sweep import sweep
+from agentkit.recipe import Recipe
 
 NAMES = {
     "gcn": "GCN (scratch)",
@@ -47,24 +47,19 @@ class APFRecipe(Recipe[APFConfig]):
 
     def train(self) -> dict[str, Any]:
         c = self.config
-        done = self.ctx.each("runs", [(m, s) for s in range(c.seeds) for m in c.methods], self._run, "detector runs")
-        res: report.Results = {}
-        for m in c.methods:
-            for s in range(c.seeds):
-                report.add(res, NAMES[m], done[job_key((m, s))])
+        grid = sweep(self.ctx, [(m,) for m in c.methods], c.seeds, self._run, desc="detector runs")
+        res = grid.results(lambda m: NAMES[m])
         self.ctx.add_section(
             f"Test nodes ({c.seeds} graphs and label draws; model picked on the {c.train_labels} validation labels)",
             f"{c.nodes} nodes, {c.anomaly_rate:.0%} anomalies; {c.train_labels} training labels of which "
             f"{c.anomalous_labels} anomalous (chance AUPRC ≈ {c.anomaly_rate:.2f}).\n\n"
-            + report.table(res, ["auprc", "auroc", "val_auprc", "seconds"]),
+            + report.table(res, ["auprc", "auroc", "val_auprc", "seconds"])
+            + "\n\n"
+            + report.paired(res, NAMES["gcn"], ["auprc", "auroc"]),
         )
-        plt = pyplot()
-        fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-        report.bars(axes[0], res, "auprc", "AUPRC (test)")
-        report.bars(axes[1], res, "auroc", "AUROC (test)")
-        fig.tight_layout()
-        self.ctx.save_plot(fig, "anomaly", "Anomaly detection on the test nodes (mean ± std, dots: seeds)")
-        return {f"{m}/{k}": report.mean_std(v[k])[0] for m, v in res.items() for k in ("auprc", "auroc")}
+        caption = "Anomaly detection on the test nodes (mean ± std, dots: seeds)"
+        report.figure(self.ctx, res, ["auprc", "auroc"], "anomaly", caption, ["AUPRC (test)", "AUROC (test)"])
+        return report.means(res, ["auprc", "auroc"])
 
     # ---- one (method, seed) run -----------------------------------------------------------------------------
     def _run(self, method: str, seed: int) -> dict[str, float]:

@@ -22,8 +22,9 @@ from agentkit.extras.graph.difflift.model import (
     knn,
     static_hyperedges,
 )
+from agentkit.extras.sweep import product, sweep
 from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.recipe import Recipe
 
 NAMES = {
     "none": "graph only",
@@ -45,11 +46,8 @@ class DiffLiftRecipe(Recipe[DiffLiftConfig]):
 
     def train(self) -> dict[str, Any]:
         c = self.config
-        jobs = [(t, lift, s) for t in c.tasks for s in range(c.seeds) for lift in c.liftings]
-        done = self.ctx.each("runs", jobs, self._run, "lifting runs")
-        res: dict[str, report.Results] = {t: {} for t in c.tasks}
-        for t, lift, s in jobs:
-            report.add(res[t], NAMES[lift], done[job_key((t, lift, s))])
+        grid = sweep(self.ctx, product(c.tasks, c.liftings), c.seeds, self._run, desc="lifting runs")
+        res = {t: part.results(lambda lift: NAMES[lift]) for t, part in grid.split().items()}
         for t in c.tasks:
             what = (
                 f"node classification, random partition graph h = {c.homophily}"
@@ -58,7 +56,9 @@ class DiffLiftRecipe(Recipe[DiffLiftConfig]):
             )
             self.ctx.add_section(
                 f"{t}: {what} ({c.seeds} seeds)",
-                report.table(res[t], ["test_accuracy", "val_accuracy", "cells", "seconds"]),
+                report.table(res[t], ["test_accuracy", "val_accuracy", "cells", "seconds"])
+                + "\n\n"
+                + report.paired(res[t], NAMES[c.liftings[0]], ["test_accuracy"]),
             )
         plt = pyplot()
         fig, axes = plt.subplots(1, len(c.tasks), figsize=(5.5 * len(c.tasks), 3.6), squeeze=False)
@@ -66,9 +66,7 @@ class DiffLiftRecipe(Recipe[DiffLiftConfig]):
             report.bars(ax, res[t], "test_accuracy", "node classification" if t == "node" else "BA-2Motifs")
         fig.tight_layout()
         self.ctx.save_plot(fig, "accuracy", "Test accuracy per lifting (mean ± std, dots: seeds)")
-        return {
-            f"{t}/{m}/test_accuracy": report.mean_std(v["test_accuracy"])[0] for t in c.tasks for m, v in res[t].items()
-        }
+        return {k: v for t in c.tasks for k, v in report.means(res[t], ["test_accuracy"], f"{t}/").items()}
 
     def _static(self, lifting: str, x: torch.Tensor, edge_index: torch.Tensor, batch=None) -> Cells | None:
         c, n = self.config, x.size(0)

@@ -2,56 +2,49 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import annotated_types as at
 
-from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt
+from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt, option
+from agentkit.extras.sweep import SweepConfig
 
 Method = Literal["raw", "propagated", "graphmae", "byol", "h3gnn"]
 
 
 @dataclass
-class H3GNNConfig:
-    """H³GNNs against graph SSL baselines: linear-probe node accuracy on homophily-controlled graphs.
+class H3GNNConfig(SweepConfig):
+    """H³GNNs against graph SSL baselines: linear-probe node accuracy (nodes split 60/20/20) on homophily-controlled
+    random partition graphs (``agentkit.extras.data.partition_graph``)."""
 
-    Data (``agentkit.extras.data.partition_graph``): one random partition graph per homophily h in homophilies
-    and seed: classes × per_class nodes, mean degree ``degree``, ``channels``-d features of which
-    ``informative`` carry the class at separation class_sep. Nodes split 60/20/20 (train/val/test) for the probe.
-    Methods: raw (logistic regression on X), propagated (on Â²X: a parameter-free GCN), graphmae (GCN
-    encoder, masked-feature reconstruction with the scaled cosine error, γ = 2), byol (the H³GNN encoder and
-    teacher–student loss, random masking) and h3gnn (the same with hardness masking after warmup epochs).
-    Encoder: width d, K = hops, high-pass (I − βÂ)^power, heads, dropout (in the WGCNs); Adam (lr, weight_decay) for epochs;
-    EMA momentum; mask_rate R; steer r (share of the mask drawn by hardness). The probe is fitted every
-    eval_every epochs and the epoch with the best validation accuracy gives the test accuracy.
-    """
-
-    homophilies: Annotated[list[Fraction], at.MinLen(1)] = field(default_factory=lambda: [0.1, 0.5, 0.9])
-    classes: Annotated[int, at.Ge(2)] = 5
-    per_class: PosInt = 200
-    degree: PosFloat = 5.0
-    channels: PosInt = 32
-    informative: PosInt = 6
-    class_sep: PosFloat = 0.6
-    methods: Annotated[list[Method], at.MinLen(1)] = field(
-        default_factory=lambda: ["raw", "propagated", "graphmae", "byol", "h3gnn"]
+    homophilies: Annotated[list[Fraction], at.MinLen(1)] = option(
+        [0.1, 0.5, 0.9], "homophily h of the random partition graphs, one graph per h and seed"
     )
-    d: PosInt = 64
-    hops: PosInt = 2
-    beta: PosFloat = 1.0
-    power: PosInt = 1
-    heads: PosInt = 4
-    dropout: Fraction = 0.1
-    epochs: PosInt = 200
-    lr: PosFloat = 2e-3
-    weight_decay: NonNegFloat = 1e-5
-    momentum: Annotated[float, at.Interval(ge=0, lt=1)] = 0.99
-    mask_rate: Annotated[float, at.Interval(gt=0, lt=1)] = 0.5
-    steer: Fraction = 0.5
-    warmup: NonNegInt = 50
-    eval_every: PosInt = 50
-    seeds: PosInt = 3
+    classes: Annotated[int, at.Ge(2)] = option(5, "node classes")
+    per_class: PosInt = option(200, "nodes per class")
+    degree: PosFloat = option(5.0, "mean degree")
+    channels: PosInt = option(32, "feature dimensions")
+    informative: PosInt = option(6, "feature dimensions that carry the class")
+    class_sep: PosFloat = option(0.6, "separation of the class means")
+    methods: Annotated[list[Method], at.MinLen(1)] = option(
+        ["raw", "propagated", "graphmae", "byol", "h3gnn"],
+        "raw (logistic regression on X), propagated (on Â²X), graphmae, byol (random masking) and h3gnn (hardness masking after warmup)",
+    )
+    d: PosInt = option(64, "the encoder's width")
+    hops: PosInt = option(2, "K, the hops of the WGCN encoder")
+    beta: PosFloat = option(1.0, "β in the high-pass filter (I − βÂ)^power")
+    power: PosInt = option(1, "the high-pass filter's power")
+    heads: PosInt = option(4, "attention heads")
+    dropout: Fraction = option(0.1, "dropout in the WGCNs")
+    epochs: PosInt = option(200, "SSL training epochs")
+    lr: PosFloat = option(2e-3, "Adam's learning rate")
+    weight_decay: NonNegFloat = option(1e-5, "Adam's weight decay")
+    momentum: Annotated[float, at.Interval(ge=0, lt=1)] = option(0.99, "the teacher's EMA momentum")
+    mask_rate: Annotated[float, at.Interval(gt=0, lt=1)] = option(0.5, "R, the share of nodes masked")
+    steer: Fraction = option(0.5, "r, the share of the mask drawn by hardness")
+    warmup: NonNegInt = option(50, "h3gnn: epochs of random masking before hardness steers it")
+    eval_every: PosInt = option(50, "epochs between probe fits; the best validation epoch gives the test accuracy")
 
     def problems(self) -> list[str]:
         out = []

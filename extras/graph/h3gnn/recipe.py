@@ -14,8 +14,9 @@ from agentkit.extras import data, report
 from agentkit.extras.graph.h3gnn.config import H3GNNConfig
 from agentkit.extras.graph.h3gnn.model import H3Encoder, TeacherStudent, gcn_adjacency, hardness_mask_probs
 from agentkit.extras.nets import GCN, linear_probe
+from agentkit.extras.sweep import product, sweep
 from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.recipe import Recipe
 
 NAMES = {
     "raw": "raw X + LR",
@@ -36,22 +37,20 @@ class H3GNNRecipe(Recipe[H3GNNConfig]):
 
     def train(self) -> dict[str, Any]:
         c = self.config
-        jobs = [(h, m, s) for h in c.homophilies for s in range(c.seeds) for m in c.methods]
-        done = self.ctx.each("runs", jobs, self._run, "probe runs")
-        metrics: dict[str, Any] = {}
-        per_h: dict[float, report.Results] = {}
-        for h in c.homophilies:
-            res = per_h.setdefault(h, {})
-            for m in c.methods:
-                for s in range(c.seeds):
-                    report.add(res, NAMES[m], done[job_key((h, m, s))])
-                metrics[f"h={h:g}/{m}/test_accuracy"] = report.mean_std(res[NAMES[m]]["test_accuracy"])[0]
+        grid = sweep(self.ctx, product(c.homophilies, c.methods), c.seeds, self._run, desc="probe runs")
+        parts = grid.split()
+        per_h = {h: part.results(lambda m: NAMES[m]) for h, part in parts.items()}
+        metrics = {}
+        for h, part in parts.items():
+            metrics |= report.means(part.results(), ["test_accuracy"], f"h={h:g}/")
         rows = {
             f"{NAMES[m]}": {f"h={h:g}": per_h[h][NAMES[m]]["test_accuracy"] for h in c.homophilies} for m in c.methods
         }
         self.ctx.add_section(
             f"Linear-probe test accuracy ({c.seeds} seeds; probe C and SSL epoch picked on validation)",
-            report.table(rows, [f"h={h:g}" for h in c.homophilies], label="method"),
+            report.table(rows, [f"h={h:g}" for h in c.homophilies], label="method")
+            + "\n\nPaired differences from the first method, per homophily:\n\n"
+            + report.paired(rows, NAMES[c.methods[0]], [f"h={h:g}" for h in c.homophilies]),
         )
         self.ctx.add_section(
             "Seconds per run",

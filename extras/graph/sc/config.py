@@ -4,40 +4,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentkit.config import Fraction, NonNegFloat, PosFloat, PosInt
+from agentkit.config import Fraction, NonNegFloat, PosFloat, PosInt, option
+from agentkit.extras.sweep import SweepConfig
 
 
 @dataclass
-class SCConfig:
-    """GSAT against GSAT + self-consistency (SC) on BA-2Motifs, generated offline.
+class SCConfig(SweepConfig):
+    """GSAT against GSAT + self-consistency (SC) on BA-2Motifs, generated offline. Epochs are fewer than the
+    official 100 + 100 so that four seeds fit in 10 minutes on 2 CPU cores (at 100 + 100 the figures were the same
+    within their spread: 15.5 minutes)."""
 
-    Data (``agentkit.extras.data.ba_motifs``): ``graphs`` BA(base, 1) trees with a house (class 0) or a 5-cycle
-    (class 1) attached; split 70/10/20 (train/val/test, stratified). Model (the official BA-2Motifs config):
-    GIN with ``layers`` layers of width hidden, explainer dropout; Adam (lr), batch_size graphs per step.
-    Epochs are fewer than the official 100 + 100 so that four seeds fit in 10 minutes on 2 CPU cores (at
-    100 + 100 the figures were the same within their spread: 15.5 minutes).
-    Stage 1 (GSAT): epochs, CE + reg·KL(Bern(α) ‖ Bern(r)), the epoch with the best validation accuracy kept.
-    Stage 2 from that model, GIN layers frozen, explainer and head fine-tuned for sc_epochs: "GSAT + SC" adds
-    λ_sc·mean|α_old − α_new| (sc_dropout in the explainer), "GSAT + FT" is the same fine-tuning with λ_sc = 0
-    (the control: does the gain come from SC or from training longer?). Fidelity removes or keeps the top
-    fid_edges edges of each graph. seeds: model seeds (one data set); SHD compares seeds pairwise.
-    """
-
-    graphs: PosInt = 1000
-    base: PosInt = 20
-    hidden: PosInt = 64
-    layers: PosInt = 2
-    dropout: Fraction = 0.5
-    sc_dropout: Fraction = 0.3
-    lr: PosFloat = 1e-3
-    batch_size: PosInt = 128
-    epochs: PosInt = 60
-    sc_epochs: PosInt = 50
-    r: Fraction = 0.5
-    reg: NonNegFloat = 0.5
-    lam_sc: NonNegFloat = 1.0
-    fid_edges: PosInt = 10
-    seeds: PosInt = 4
+    graphs: PosInt = option(
+        1000, "BA-2Motifs graphs: BA(base, 1) trees with a house (class 0) or a 5-cycle (class 1), split 70/10/20"
+    )
+    base: PosInt = option(20, "nodes of each BA tree")
+    hidden: PosInt = option(64, "the GIN's width")
+    layers: PosInt = option(2, "the GIN's layers")
+    dropout: Fraction = option(0.5, "the explainer's dropout in stage 1")
+    sc_dropout: Fraction = option(0.3, "the explainer's dropout in stage 2")
+    lr: PosFloat = option(1e-3, "Adam's learning rate")
+    batch_size: PosInt = option(128, "graphs per step")
+    epochs: PosInt = option(60, "stage 1 (GSAT) epochs; the best validation epoch is kept (official: 100)")
+    sc_epochs: PosInt = option(50, "stage 2 epochs: explainer and head fine-tuned, GIN frozen (official: 100)")
+    r: Fraction = option(0.5, "GSAT's prior edge probability r in KL(Bern(α) ‖ Bern(r))")
+    reg: NonNegFloat = option(0.5, "weight of GSAT's KL term")
+    lam_sc: NonNegFloat = option(1.0, "λ_sc, the weight of SC's mean |α_old − α_new| (GSAT + FT: 0, the control)")
+    fid_edges: PosInt = option(10, "top edges per graph removed (Fid⁺) or kept alone (Fid⁻) for fidelity")
+    seeds: PosInt = option(4, "model seeds (one data set); SHD compares them pairwise")
 
     def problems(self) -> list[str]:
         from agentkit.extras.data import stratified_split_problems

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from agentkit.extras import data, report
 from agentkit.extras.graph.sc.config import SCConfig
 from agentkit.extras.graph.sc.model import AttnGIN, Explainer, bernoulli_kl, concrete, sc_loss, symmetrise
+from agentkit.extras.sweep import sweep
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 
@@ -40,13 +41,10 @@ class SCRecipe(Recipe[SCConfig]):
 
     def train(self) -> dict[str, Any]:
         c = self.config
-        done = self.ctx.each("seeds", [(s,) for s in range(c.seeds)], self._seed, "seeds (GSAT, then FT and SC)")
-        res: report.Results = {}
-        for s in range(c.seeds):
-            for m in METHODS:
-                report.add(res, m, {k: v for k, v in done[str(s)][m].items() if k != "att"})
+        grid = sweep(self.ctx, [()], c.seeds, self._seed, name="seeds", desc="seeds (GSAT, then FT and SC)")
+        res = grid.nested()  # one job per seed trains GSAT, then fine-tunes it two ways
         for m in METHODS:  # SHD: mean |α_i − α_j| over test edges, for every pair of seeds
-            atts = [np.array(done[str(s)][m]["att"]) for s in range(c.seeds)]
+            atts = [np.array(r[m]["att"]) for r in grid.raw[()]]
             res[m]["shd"] = [float(np.abs(a - b).mean()) for a, b in itertools.combinations(atts, 2)]
         cols = ["explanation_auc", "shd", "fidelity", "fid_plus", "fid_minus", "accuracy", "sc_gap"]
         self.ctx.add_section(
@@ -54,12 +52,12 @@ class SCRecipe(Recipe[SCConfig]):
             "explanation_auc: ROC-AUC of α against the motif edges; shd: mean |α_i − α_j| between seeds (lower is "
             "more stable); fidelity = (Fid⁺ + 1 − Fid⁻)/2 with the top "
             f"{c.fid_edges} edges per graph removed (Fid⁺) or kept alone (Fid⁻); sc_gap: mean |α_old − α_new|.\n\n"
-            + report.table(res, cols),
+            + report.table(res, cols)
+            + "\n\n"
+            + report.paired(res, "GSAT + FT", ["explanation_auc", "fidelity", "accuracy"]),
         )
         self._plot(res)
-        return {
-            f"{m}/{k}": report.mean_std(res[m][k])[0] for m in METHODS for k in ("explanation_auc", "shd", "fidelity")
-        }
+        return report.means(res, ["explanation_auc", "shd", "fidelity"])
 
     def _seed(self, seed: int) -> dict[str, Any]:
         c = self.config

@@ -13,8 +13,9 @@ from agentkit.extras.data import coloured_fashion_mnist as cfm
 from agentkit.extras.nets import SmallCNN, predict
 from agentkit.extras.robust.hdro.config import HDROConfig
 from agentkit.extras.robust.hdro.loss import GroupLoss
+from agentkit.extras.sweep import sweep
 from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.recipe import Recipe
 
 NAMES = {"erm": "ERM", "group_dro": "Group DRO", "hdro": "HDRO"}
 GROUPS = ("y0 red", "y0 green", "y1 red", "y1 green")
@@ -42,24 +43,21 @@ class HDRORecipe(Recipe[HDROConfig]):
 
     def train(self) -> dict[str, Any]:
         c = self.config
-        done = self.ctx.each(
-            "runs", [(m, e, s) for m, e in self.runs for s in range(c.seeds)], self._train_one, "training runs"
-        )
-        res: report.Results = {}
-        for m, e in self.runs:
-            for s in range(c.seeds):
-                report.add(res, NAMES[m] + (f" ε={e:g}" if m == "hdro" else ""), done[job_key((m, e, s))])
+        grid = sweep(self.ctx, self.runs, c.seeds, self._train_one, seeds_outer=False)
+        res = grid.results(lambda m, e: NAMES[m] + (f" ε={e:g}" if m == "hdro" else ""))
         splits = list(self.tests)
         counts = torch.bincount(self.train_set[2], minlength=4).tolist()
         self.ctx.add_section(
             f"Worst-group and average test accuracy ({c.seeds} seeds, epoch picked by worst-group validation accuracy)",
             f"Training groups {dict(zip(GROUPS, counts))}; test colour agreement {c.test_agree}; rotN: the test set "
             f"with group {GROUPS[c.shift_group]!r} rotated by N°.\n\n"
-            + report.table(res, [f"{s}/{k}" for s in splits for k in ("worst", "average")] + ["seconds"]),
+            + report.table(res, [f"{s}/{k}" for s in splits for k in ("worst", "average")] + ["seconds"])
+            + "\n\n"
+            + report.paired(res, NAMES["group_dro"], [f"{s}/worst" for s in splits]),
         )
         self.ctx.add_section("Per-group test accuracy", report.table(res, [f"{s}/{k}" for s in splits for k in GROUPS]))
         self._plot(res, splits)
-        return {f"{m}/{s}/worst": report.mean_std(v[f"{s}/worst"])[0] for m, v in res.items() for s in splits}
+        return report.means(res, [f"{s}/worst" for s in splits])
 
     def _train_one(self, method: str, eps: float, seed: int) -> dict[str, float]:
         c = self.config

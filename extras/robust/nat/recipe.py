@@ -14,8 +14,9 @@ from agentkit.extras.data import fashion_mnist
 from agentkit.extras.nets import SmallCNN, accuracy, predict
 from agentkit.extras.robust.nat.attack import nat_loss, non_true_entropy, pgd
 from agentkit.extras.robust.nat.config import NATConfig
+from agentkit.extras.sweep import sweep
 from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.recipe import Recipe
 
 METHODS = ("natural", "PGD-AT", "NAT")
 
@@ -41,13 +42,9 @@ class NATRecipe(Recipe[NATConfig]):
 
     def train(self) -> dict[str, Any]:
         c = self.config
-        done = self.ctx.each(
-            "runs", [(m, s) for s in range(c.seeds) for m in METHODS], self._train_one, "training runs"
-        )
-        res: report.Results = {}
-        for m in METHODS:
-            for s in range(c.seeds):
-                report.add(res, m, done[job_key((m, s))])
+        res = sweep(
+            self.ctx, [(m,) for m in METHODS], c.seeds, self._train_one
+        ).results()  # natural first: NAT's teacher
         cols = [
             "clean",
             f"PGD-{c.test_steps} CE",
@@ -59,10 +56,11 @@ class NATRecipe(Recipe[NATConfig]):
         self.ctx.add_section(
             f"Test accuracy under ε = {c.eps:g} ({c.seeds} seeds, epoch picked by validation PGD accuracy)",
             report.table(res, cols) + f"\n\nNon-true entropy: nats over the 9 wrong classes (uniform = "
-            f"{torch.log(torch.tensor(9.0)).item():.3f}); lower is sparser.",
+            f"{torch.log(torch.tensor(9.0)).item():.3f}); lower is sparser.\n\n"
+            + report.paired(res, "PGD-AT", ["clean", cols[3], "non-true entropy"]),
         )
         self._plot(res)
-        return {f"{m}/{k}": report.mean_std(v[k])[0] for m, v in res.items() for k in ("clean", cols[3])}
+        return report.means(res, ["clean", cols[3]])
 
     def _natural_model(self, seed: int) -> SmallCNN:
         if seed not in self.natural:  # after --resume the natural run is redone (deterministic, seconds)

@@ -2,67 +2,59 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import annotated_types as at
 
-from agentkit.config import Fraction, NonNegInt, PosFloat, PosInt
+from agentkit.config import Fraction, NonNegInt, PosFloat, PosInt, option
 from agentkit.extras.data import split_problems
+from agentkit.extras.sweep import SweepConfig
 
 
 @dataclass
-class BEPConfig:
+class BEPConfig(SweepConfig):
     """BEP against straight-through-estimator QAT and a local rule: a binary MLP on Fashion-MNIST and a binary
-    RNN (BEP-TT) on UCR GunPoint.
+    RNN (BEP-TT) on UCR GunPoint."""
 
-    Methods: bep (the binary chain rule through Wᵀ), local (fixed random ±1 feedback instead of Wᵀ: binary
-    feedback alignment) and ste (float latent weights clipped to [−1, 1], sign with the straight-through
-    estimator, Adam, cross-entropy on 4·(prototype scores)/√K_L). BEP and the local rule share group γ₀,
-    reinforcement p_r and initial |H| up to h_init; their gate ν and trigger r are picked on validation.
-
-    MLP: train_size Fashion-MNIST training images (val_size of them held out), test_size test images,
-    binarised at each pixel's training median; 784-hidden… ±1 layers and 10 fixed ±1 prototypes. Each of bep
-    and local picks (ν, r) from nu_grid × r_grid by validation accuracy after select_epochs epochs (seed 0);
-    then every method trains epochs of batch_size per seed (STE at lr), the epoch picked on validation.
-
-    RNN (rnn: false skips it): GunPoint's 50 training series (rnn_val of them held out) and 150 test series,
-    averaged over windows of rnn_stride points, each point thermometer-coded at rnn_levels training
-    quantiles; one recurrent layer of rnn_hidden ±1 units, h_T scored against 2 prototypes. BEP-TT and the
-    local rule use ν = rnn_nu, r = rnn_r and pick the truncation depth (steps the error crosses back; 0: all)
-    from rnn_depths on validation, per seed; rnn_epochs of rnn_batch_size (STE: BPTT at rnn_lr).
-    """
-
-    methods: Annotated[list[Literal["bep", "local", "ste"]], at.MinLen(1)] = field(
-        default_factory=lambda: ["bep", "local", "ste"]
+    methods: Annotated[list[Literal["bep", "local", "ste"]], at.MinLen(1)] = option(
+        ["bep", "local", "ste"],
+        "bep (the binary chain rule through Wᵀ), local (fixed random ±1 feedback) and ste (float latent weights, straight-through QAT)",
     )
-    seeds: PosInt = 3
-    group: PosInt = 4
-    p_r: Fraction = 0.5
-    h_init: PosInt = 8
+    group: PosInt = option(4, "BEP and local: group size γ₀ of the prototype scores")
+    p_r: Fraction = option(0.5, "BEP and local: reinforcement probability p_r")
+    h_init: PosInt = option(8, "BEP and local: initial |H| up to this")
     # MLP on Fashion-MNIST
-    train_size: PosInt = 12000
-    val_size: PosInt = 2000
-    test_size: PosInt = 10000
-    hidden: Annotated[list[PosInt], at.MinLen(1)] = field(default_factory=lambda: [1000, 1000])
-    epochs: PosInt = 3
-    batch_size: PosInt = 100
-    nu_grid: Annotated[list[Fraction], at.MinLen(1)] = field(default_factory=lambda: [0.01, 0.05, 0.2])
-    r_grid: Annotated[list[Fraction], at.MinLen(1)] = field(default_factory=lambda: [0.5, 1.0])
-    select_epochs: PosInt = 1
-    lr: PosFloat = 1e-3
+    train_size: PosInt = option(
+        12000, "MLP: Fashion-MNIST training images, binarised at each pixel's training median (val_size held out)"
+    )
+    val_size: PosInt = option(2000, "MLP: held-out training images")
+    test_size: PosInt = option(10000, "MLP: test images")
+    hidden: Annotated[list[PosInt], at.MinLen(1)] = option(
+        [1000, 1000], "MLP: widths of the ±1 hidden layers (10 fixed ±1 prototypes follow)"
+    )
+    epochs: PosInt = option(3, "MLP: training epochs (the epoch picked on validation)")
+    batch_size: PosInt = option(100, "MLP: images per step")
+    nu_grid: Annotated[list[Fraction], at.MinLen(1)] = option(
+        [0.01, 0.05, 0.2], "MLP: gate ν values bep and local pick from on validation (seed 0)"
+    )
+    r_grid: Annotated[list[Fraction], at.MinLen(1)] = option([0.5, 1.0], "MLP: trigger r values picked with ν")
+    select_epochs: PosInt = option(1, "MLP: epochs of each (ν, r) candidate")
+    lr: PosFloat = option(1e-3, "MLP: STE's Adam learning rate")
     # RNN on GunPoint
-    rnn: bool = True
-    rnn_val: PosInt = 10
-    rnn_stride: PosInt = 15
-    rnn_levels: PosInt = 32
-    rnn_hidden: PosInt = 32
-    rnn_nu: Fraction = 0.2
-    rnn_r: Fraction = 1.0
-    rnn_depths: Annotated[list[NonNegInt], at.MinLen(1)] = field(default_factory=lambda: [1, 3, 0])
-    rnn_epochs: PosInt = 60
-    rnn_batch_size: PosInt = 10
-    rnn_lr: PosFloat = 1e-2
+    rnn: bool = option(True, "also train the binary RNN (BEP-TT) on UCR GunPoint")
+    rnn_val: PosInt = option(10, "RNN: of GunPoint's 50 training series, those held out")
+    rnn_stride: PosInt = option(15, "RNN: series averaged over windows of this many points")
+    rnn_levels: PosInt = option(32, "RNN: thermometer code levels (training quantiles)")
+    rnn_hidden: PosInt = option(32, "RNN: ±1 recurrent units")
+    rnn_nu: Fraction = option(0.2, "RNN: BEP-TT and local's gate ν")
+    rnn_r: Fraction = option(1.0, "RNN: their trigger r")
+    rnn_depths: Annotated[list[NonNegInt], at.MinLen(1)] = option(
+        [1, 3, 0], "RNN: truncation depths picked from on validation per seed (0: all steps)"
+    )
+    rnn_epochs: PosInt = option(60, "RNN: training epochs")
+    rnn_batch_size: PosInt = option(10, "RNN: series per step")
+    rnn_lr: PosFloat = option(1e-2, "RNN: STE's Adam learning rate (BPTT)")
 
     def problems(self) -> list[str]:
         out = []

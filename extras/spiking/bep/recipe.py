@@ -14,6 +14,7 @@ from agentkit.extras import data, report
 from agentkit.extras.spiking.bep.config import BEPConfig
 from agentkit.extras.spiking.bep.model import BinaryMLP, BinaryRNN, binarise, thermometer
 from agentkit.extras.spiking.bep.ste import STEBinaryMLP, STEBinaryRNN
+from agentkit.extras.sweep import product, sweep
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe, job_key
 
@@ -64,9 +65,8 @@ class BEPRecipe(Recipe[BEPConfig]):
         grid = [(m, nu, r) for m in local for nu in c.nu_grid for r in c.r_grid]
         picked = self.ctx.each("select", grid, self._select, "picking ν, r on validation (seed 0)")
         best = {m: max((g for g in grid if g[0] == m), key=lambda g: picked[job_key(g)]) for m in local}
-        jobs = [("mlp", m, s) for s in range(c.seeds) for m in c.methods]
-        jobs += [("rnn", m, s) for s in range(c.seeds) for m in c.methods] if c.rnn else []
-        done = self.ctx.each("runs", jobs, lambda t, m, s: self._run(t, m, s, best.get(m)), "training runs")
+        tasks = ["mlp", "rnn"] if c.rnn else ["mlp"]
+        runs = sweep(self.ctx, product(tasks, c.methods), c.seeds, lambda t, m, s: self._run(t, m, s, best.get(m)))
 
         out: dict[str, Any] = {}
         plt = pyplot()
@@ -74,10 +74,7 @@ class BEPRecipe(Recipe[BEPConfig]):
         for i, (task, title) in enumerate(self._titles().items()):
             if task == "rnn" and not c.rnn:
                 continue
-            res: report.Results = {}
-            for m in c.methods:
-                for s in range(c.seeds):
-                    report.add(res, NAMES[m], {k: v for k, v in done[job_key((task, m, s))].items() if k in COLUMNS})
+            res = runs.split()[task].results(lambda m: NAMES[m], columns=COLUMNS)
             note = OPS
             if task == "mlp":
                 note += " (ν, r) picked on validation: " + ", ".join(
@@ -87,20 +84,20 @@ class BEPRecipe(Recipe[BEPConfig]):
                     f"{m} {nu}/{r}: {picked[job_key((m, nu, r))]:.3f}" for m, nu, r in grid
                 )
             else:
-                runs = {m: [done[job_key(("rnn", m, s))] for s in range(c.seeds)] for m in local}
                 note += " Truncation depth (0: all steps) picked on validation per seed: " + ", ".join(
-                    f"{m} {[r['depth'] for r in runs[m]]}" for m in local
+                    f"{m} {[r['depth'] for r in runs.raw[('rnn', m)]]}" for m in local
                 )
                 note += "; test accuracy at each depth, mean over seeds: " + ", ".join(
-                    f"{m} depth {d}: {np.mean([r['by_depth'][str(d)] for r in runs[m]]):.3f}"
+                    f"{m} depth {d}: {np.mean([r['by_depth'][str(d)] for r in runs.raw[('rnn', m)]]):.3f}"
                     for m in local
                     for d in c.rnn_depths
                 )
-            self.ctx.add_section(title, note + "\n\n" + report.table(res, COLUMNS))
+            paired = report.paired(res, NAMES["ste"], ["test_accuracy"])
+            self.ctx.add_section(title, note + "\n\n" + report.table(res, COLUMNS) + "\n\n" + paired)
             report.bars(axes[i], res, "test_accuracy", f"{task.upper()} test accuracy")
-            out.update({f"{task}/{m}/test_accuracy": report.mean_std(v["test_accuracy"])[0] for m, v in res.items()})
+            out |= report.means(res, ["test_accuracy"], f"{task}/")
         for m in c.methods:
-            curves = np.array([done[job_key(("mlp", m, s))]["curve"] for s in range(c.seeds)])
+            curves = np.array([r["curve"] for r in runs.raw[("mlp", m)]])
             axes[-1].plot(range(1, c.epochs + 1), curves.mean(0), marker="o", label=NAMES[m])
         axes[-1].set_xlabel("epoch")
         axes[-1].set_ylabel("MLP validation accuracy")

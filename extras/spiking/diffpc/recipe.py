@@ -12,8 +12,9 @@ import torch.nn.functional as F
 from agentkit.extras import data, report
 from agentkit.extras.spiking.diffpc.config import DiffPCConfig
 from agentkit.extras.spiking.diffpc.model import Code, PCNet, bits
+from agentkit.extras.sweep import product, sweep
 from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.recipe import Recipe
 
 NAMES = {"diffpc": "DiffPC (ternary spikes)", "pc": "PC (float messages)", "bp": "BP (cross-entropy)"}
 COLUMNS = [
@@ -53,16 +54,12 @@ class DiffPCRecipe(Recipe[DiffPCConfig]):
 
     def train(self) -> dict[str, Any]:
         c = self.config
-        jobs = [(d, m, s) for d in c.datasets for s in range(c.seeds) for m in c.methods]
-        done = self.ctx.each("runs", jobs, self._run, "training runs")
+        grid = sweep(self.ctx, product(c.datasets, c.methods), c.seeds, self._run)
         out: dict[str, Any] = {}
         plt = pyplot()
         fig, axes = plt.subplots(1, 2 * len(c.datasets), figsize=(6.5 * len(c.datasets), 3.6))
         for i, d in enumerate(c.datasets):
-            res: report.Results = {}
-            for m in c.methods:
-                for s in range(c.seeds):
-                    report.add(res, NAMES[m], {k: v for k, v in done[job_key((d, m, s))].items() if k in COLUMNS})
+            res = grid.split()[d].results(lambda m: NAMES[m], columns=COLUMNS)
             sizes = "-".join(map(str, [self.sets[d]["train"][0].size(1), *c.hidden, 10]))
             ratio = ""
             if "diffpc" in c.methods and "pc" in c.methods:
@@ -79,12 +76,14 @@ class DiffPCRecipe(Recipe[DiffPCConfig]):
                 "steps; PC: 1 per layer, then the steps; BP: a forward and a backward pass)."
                 + ratio
                 + "\n\n"
-                + report.table(res, COLUMNS),
+                + report.table(res, COLUMNS)
+                + "\n\n"
+                + report.paired(res, NAMES["pc"], ["test_accuracy"]),
             )
             report.bars(axes[2 * i], res, "test_accuracy", f"{d}: test accuracy")
             report.bars(axes[2 * i + 1], res, "train_bits_per_neuron", f"{d}: bits / neuron / sample (training)")
             axes[2 * i + 1].set_yscale("log")
-            out.update({f"{d}/{m}/test_accuracy": report.mean_std(v["test_accuracy"])[0] for m, v in res.items()})
+            out |= report.means(res, ["test_accuracy"], f"{d}/")
         fig.tight_layout()
         self.ctx.save_plot(fig, "diffpc", "Test accuracy and bits per neuron per training sample (log scale)")
         return out

@@ -3,47 +3,41 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated
 
 import annotated_types as at
 
-from agentkit.config import PosFloat, PosInt
+from agentkit.config import PosFloat, PosInt, option
 from agentkit.extras.data import split_problems
+from agentkit.extras.sweep import SweepConfig
 
 SETTING = re.compile(r"^(fre|ep|bp)-([1-9][0-9]*)(-res)?$")
 
 
 @dataclass
-class FRERNNConfig:
-    """FRE-RNN against unregulated Equilibrium Propagation and backprop, tanh networks on Fashion-MNIST.
+class FRERNNConfig(SweepConfig):
+    """FRE-RNN against unregulated Equilibrium Propagation and backprop, tanh networks on Fashion-MNIST."""
 
-    Data: train_size training images (val_size of them held out to pick the epoch), test_size test images.
-    settings: "<method>-<hidden layers>[-res]": fre (EP with feedback scaled by feedback, free phase of
-    steps_per_layer × layers steps), ep (unregulated EP: feedback 1, free phase of ep_steps), bp (the same network's
-    feed-forward pass trained by backprop); "-res" adds identity residuals from layer i − skip to layer i. Hidden
-    layers are `width` wide; the nudged phase runs half the free phase at strength beta through fixed random output
-    feedback. Adam at lr for every method (5e-4 left EP 5–7 points lower), epochs of batch_size; settling measured
-    at tol (the first step after which no unit moves more than tol); seeds.
-    """
-
-    settings: Annotated[list[str], at.MinLen(1)] = field(
-        default_factory=lambda: ["fre-3", "ep-3", "bp-3", "fre-8-res", "fre-8", "ep-8-res", "bp-8-res", "bp-8"]
+    settings: Annotated[list[str], at.MinLen(1)] = option(
+        ["fre-3", "ep-3", "bp-3", "fre-8-res", "fre-8", "ep-8-res", "bp-8-res", "bp-8"],
+        "<method>-<hidden layers>[-res]: fre (EP, scaled feedback), ep (unregulated EP), bp (backprop); -res adds identity residuals from layer i − skip",
     )
-    train_size: PosInt = 6000
-    val_size: PosInt = 1000
-    test_size: PosInt = 5000
-    width: PosInt = 128
-    skip: PosInt = 2
-    feedback: PosFloat = 0.01
-    steps_per_layer: PosInt = 10
-    ep_steps: PosInt = 100
-    beta: PosFloat = 0.1
-    tol: PosFloat = 1e-3
-    lr: PosFloat = 1e-3
-    epochs: PosInt = 3
-    batch_size: PosInt = 100
-    seeds: PosInt = 3
+    train_size: PosInt = option(6000, "Fashion-MNIST training images (val_size of them pick the epoch)")
+    val_size: PosInt = option(1000, "held-out training images")
+    test_size: PosInt = option(5000, "test images")
+    width: PosInt = option(128, "hidden layer width")
+    skip: PosInt = option(2, "-res settings: residuals from layer i − skip to layer i")
+    feedback: PosFloat = option(0.01, "fre: the feedback scale")
+    steps_per_layer: PosInt = option(10, "fre: free-phase steps per layer")
+    ep_steps: PosInt = option(100, "ep: free-phase steps")
+    beta: PosFloat = option(
+        0.1, "nudging strength of the nudged phase (half the free phase, fixed random output feedback)"
+    )
+    tol: PosFloat = option(1e-3, "settling: the first step after which no unit moves more than this")
+    lr: PosFloat = option(1e-3, "Adam's learning rate for every method (5e-4 left EP 5–7 points lower)")
+    epochs: PosInt = option(3, "training epochs")
+    batch_size: PosInt = option(100, "images per step")
 
     def problems(self) -> list[str]:
         out = [f"settings: {s!r} is not <fre|ep|bp>-<layers>[-res]" for s in self.settings if not SETTING.match(s)]

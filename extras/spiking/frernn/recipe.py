@@ -12,8 +12,9 @@ import torch.nn.functional as F
 from agentkit.extras import data, report
 from agentkit.extras.spiking.frernn.config import FRERNNConfig, parse
 from agentkit.extras.spiking.frernn.model import FRERNN
+from agentkit.extras.sweep import sweep
 from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.recipe import Recipe
 
 COLUMNS = ["test_accuracy", "val_accuracy", "free_steps", "settled_at", "train_settled_at", "seconds_per_epoch"]
 
@@ -30,11 +31,8 @@ class FRERNNRecipe(Recipe[FRERNNConfig]):
 
     def train(self) -> dict[str, Any]:
         c = self.config
-        done = self.ctx.each("runs", [(st, s) for s in range(c.seeds) for st in c.settings], self._run, "training runs")
-        res: report.Results = {}
-        for st in c.settings:
-            for s in range(c.seeds):
-                report.add(res, st, {k: v for k, v in done[job_key((st, s))].items() if k in COLUMNS})
+        res = sweep(self.ctx, [(st,) for st in c.settings], c.seeds, self._run).results(columns=COLUMNS)
+        base = next((st for st in c.settings if st.startswith("ep-")), c.settings[0])
         self.ctx.add_section(
             f"Fashion-MNIST, 784-{c.width}×layers-10 tanh networks ({c.seeds} seeds; epoch picked on validation)",
             f"fre: EP with feedback ×{c.feedback} and a free phase of {c.steps_per_layer}·layers steps; ep: EP with "
@@ -43,7 +41,9 @@ class FRERNNRecipe(Recipe[FRERNNConfig]):
             f"which no unit moved more than {c.tol} on the test set (free_steps when it never settled); "
             "train_settled_at: its mean over training batches; "
             + "seconds_per_epoch: training wall time here (2 CPU cores).\n\n"
-            + report.table(res, COLUMNS),
+            + report.table(res, COLUMNS)
+            + f"\n\nPaired differences from {base} (unregulated EP, or the first setting):\n\n"
+            + report.paired(res, base, ["test_accuracy", "settled_at", "seconds_per_epoch"]),
         )
         plt = pyplot()
         fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
@@ -54,7 +54,7 @@ class FRERNNRecipe(Recipe[FRERNNConfig]):
             ax.tick_params(axis="x", labelrotation=45)
         fig.tight_layout()
         self.ctx.save_plot(fig, "frernn", "Accuracy, settling and training time (mean ± std over seeds)")
-        return {f"{k}/test_accuracy": report.mean_std(v["test_accuracy"])[0] for k, v in res.items()}
+        return report.means(res, ["test_accuracy"])
 
     def _run(self, setting: str, seed: int) -> dict[str, Any]:
         c = self.config

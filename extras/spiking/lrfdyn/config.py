@@ -2,44 +2,40 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import annotated_types as at
 
-from agentkit.config import NonNegInt, PosFloat, PosInt
+from agentkit.config import NonNegInt, PosFloat, PosInt, option
 from agentkit.extras.data import split_problems
+from agentkit.extras.sweep import SweepConfig
 
 
 @dataclass
-class LRFDynConfig:
-    """SSA, LRF-SSA and LRF-Dyn in a tiny spiking transformer on Fashion-MNIST.
+class LRFDynConfig(SweepConfig):
+    """SSA, LRF-SSA and LRF-Dyn in a tiny spiking transformer on Fashion-MNIST: accuracy and inference state memory."""
 
-    Data: train_size training images (val_size of them held out to pick the epoch), test_size test images.
-    Network: a patch×patch conv stem (28/patch squared tokens) of width d, `blocks` × (attention with `heads`
-    heads, MLP ×4) with spike residuals, LIF neurons (snntorch) over `steps` time steps, a linear head on the mean
-    spike rate. LRF: 3×3 depthwise-separable convs of V at `dilations` (the paper's 3 and 5 are for 14×14 ImageNet
-    grids; 1 and 2 keep the fields local on a 7×7 grid). AdamW at lr, epochs of batch_size; seeds. recurrent_check
-    test images (0: none) are classified again by LRF-Dyn token by token (the inference form), to check it agrees.
-    """
-
-    methods: Annotated[list[Literal["ssa", "lrf", "dyn"]], at.MinLen(1)] = field(
-        default_factory=lambda: ["ssa", "lrf", "dyn"]
+    methods: Annotated[list[Literal["ssa", "lrf", "dyn"]], at.MinLen(1)] = option(
+        ["ssa", "lrf", "dyn"], "ssa (Spikformer's attention), lrf (LRF-SSA) and dyn (LRF-Dyn)"
     )
-    train_size: PosInt = 4000
-    val_size: PosInt = 500
-    test_size: PosInt = 5000
-    d: PosInt = 32
-    heads: PosInt = 4
-    blocks: PosInt = 2
-    steps: PosInt = 2
-    patch: Literal[2, 4, 7] = 4
-    dilations: Annotated[list[PosInt], at.MinLen(1)] = field(default_factory=lambda: [1, 2])
-    epochs: PosInt = 3
-    batch_size: PosInt = 64
-    lr: PosFloat = 2e-3
-    recurrent_check: NonNegInt = 200
-    seeds: PosInt = 3
+    train_size: PosInt = option(4000, "Fashion-MNIST training images (val_size of them pick the epoch)")
+    val_size: PosInt = option(500, "held-out training images")
+    test_size: PosInt = option(5000, "test images")
+    d: PosInt = option(32, "width of the conv stem and blocks")
+    heads: PosInt = option(4, "attention heads")
+    blocks: PosInt = option(2, "transformer blocks (attention, MLP ×4, spike residuals)")
+    steps: PosInt = option(2, "LIF time steps (snntorch)")
+    patch: Literal[2, 4, 7] = option(4, "conv stem patch: (28/patch)² tokens")
+    dilations: Annotated[list[PosInt], at.MinLen(1)] = option(
+        [1, 2], "LRF: dilations of the 3×3 depthwise-separable convs of V (the paper's 3 and 5 are for 14×14 grids)"
+    )
+    epochs: PosInt = option(3, "training epochs")
+    batch_size: PosInt = option(64, "images per step")
+    lr: PosFloat = option(2e-3, "AdamW's learning rate")
+    recurrent_check: NonNegInt = option(
+        200, "test images LRF-Dyn classifies again token by token, to check its inference form agrees (0: none)"
+    )
 
     def problems(self) -> list[str]:
         out = []

@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from agentkit.extras import data, report
 from agentkit.extras.spiking.lrfdyn.config import LRFDynConfig
 from agentkit.extras.spiking.lrfdyn.model import SpikingTransformer
-from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.extras.sweep import sweep
+from agentkit.recipe import Recipe
 
 NAMES = {"ssa": "SSA (Spikformer)", "lrf": "LRF-SSA", "dyn": "LRF-Dyn"}
 COLUMNS = ["test_accuracy", "val_accuracy", "state_kib", "recurrent_agreement", "seconds"]  # seconds: training
@@ -32,11 +32,9 @@ class LRFDynRecipe(Recipe[LRFDynConfig]):
 
     def train(self) -> dict[str, Any]:
         c = self.config
-        done = self.ctx.each("runs", [(m, s) for s in range(c.seeds) for m in c.methods], self._run, "training runs")
-        res: report.Results = {}
-        for m in c.methods:
-            for s in range(c.seeds):
-                report.add(res, NAMES[m], {k: v for k, v in done[job_key((m, s))].items() if k in COLUMNS})
+        res = sweep(self.ctx, [(m,) for m in c.methods], c.seeds, self._run).results(
+            lambda m: NAMES[m], columns=COLUMNS
+        )
         grid = 28 // c.patch
         self.ctx.add_section(
             f"Fashion-MNIST, spiking transformer: {grid}×{grid} tokens, d = {c.d}, {c.heads} heads, {c.blocks} blocks, "
@@ -46,15 +44,14 @@ class LRFDynRecipe(Recipe[LRFDynConfig]):
             "attention map (LRF-SSA also its conv outputs); LRF-Dyn holds its h×k×k state and the V spikes its "
             "dilated convs still need in raster order. recurrent_agreement: the share of the first "
             f"{c.recurrent_check} test images that LRF-Dyn classifies the same token by token as in its FFT "
-            "training form.\n\n" + report.table(res, COLUMNS),
+            "training form.\n\n" + report.table(res, COLUMNS) + "\n\n" + report.paired(res, NAMES["ssa"], COLUMNS[:3]),
         )
-        plt = pyplot()
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-        report.bars(axes[0], res, "test_accuracy", "test accuracy")
-        report.bars(axes[1], res, "state_kib", "attention state at inference (KiB)")
-        fig.tight_layout()
-        self.ctx.save_plot(fig, "lrfdyn", "Test accuracy and inference state memory (mean ± std over seeds)")
-        return {f"{m}/test_accuracy": report.mean_std(v["test_accuracy"])[0] for m, v in res.items()}
+        report.figure(
+            self.ctx, res, ["test_accuracy", "state_kib"], "lrfdyn",
+            "Test accuracy and inference state memory (mean ± std over seeds)",
+            ["test accuracy", "attention state at inference (KiB)"],
+        )  # fmt: skip
+        return report.means(res, ["test_accuracy"])
 
     def _run(self, method: str, seed: int) -> dict[str, Any]:
         c = self.config

@@ -2,34 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import annotated_types as at
 
-from agentkit.config import PosInt
+from agentkit.config import PosInt, option
+from agentkit.extras.sweep import SweepConfig
 
 
 @dataclass
-class JARFConfig:
-    """JARF against an axis-aligned random forest, PCA+RF, LDA+RF and a random-rotation (oblique) forest.
+class JARFConfig(SweepConfig):
+    """JARF against an axis-aligned random forest, PCA+RF, LDA+RF and a random-rotation forest: Cohen's κ and fit time."""
 
-    thetas: rotation angles (degrees) of the synthetic rotated-boundary sets (n_samples rows, n_features
-    features, half informative); datasets: scikit-learn bundled sets; seeds: train/test splits and model
-    seeds per dataset (test share test_size). n_estimators: trees of every forest (JARF's surrogate uses
-    surrogate_estimators). Metrics: Cohen's κ on the test split and fit time.
-    """
-
-    thetas: list[float] = field(default_factory=lambda: [0.0, 15.0, 30.0, 45.0])
-    n_samples: PosInt = 1000
-    n_features: PosInt = 10
-    datasets: list[Literal["digits", "iris", "wine", "breast_cancer"]] = field(
-        default_factory=lambda: ["breast_cancer", "wine", "digits"]
+    thetas: list[Annotated[float, at.Interval(ge=0, le=90)]] = option(
+        [0.0, 15.0, 30.0, 45.0], "rotation angles in degrees of the synthetic rotated-boundary sets"
     )
-    seeds: PosInt = 3
-    test_size: Annotated[float, at.Interval(gt=0, lt=1)] = 0.3
-    n_estimators: PosInt = 200
-    surrogate_estimators: PosInt = 100
-    methods: Annotated[list[Literal["RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF"]], at.MinLen(1)] = field(
-        default_factory=lambda: ["RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF"]
+    n_samples: PosInt = option(1000, "rows of each rotated-boundary set")
+    n_features: PosInt = option(10, "features of each rotated-boundary set (half informative)")
+    datasets: list[Literal["digits", "iris", "wine", "breast_cancer"]] = option(
+        ["breast_cancer", "wine", "digits"], "scikit-learn bundled sets"
+    )
+    test_size: Annotated[float, at.Interval(gt=0, lt=1)] = option(0.3, "test share of each split (one split per seed)")
+    n_estimators: PosInt = option(200, "trees of every forest")
+    surrogate_estimators: PosInt = option(100, "trees of JARF's surrogate")
+    methods: Annotated[list[Literal["RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF"]], at.MinLen(1)] = option(
+        ["RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF"],
+        "RF (axis-aligned), PCA+RF, LDA+RF, RotationRF (random oblique rotations) and JARF",
     )

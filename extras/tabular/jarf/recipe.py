@@ -7,9 +7,10 @@ import time
 from typing import Any
 
 from agentkit.extras import data, report
+from agentkit.extras.sweep import product, sweep
 from agentkit.extras.tabular.jarf.config import JARFConfig
 from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.recipe import Recipe
 
 METHODS = ("RF", "PCA+RF", "LDA+RF", "RotationRF", "JARF")
 
@@ -29,18 +30,14 @@ class JARFRecipe(Recipe[JARFConfig]):
     def train(self) -> dict[str, Any]:
         c = self.config
         sets = [f"rotated θ={t:g}°" for t in c.thetas] + list(c.datasets)
-        done = self.ctx.each(
-            "fits", [(s, m, seed) for s in sets for seed in range(c.seeds) for m in c.methods], self._fit, "fits"
-        )
+        grid = sweep(self.ctx, product(sets, c.methods), c.seeds, self._fit, name="fits", desc="fits")
         metrics: dict[str, Any] = {}
-        for s in sets:
-            res: report.Results = {}
-            for m in c.methods:
-                for seed in range(c.seeds):
-                    report.add(res, m, done[job_key((s, m, seed))])
-                metrics[f"{s}/{m}/kappa"] = report.mean_std(res[m]["kappa"])[0]
-            self.ctx.add_section(f"{s}", report.table(res, ["kappa", "accuracy", "fit_s"]))
-        self._plot(sets, done)
+        for s, part in grid.split().items():
+            res = part.results()
+            metrics |= report.means(res, ["kappa"], f"{s}/")
+            baseline = report.paired(res, c.methods[0], ["kappa", "accuracy"])
+            self.ctx.add_section(f"{s}", report.table(res, ["kappa", "accuracy", "fit_s"]) + "\n\n" + baseline)
+        self._plot(sets, grid)
         return metrics
 
     def _fit(self, dataset: str, method: str, seed: int) -> dict[str, float]:
@@ -63,16 +60,14 @@ class JARFRecipe(Recipe[JARFConfig]):
             return data.rotated_classification(c.n_samples, c.n_features, theta, seed=seed)
         return data.sklearn_set(dataset)
 
-    def _plot(self, sets: list[str], done: dict[str, Any]) -> None:
+    def _plot(self, sets: list[str], grid) -> None:
         plt = pyplot()
 
         c = self.config
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 1.3]})
         rot = [s for s in sets if s.startswith("rotated")]
         for m in c.methods:
-            means, sds = zip(
-                *(report.mean_std([done[job_key((s, m, k))]["kappa"] for k in range(c.seeds)]) for s in rot)
-            )
+            means, sds = zip(*(report.mean_std([r["kappa"] for r in grid.raw[(s, m)]]) for s in rot))
             axes[0].errorbar(c.thetas, means, yerr=sds, marker="o", capsize=3, label=m)
         axes[0].set_xlabel("rotation θ (degrees)")
         axes[0].set_ylabel("Cohen's κ (test)")
@@ -81,7 +76,7 @@ class JARFRecipe(Recipe[JARFConfig]):
         real = [s for s in sets if not s.startswith("rotated")]
         width = 0.8 / len(c.methods)
         for i, m in enumerate(c.methods):
-            stats = [report.mean_std([done[job_key((s, m, k))]["kappa"] for k in range(c.seeds)]) for s in real]
+            stats = [report.mean_std([r["kappa"] for r in grid.raw[(s, m)]]) for s in real]
             axes[1].bar(
                 [j + i * width for j in range(len(real))],
                 [a for a, _ in stats],

@@ -13,10 +13,11 @@ import torch
 from agentkit.extras import report
 from agentkit.extras.data import fashion_mnist
 from agentkit.extras.nets import fit, warmup_cosine
+from agentkit.extras.sweep import sweep
 from agentkit.extras.vision.skipless.config import SkiplessConfig
 from agentkit.extras.vision.skipless.model import ViT, attention_jacobian_condition
 from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.recipe import Recipe
 
 VARIANTS, OPTIMIZERS = ("skip", "skipless", "skipless-init"), ("adamw", "soap")
 
@@ -41,32 +42,20 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
     def train(self) -> dict[str, Any]:
         c = self.config
         runs = [(v, o) for v in c.variants for o in c.optimizers]
-        done = self.ctx.each(
-            "runs", [(v, o, s) for v, o in runs for s in range(c.seeds)], self._train_one, "training runs"
-        )
-        res: report.Results = {}
-        for v, o in runs:
-            for s in range(c.seeds):
-                r = done[job_key((v, o, s))]
-                report.add(
-                    res,
-                    f"{v} / {o}",
-                    {
-                        k: r[k]
-                        for k in ("test_accuracy", "final_train_loss", "log10 κ block 1", "log10 κ median", "seconds")
-                    },
-                )
+        grid = sweep(self.ctx, runs, c.seeds, self._train_one, seeds_outer=False)
+        cols = ["test_accuracy", "final_train_loss", "log10 κ block 1", "log10 κ median", "seconds"]
+        res = grid.results(lambda v, o: f"{v} / {o}", columns=cols)
         self.ctx.add_section(
             f"ViT ({c.depth}×{c.d}, {c.heads} heads, {c.patch}×{c.patch} patches) on Fashion-MNIST, "
             f"{c.epochs} epochs, {c.seeds} seeds",
-            report.table(res, ["test_accuracy", "final_train_loss", "log10 κ block 1", "log10 κ median", "seconds"])
+            report.table(res, cols)
             + "\n\nκ: condition number of the attention sub-layer's Jacobian at initialisation (x ↦ x + MHSA(x) "
             "with skips, MHSA(x) without), median over the samples; `log10 κ median` is the median over all "
             "blocks. Test accuracy at the best validation epoch; final_train_loss: mean of the last 10 % of "
-            "steps.",
+            "steps.\n\n" + report.paired(res, f"{c.variants[0]} / {c.optimizers[0]}", cols[:2]),
         )
-        self._plot(runs, done)
-        return {f"{m}/test_accuracy": report.mean_std(v["test_accuracy"])[0] for m, v in res.items()}
+        self._plot(grid)
+        return report.means(res, ["test_accuracy"])
 
     def _train_one(self, variant: str, optimizer: str, seed: int) -> dict[str, Any]:
         c = self.config
@@ -106,14 +95,13 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
                 h = blk(h)
         return out
 
-    def _plot(self, runs, done) -> None:
+    def _plot(self, grid) -> None:
         plt = pyplot()
 
         c = self.config
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-        for v, o in runs:
-            for s in range(c.seeds):
-                r = done[job_key((v, o, s))]
+        for v, o in grid.settings:
+            for s, r in enumerate(grid.raw[(v, o)]):
                 axes[0].plot(
                     r["curve"],
                     color=f"C{c.variants.index(v)}",
@@ -125,7 +113,7 @@ class SkiplessRecipe(Recipe[SkiplessConfig]):
         axes[0].set_ylabel("training loss")
         axes[0].legend(fontsize=7)
         for v in c.variants:
-            per = [done[job_key((v, c.optimizers[0], s))]["log10 κ per block"] for s in range(c.seeds)]
+            per = [r["log10 κ per block"] for r in grid.raw[(v, c.optimizers[0])]]
             axes[1].plot(range(1, c.depth + 1), [statistics.mean(b) for b in zip(*per)], marker="o", label=v)
         axes[1].set_xlabel("block")
         axes[1].set_ylabel("log10 κ (attention Jacobian, init)")

@@ -13,10 +13,11 @@ from torch import nn
 from agentkit.extras import data, report
 from agentkit.extras.data import FMNIST_CLASSES, xor
 from agentkit.extras.nets import SmallCNN, accuracy, fit
+from agentkit.extras.sweep import sweep
 from agentkit.extras.vision.tversky.config import TverskyConfig
 from agentkit.extras.vision.tversky.model import TverskyProjection
 from agentkit.plots import pyplot
-from agentkit.recipe import Recipe, job_key
+from agentkit.recipe import Recipe
 
 
 class TverskyRecipe(Recipe[TverskyConfig]):
@@ -44,11 +45,10 @@ class TverskyRecipe(Recipe[TverskyConfig]):
             layer = nn.Linear(2, 2) if kind == "linear" else TverskyProjection(2, 2, k)
             return _fit_full_batch(layer, x, y, c.xor_steps, c.xor_lr)
 
-        jobs = [(kind, k, s) for kind, k in layers for s in range(c.xor_seeds)]
-        done = self.ctx.each("xor", jobs, solve, desc="XOR")
+        grid = sweep(self.ctx, layers, c.xor_seeds, solve, name="xor", desc="XOR", seeds_outer=False)
         rows, out = [], {}
         for kind, k in layers:
-            accs = [done[job_key((kind, k, s))] for s in range(c.xor_seeds)]
+            accs = grid.raw[(kind, k)]
             name = "nn.Linear" if kind == "linear" else f"Tversky K={k}"
             rate = sum(a == 1.0 for a in accs) / len(accs)
             out[f"xor/{name}/convergence"], out[f"xor/{name}/best_accuracy"] = rate, max(accs)
@@ -76,10 +76,9 @@ class TverskyRecipe(Recipe[TverskyConfig]):
     # ---- heads on frozen CNN features ---------------------------------------------------------------------
     def _heads(self) -> dict[str, Any]:
         c = self.config
-        done = self.ctx.each("heads", [(s,) for s in range(c.seeds)], self._heads_of_seed, desc="frozen-feature heads")
+        grid = sweep(self.ctx, [()], c.seeds, self._heads_of_seed, name="heads", desc="frozen-feature heads")
         res: report.Results = {}
-        for s in range(c.seeds):
-            row = done[job_key((s,))]
+        for row in grid.raw[()]:
             report.add(res, "CNN's own head", {"test accuracy": row["cnn"], "params": 10 * c.feature_dim + 10})
             report.add(res, "linear head", {"test accuracy": row["linear"]["test"], "params": row["linear"]["params"]})
             report.add(
@@ -87,7 +86,9 @@ class TverskyRecipe(Recipe[TverskyConfig]):
             )
         self.ctx.add_section(
             f"Heads on frozen CNN features ({c.dataset}, {c.seeds} seeds, epoch chosen on validation)",
-            report.table(res, ["test accuracy", "params"], label="head"),
+            report.table(res, ["test accuracy", "params"], label="head")
+            + "\n\n"
+            + report.paired(res, "linear head", ["test accuracy"]),
         )
         self._plot_bars(res)
         return {f"heads/{m}/test_accuracy": report.mean_std(v["test accuracy"])[0] for m, v in res.items()}

@@ -57,7 +57,7 @@ def test_openai_engine_conforms(remote, tiny_engine):
 def test_rollout_through_openai_engine_matches_hf(remote, tiny_engine):
     """The agent loop on a remote engine records the same token ids, masks and logprobs as on the local one."""
     tool = PythonTool(SandboxConfig(pool_size=2))
-    cfg = AgentConfig(max_turns=2, max_tokens_per_turn=24, temperature=0, entropy=False)
+    cfg = AgentConfig(max_turns=2, sampling=SamplingParams(max_tokens=24, temperature=0, entropy=False, seed=0))
     try:
         here = rollout(tiny_engine, ["What is 2 + 2?", "Compute 3 * 7."], [tool], cfg)
         there = rollout(remote, ["What is 2 + 2?", "Compute 3 * 7."], [tool], cfg)

@@ -105,7 +105,12 @@ def test_the_agent_loop_keeps_the_images_for_later_turns(vlm):
     """A turn continues the trajectory's ids with its prompt's images: 4 greedy tokens, then 4 more from the
     trajectory, are the 8 greedy tokens of the chat."""
     t = Trajectory("q", chat(RED), vlm.encode(chat(RED)))
-    continue_rollout(vlm, [t], [], AgentConfig(max_turns=1, max_tokens_per_turn=4, temperature=0))
+    continue_rollout(
+        vlm,
+        [t],
+        [],
+        AgentConfig(max_turns=1, sampling=SamplingParams(max_tokens=4, temperature=0, seed=0, entropy=True)),
+    )
     seq = _sequence(t)
     assert isinstance(seq, ImagePrompt) and seq.ids == t.prompt_ids + t.completion_ids and len(seq.images) == 1
     full = vlm.generate([chat(RED)], GREEDY)[0][0].token_ids

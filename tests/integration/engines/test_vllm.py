@@ -11,6 +11,7 @@ import pytest
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm")
 
+from agentkit.engines.base import SamplingParams  # noqa: E402
 from agentkit.testing import conformance  # noqa: E402
 
 
@@ -245,7 +246,7 @@ def test_agent_served_over_vllm_serve(vllm_serve, tiny_engine):
 
     eng = OpenAIEngine("tiny-random", base_url=f"{vllm_serve.url}/v1", api_key="vk")
     tool = PythonTool(SandboxConfig(pool_size=2))
-    cfg = AgentConfig(max_turns=2, max_tokens_per_turn=24, temperature=0, entropy=False)
+    cfg = AgentConfig(max_turns=2, sampling=SamplingParams(max_tokens=24, temperature=0, entropy=False, seed=0))
     try:
         here = rollout(tiny_engine, ["What is 2 + 2?", "Compute 3 * 7."], [tool], cfg)
         there = rollout(eng, ["What is 2 + 2?", "Compute 3 * 7."], [tool], cfg)

@@ -1,6 +1,7 @@
 """Every extras recipe runs with its tiny preset, and rejects bad configs with one line."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -28,14 +29,29 @@ from agentkit.errors import AgentkitError
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
+    """Each tiny preset reproduces its recorded metrics (``tiny_metrics.json``, written by the run before the sweep
+    base replaced the recipes' own loops, and equal to it), and its report has the sweep's tables and a plot.
+
+    extras.graph.sc is not bitwise reproducible on a multi-threaded CPU (PyG's scatter sums in no fixed order; two
+    runs of one commit differ in the third digit), so its run is held to the ordering the method claims instead:
+    self-consistency fine-tuning gives more stable explanations across seeds (lower SHD) than plain fine-tuning
+    (it did in every one of 4 tiny runs)."""
     from agentkit.runner import run_recipe
 
     metrics, run_dir = run_recipe(recipe, [], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
-    assert metrics and all(v == v for v in metrics.values())
     report = (run_dir / "report.md").read_text()
-    assert "±" in report and ".png" in report
+    assert "(n=" in report and ".png" in report
     last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     assert last["final"] is True
+    if recipe == "extras.graph.sc":
+        assert metrics["GSAT + SC/shd"] < metrics["GSAT + FT/shd"], metrics
+        assert all(0 <= metrics[f"{m}/explanation_auc"] <= 1 for m in ("GSAT", "GSAT + FT", "GSAT + SC"))
+        return
+    recorded = json.loads(RECORDED.read_text(encoding="utf-8"))[recipe]
+    assert {k: metrics[k] for k in recorded} == pytest.approx(recorded, rel=1e-6, abs=1e-9)
+
+
+RECORDED = Path(__file__).with_name("tiny_metrics.json")
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,7 @@ def test_ace_bad_config_fails_before_loading(tmp_path):
         run_recipe("ace", ["methods=[ace]"], output_dir=str(tmp_path / "a"), preset="tiny", quiet=True)
     with pytest.raises(AgentkitError, match="dedup_threshold"):
         run_recipe("ace", ["refine.dedup_threshold=1.5"], output_dir=str(tmp_path / "b"), preset="tiny", quiet=True)
-    with pytest.raises(AgentkitError, match="'eval' and 'playbook' go together"):
+    with pytest.raises(AgentkitError, match="methods: 'eval' and playbook go together"):
         run_recipe("ace", ["methods=[eval]"], output_dir=str(tmp_path / "c"), preset="tiny", quiet=True)
     bad = tmp_path / "bad.txt"
     bad.write_text("## OTHERS\n[x-00001] helpful=0 harmful=0 :: fine\nnot a bullet\n")

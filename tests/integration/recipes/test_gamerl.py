@@ -57,7 +57,8 @@ def test_gamerl_bad_config_fails_before_loading(tmp_path):
         ("games=[tictactoe,mazes]", "games: unknown game 'mazes'"),
         ("tasks=[maze.shortest_lenght]", "maze has no task 'shortest_lenght'"),
         ("held_out=[tictactoe]", "held_out: 'tictactoe' is also a training game"),
-        ("rl.max_turns=2", "rl.max_turns"),
+        ("rl.agent.max_turns=2", "rl.agent.max_turns: game questions take one turn"),
+        ("rl.max_turns=2", "rl.max_turns .* is now rl.agent.max_turns"),
         ("eval_level=Expert", "eval_level"),
     ]:
         with pytest.raises(AgentkitError, match=message):

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from agentkit.engines.base import SamplingParams
 from agentkit.errors import AgentkitError
 from agentkit.runner import run_recipe
 from agentkit.uncertainty.generate import generate, load_tasks
@@ -57,8 +58,7 @@ def test_ensemble_tiny_interrupted_resumed_and_used_by_generate(tmp_path, monkey
         [f"@{run_dir / 'ensemble.json'}"],
         load_tasks("arithmetic-easy:2"),
         gens,
-        samples=2,
-        max_tokens=3,
+        SamplingParams(n=2, temperature=0.7, max_tokens=3, seed=0),
         progress=False,
     )
     rows = [r for _, r in iter_generations(gens)]

@@ -14,6 +14,7 @@ from agentkit.ace.refine import EmbeddingCache, RefineConfig, Refiner
 from agentkit.ace.roles import RoleConfig
 from agentkit.ace.serve import AceService
 from agentkit.ace.store import PlaybookStore
+from agentkit.engines.base import SamplingParams
 from agentkit.models import resolve
 from agentkit.server import create_app
 from agentkit.testing.scripted import ScriptedEngine
@@ -111,6 +112,7 @@ ROLLBACKS = """
 import sys
 from agentkit import cli
 from agentkit.ace.store import PlaybookStore
+from agentkit.engines.base import SamplingParams
 path = sys.argv[1]
 for i in range(50):
     newest = PlaybookStore(path).playbook.version
@@ -155,7 +157,12 @@ def test_a_reference_past_the_context_is_a_400(tmp_path, tiny_engine):
     ``context_length_exceeded``, as for any prompt, not a 500 from the engine."""
     store = PlaybookStore.create(tmp_path / "pb.json")
     refiner = Refiner(RefineConfig(budget_tokens=4000), lambda t: len(tiny_engine.tokenize(t)), EmbeddingCache())
-    service = AceService(store, refiner, RoleConfig(structured=False, retries=0, max_tokens=8), learn=True)
+    service = AceService(
+        store,
+        refiner,
+        RoleConfig(structured=False, retries=0, sampling=SamplingParams(max_tokens=8, temperature=0.0, seed=0)),
+        learn=True,
+    )
     with serve_in_thread(create_app(tiny_engine, "tiny", api_key="k", services={"agentkit/ace": service})) as url:
         client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
         with pytest.raises(openai.BadRequestError) as e:

@@ -5,6 +5,7 @@ from agentkit.uncertainty.schema import iter_generations
 
 def test_generate_mixes_local_and_remote_engines(tmp_path, tiny_engine, monkeypatch):
     """The same model served over the OpenAI API on loopback and run in-process gives the same samples."""
+    from agentkit.engines.base import SamplingParams
     from agentkit.server import create_app
     from agentkit.testing.servers import serve_in_thread
     from agentkit.uncertainty.generate import generate, load_tasks
@@ -16,8 +17,7 @@ def test_generate_mixes_local_and_remote_engines(tmp_path, tiny_engine, monkeypa
             ["tiny-random", f"openai:tiny@{url}/v1"],
             tasks,
             tmp_path / "g.jsonl",
-            samples=3,
-            max_tokens=5,
+            SamplingParams(n=3, temperature=0.7, max_tokens=5, seed=0),
             progress=False,
         )
     rows = [r for _, r in iter_generations(tmp_path / "g.jsonl")]

@@ -13,6 +13,7 @@ from agentkit.ace.roles import (
     parse_json,
 )
 from agentkit.data.tasks import Task
+from agentkit.engines.base import SamplingParams
 from agentkit.testing.scripted import ScriptedEngine
 
 
@@ -63,7 +64,9 @@ def test_structured_answers_from_a_real_engine_parse(tiny_engine):
     task = Task("t1", "What is 2 + 2?", "4", "add")
     s = Sample(task, answer="5", reasoning="2 + 2 = 5", bullet_ids=["misc-00001"], feedback="")
     bullets = "[misc-00001] helpful=0 harmful=0 :: Add carefully."
-    cfg = RoleConfig(max_tokens=1200, max_chars=24, retries=0)  # byte-level tokenizer: up to 4 tokens a character
+    cfg = RoleConfig(
+        max_chars=24, retries=0, sampling=SamplingParams(max_tokens=1200, temperature=0.0, seed=0)
+    )  # byte-level tokenizer: up to 4 tokens a character
     roles = [
         (Generator(tiny_engine, cfg), [Generator(None).chat(task.question, "## OTHERS\n" + bullets)]),
         (Reflector(tiny_engine, cfg), [Reflector(None).chat(s, bullets, with_reference=True)]),
@@ -82,7 +85,10 @@ def test_under_the_curators_schema_every_operation_is_valid_and_names_only_known
     """The random tiny model writes whatever the grammar allows: each sampled operation must still parse, an empty
     playbook admits only ADD, and ids come from the playbook."""
     s = Sample(Task("t1", "What is 2 + 2?", "4", "add"), answer="5", reflection={"key_insight": "add"})
-    cur = Curator(tiny_engine, RoleConfig(max_tokens=1500, max_chars=20, retries=0, temperature=1.0))
+    cur = Curator(
+        tiny_engine,
+        RoleConfig(max_chars=20, retries=0, sampling=SamplingParams(max_tokens=1500, temperature=1.0, seed=0)),
+    )
     chat = cur.chat(s, "## OTHERS", {"bullets": 0, "problematic": 0, "unused": 0}, 500)
     full = Playbook.from_text("## OTHERS\n[misc-00001] helpful=0 harmful=0 :: a\n[calc-00002] helpful=0 harmful=0 :: b")
     for pb, allowed in ((Playbook(), {"ADD"}), (full, {"ADD", "UPDATE", "MERGE", "REMOVE"})):

@@ -9,6 +9,7 @@ from agentkit.ace.roles import Sample
 from agentkit.ace.toolgen import ToolGenerator
 from agentkit.agent.loop import TIR_SYSTEM_PROMPT, AgentConfig
 from agentkit.data.tasks import Task
+from agentkit.engines.base import SamplingParams
 from agentkit.testing.scripted import ScriptedEngine
 from agentkit.tools.python import PythonTool
 from agentkit.tools.sandbox import SandboxConfig
@@ -35,7 +36,9 @@ def test_the_tool_generator_runs_the_agent_with_the_playbook_and_reads_its_citat
     pb.bullets[b.id] = b
     engine = ScriptedEngine(SCRIPT)
     gen = ToolGenerator(
-        engine, [python], AgentConfig(max_turns=3, max_tokens_per_turn=256)
+        engine,
+        [python],
+        AgentConfig(max_turns=3, sampling=SamplingParams(max_tokens=256, temperature=0.0, seed=0, entropy=True)),
     )  # bytes: the tiny tokenizer
     tasks = [
         Task("u1", "Convert 12 miles to kilometres.", "19.31 km", "", "exact"),

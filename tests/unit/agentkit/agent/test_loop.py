@@ -5,6 +5,7 @@ import time
 import pytest
 
 from agentkit.agent import AgentConfig, from_dataset, load_jsonl, rollout, save_jsonl, to_dataset
+from agentkit.engines.base import SamplingParams
 from agentkit.testing.scripted import ScriptedEngine
 from agentkit.tools.base import ToolResult
 from agentkit.tools.python import PythonTool
@@ -74,7 +75,7 @@ def test_token_and_turn_limits(python_tool):
 
 def test_samples_of_one_question_differ(tiny_engine):
     """The n trajectories of a question are separate prompts: each draws with its own seed, reproducibly."""
-    cfg = AgentConfig(n=4, temperature=1.0, max_turns=1, max_tokens_per_turn=12, seed=3)
+    cfg = AgentConfig(max_turns=1, sampling=SamplingParams(n=4, temperature=1.0, max_tokens=12, seed=3, entropy=True))
     trajs = rollout(tiny_engine, ["What is 2 + 2?"], [], cfg)
     assert len({tuple(t.completion_ids) for t in trajs}) > 1
     again = rollout(tiny_engine, ["What is 2 + 2?"], [], cfg)
@@ -103,7 +104,12 @@ def test_tool_calls_run_concurrently():
 
 
 def test_n_samples_and_serialisation(python_tool, tmp_path):
-    trajs = rollout(ScriptedEngine(SCRIPT), ["17 x 23", "no tools"], [python_tool], AgentConfig(n=2))
+    trajs = rollout(
+        ScriptedEngine(SCRIPT),
+        ["17 x 23", "no tools"],
+        [python_tool],
+        AgentConfig(sampling=SamplingParams(n=2, temperature=0.0, max_tokens=256, seed=0, entropy=True)),
+    )
     assert [(t.task_id, t.meta["sample"]) for t in trajs] == [
         ("task-0", 0),
         ("task-0", 1),
@@ -124,7 +130,7 @@ def test_prefix_cache_gives_identical_rollouts(python_tool):
 
     reuse = HFEngine("tiny-random", max_batch_size=8)
     fresh = HFEngine(reuse.model, reuse.tokenizer, prefix_cache_mb=0)
-    cfg = AgentConfig(max_turns=3, max_tokens_per_turn=12, temperature=0, n=2)
+    cfg = AgentConfig(max_turns=3, sampling=SamplingParams(max_tokens=12, temperature=0, n=2, seed=0, entropy=True))
     tasks = ["first task", "second, longer task text"]
     a, b = rollout(reuse, tasks, [python_tool], cfg), rollout(fresh, tasks, [python_tool], cfg)
     assert [t.completion_ids for t in a] == [t.completion_ids for t in b]

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from agentkit.agent import AgentConfig
+from agentkit.engines.base import SamplingParams
 from agentkit.errors import AgentkitError
 from agentkit.models import load_model
 from agentkit.testing.scripted import ScriptedEngine
@@ -47,7 +48,9 @@ def _trainer(tmp_path, estimator="grpo", shaper=None, steps=1, engine="scripted"
     from agentkit.rl.trainer import AgentGRPOTrainer, agent_dataset
 
     model, tok = load_model("tiny-random")
-    agent = AgentConfig(max_turns=3, max_tokens_per_turn=64, max_total_tokens=512, temperature=1.0, seed=0)
+    agent = AgentConfig(
+        max_turns=3, max_total_tokens=512, sampling=SamplingParams(max_tokens=64, temperature=1.0, seed=0, entropy=True)
+    )
     tools = {"search": Search()}
     data = agent_dataset(
         [{"id": "q1", "question": Q1, "answer": "Drenholt"}, {"id": "q2", "question": Q2, "answers": ["Vel Oskar"]}],

@@ -19,7 +19,9 @@ def test_branches_continue_open_turns_and_reuse_the_prefix(tiny_engine):
     tok = tiny_engine.tokenizer
     cached = HFEngine(tiny_engine.model, tok, max_batch_size=8)
     naive = HFEngine(tiny_engine.model, tok, max_batch_size=8, prefix_cache_mb=0)
-    cfg = AgentConfig(max_turns=3, max_tool_calls=3, max_tokens_per_turn=12, temperature=1.0, seed=1)
+    cfg = AgentConfig(
+        max_turns=3, max_tool_calls=3, sampling=SamplingParams(max_tokens=12, temperature=1.0, seed=1, entropy=True)
+    )
 
     def chain(i):
         prompt = [{"role": "user", "content": f"question number {i} with some padding words"}]

@@ -52,15 +52,21 @@ def test_dev_accuracy_judges_as_score_does():
 
 def test_ensemble_files_expand_to_named_specs(tmp_path):
     path = tmp_path / "ensemble.json"
-    write_ensemble(path, {"name": "smollm2-135m", "path": "smollm2-135m"}, [{"name": "g", "path": "/m/g", "step": 3}])
-    assert read_ensemble(path) == ["smollm2-135m=smollm2-135m", "g=/m/g"]
+    write_ensemble(path, {"name": "smollm2-135m", "path": "smollm2-135m"}, [{"name": "g", "path": "org/g", "step": 3}])
+    assert read_ensemble(path) == ["smollm2-135m=smollm2-135m", "g=org/g"]
     specs = [ModelSpec.parse(m) for m in expand_models([f"@{path}", "openai:x@http://h/v1"])]
     assert [(s.key, s.kind, s.name) for s in specs] == [
         ("smollm2-135m", "hf", "smollm2-135m"),
-        ("g", "hf", "/m/g"),
+        ("g", "hf", "org/g"),
         ("x", "openai", "x"),
     ]
     assert ModelSpec.parse("mine=vllm:org/m").key == "mine" and ModelSpec.parse("mine=vllm:org/m").kind == "vllm"
+    # each spec is a typed engine config, checked when parsed (before any model loads)
+    assert ModelSpec.parse("openai:x@http://h/v1").engine.base_url == "http://h/v1"
+    with pytest.raises(AgentkitError, match="model spec '/no/such': model: unknown model"):
+        ModelSpec.parse("/no/such")
+    with pytest.raises(AgentkitError, match="is not an http"):
+        ModelSpec.parse("openai:x@ftp://h")
     (tmp_path / "bad.json").write_text(json.dumps({"members": []}))
     with pytest.raises(AgentkitError, match="not an ensemble file"):
         expand_models([f"@{tmp_path / 'bad.json'}"])

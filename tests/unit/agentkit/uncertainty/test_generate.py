@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from agentkit.engines.base import SamplingParams
 from agentkit.uncertainty.schema import GenerationRow, iter_generations
 
 
@@ -20,7 +21,7 @@ def test_generate_resumes_from_partial(tmp_path):
         + "\n"
         + '{"key": "cut'
     )
-    generate(["tiny-random"], tasks, out, samples=2, max_tokens=4, progress=False)
+    generate(["tiny-random"], tasks, out, SamplingParams(n=2, temperature=0.7, max_tokens=4, seed=0), progress=False)
     rows = [r for _, r in iter_generations(out)]
     assert [r.id for r in rows] == [t.id for t in tasks]
     assert rows[0].samples["tiny-random"] == ["KEPT", "KEPT"] and rows[0].greedy["tiny-random"] == "KEPT"

