@@ -64,10 +64,10 @@ def add_model_option(parser: argparse.ArgumentParser, what: str = "") -> None:
     )
 
 
-def add_engine_options(parser: argparse.ArgumentParser, what: str = "", **urls: str) -> None:
+def add_engine_options(parser: argparse.ArgumentParser, what: str = "", **shortcuts: str) -> None:
     """``--engine KIND``, ``--model`` and ``--engine-option KEY=VALUE``: how a command names its engine (the
-    kind's ``EngineConfig``; ``engine_from_args`` builds it). ``urls`` maps extra flag names to the option they
-    set (``upstream="base_url"``: ``--upstream URL``)."""
+    kind's ``EngineConfig``; ``engine_from_args`` builds it). ``shortcuts`` maps extra flags to the option each
+    sets (``upstream="base_url"``: ``--upstream URL``)."""
     from agentkit.engines import ENGINES
 
     add_model_option(parser, what)
@@ -86,9 +86,9 @@ def add_engine_options(parser: argparse.ArgumentParser, what: str = "", **urls: 
         help="an option of the engine kind's config, repeatable, e.g. max_batch_size=8 (hf), base_url=URL (openai); "
         "`agentkit run quickstart --set engine.kind=KIND --help` lists a kind's options",
     )
-    for flag, option in urls.items():
+    for flag, option in shortcuts.items():
         parser.add_argument("--" + flag.replace("_", "-"), help=f"{option} of the engine (--engine-option {option}=…)")
-    parser.set_defaults(_engine_urls=urls)
+    parser.set_defaults(_engine_shortcuts=shortcuts)
 
 
 def engine_from_args(args: argparse.Namespace, **defaults: Any):
@@ -98,7 +98,7 @@ def engine_from_args(args: argparse.Namespace, **defaults: Any):
     from agentkit.engines import ENGINES
 
     layer = parse_sets(args.engine_option, flag="--engine-option")
-    for flag, option in getattr(args, "_engine_urls", {}).items():
+    for flag, option in getattr(args, "_engine_shortcuts", {}).items():
         if getattr(args, flag) is not None:
             layer[option] = getattr(args, flag)
     return build_config(ENGINES.get(args.engine), {**defaults, "model": args.model}, layer)

@@ -19,6 +19,8 @@ A third party adds a kind with a subclass and an entry point::
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -66,6 +68,12 @@ class EngineConfig:
     def problems(self) -> list[str]:
         """Rules across fields (``agentkit.config.cross_checks``); none for the base."""
         return []
+
+    def options(self) -> dict[str, Any]:
+        """The kind's own options (every field but ``kind`` and ``model``) that are set (not None)."""
+        base = {f.name for f in dataclasses.fields(EngineConfig)}
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in base}
+        return {k: v for k, v in values.items() if v is not None}
 
     def build(self, model: Any = None, *, tokenizer: Any = None, name: str | None = None) -> Engine:
         """The engine.
@@ -121,19 +129,11 @@ class HFConfig(EngineConfig):
         if is_vision(model):
             from agentkit.engines.vision import VisionEngine
 
-            return VisionEngine(
-                model, tokenizer, name=name, dtype=self.dtype, device=self.device,
-                max_batch_size=self.max_batch_size, max_model_len=self.max_model_len,
-            )  # fmt: skip
+            known = inspect.signature(VisionEngine).parameters  # it has no prefix cache or speculation
+            return VisionEngine(model, tokenizer, name=name, **{k: v for k, v in self.options().items() if k in known})
         from agentkit.engines.hf import HFEngine
 
-        options = {k: getattr(self, k) for k in HF_OPTIONS}
-        return HFEngine(model, tokenizer, name=name, **options)
-
-
-HF_OPTIONS = (
-    "dtype device max_batch_size max_model_len score_budget_mb prefix_cache_mb share_prefix speculate speculate_tokens"
-).split()
+        return HFEngine(model, tokenizer, name=name, **self.options())
 
 
 @dataclass
@@ -156,10 +156,8 @@ class VLLMConfig(EngineConfig):
     def build(self, model: Any = None, *, tokenizer: Any = None, name: str | None = None) -> Engine:
         from agentkit.engines.vllm import VLLMEngine
 
-        llm = {k: getattr(self, k) for k in ("dtype", "max_model_len", "gpu_memory_utilization", "enforce_eager")}
-        llm = {k: v for k, v in llm.items() if v is not None}
         model = self.model if model is None else model
-        return VLLMEngine(model, tokenizer, name=name, entropy_top_k=self.entropy_top_k, **llm)
+        return VLLMEngine(model, tokenizer, name=name, **self.options())  # entropy_top_k, then vllm.LLM's
 
 
 @dataclass
@@ -209,5 +207,4 @@ class OpenAIConfig(EngineConfig):
             raise AgentkitError("the openai engine runs a served model, not weights in this process", "use hf or vllm")
         from agentkit.engines.openai import OpenAIEngine
 
-        options = ("tokenizer", "token_ids", "timeout", "max_retries", "max_concurrency", "entropy_top_k")
-        return OpenAIEngine(model or self.model, self.base_url, self.api_key, **{k: getattr(self, k) for k in options})
+        return OpenAIEngine(model or self.model, **self.options())
