@@ -74,7 +74,8 @@ class GameRLConfig:
     )
     seeds: Annotated[list[int], at.MinLen(1)] = option([0, 1, 2], "one GRPO run per seed")
     engine: EngineConfig = option(
-        HFConfig(model=None), "the rollout engine (kind and options; it runs the policy, so model stays unset)"
+        HFConfig(model=None),
+        "the engine of rollouts, evaluation and the judge (kind and options; model stays unset: it runs the policy)",
     )
     inputs: Literal["text", "image"] = option(
         "text", "text: the board written out in each question; image: shown as a picture (a vision-language model)"

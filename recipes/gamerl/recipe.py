@@ -80,9 +80,7 @@ class GameRLRecipe(Recipe[GameRLConfig]):
         done = self.ctx.done(name)
         todo = [i for i in range(len(entries)) if str(i) not in done]
         if todo and self.ctx.is_main:
-            from agentkit.engines import make_engine
-
-            engine = make_engine("hf", model, name=self.config.model)  # a VisionEngine on a vision-language model
+            engine = self.config.engine.build(model, name=self.config.model)  # hf: VisionEngine on a vision model
             try:
                 for start in self.ctx.progress(range(0, len(todo), 32), desc=f"evaluate {name}"):
                     part = todo[start : start + 32]
@@ -186,10 +184,9 @@ class GameRLRecipe(Recipe[GameRLConfig]):
     def _judge(self):
         if not self.config.judge:
             return None
-        from agentkit.engines import make_engine
         from agentkit.gamerl.verifiers import Judge
 
-        return Judge(make_engine("hf", self.config.judge))
+        return Judge(self.config.engine.build(self.config.judge))
 
     # ---- report -------------------------------------------------------------------------------------------
     def _compare(self, metrics: dict[str, Any]) -> dict[str, float]:
