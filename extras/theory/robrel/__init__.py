@@ -1,0 +1,1 @@
+"""Rob-ReL: robust reward learning under partial identifiability (extras.md §11)."""
