@@ -46,16 +46,16 @@ class Feedback:
     comparisons: list[np.ndarray] = field(default_factory=list)
 
 
-def exact_bounds(mdp: MDP, feedback: Feedback, c: np.ndarray) -> tuple[float, float]:
-    """(m, M): the minimum and maximum of ⟨c, r⟩ over the feasible rewards, by linear programming.
+def feasible_reward(mdp: MDP, feedback: Feedback, cost: np.ndarray) -> np.ndarray:
+    """The feasible reward that minimises ⟨cost, r⟩ (an LP vertex), by ``scipy.optimize.linprog`` (HiGHS).
 
     Args:
-        mdp: the true MDP (its transitions enter the Bellman inequalities).
+        mdp: the MDP whose transitions enter the Bellman inequalities.
         feedback: the demonstration and comparisons.
-        c: the target functional, shaped like a reward.
+        cost: the objective, shaped like a reward.
 
     Returns:
-        The two bounds.
+        The reward ``r[h, s, a]``.
 
     Raises:
         ValueError: the feedback leaves no feasible reward.
@@ -85,14 +85,22 @@ def exact_bounds(mdp: MDP, feedback: Feedback, c: np.ndarray) -> tuple[float, fl
         rows.append(np.concatenate([-g.ravel(), np.zeros(nv)]))
         rhs.append(0.0)
     bounds = [(0.0, 1.0)] * nr + [(None, None)] * nv
-    out = []
-    for sign in (1.0, -1.0):
-        cost = np.concatenate([sign * c.ravel(), np.zeros(nv)])
-        res = linprog(cost, A_ub=np.array(rows) if rows else None, b_ub=rhs or None, bounds=bounds, method="highs")
-        if res.status != 0:
-            raise ValueError(f"the feedback leaves no feasible reward ({res.message})")
-        out.append(sign * res.fun)
-    return out[0], out[1]
+    objective = np.concatenate([cost.ravel(), np.zeros(nv)])
+    res = linprog(objective, A_ub=np.array(rows) if rows else None, b_ub=rhs or None, bounds=bounds, method="highs")
+    if res.status != 0:
+        raise ValueError(f"the feedback leaves no feasible reward ({res.message})")
+    return res.x[:nr].reshape(H, S, A)
+
+
+def exact_bounds(mdp: MDP, feedback: Feedback, c: np.ndarray) -> tuple[float, float]:
+    """(m, M): the minimum and maximum of ⟨c, r⟩ over the feasible rewards, by linear programming
+    (``feasible_reward`` with the costs c and −c).
+
+    Raises:
+        ValueError: the feedback leaves no feasible reward.
+    """
+    lo, hi = feasible_reward(mdp, feedback, c), feasible_reward(mdp, feedback, -c)
+    return float((c * lo).sum()), float((c * hi).sum())
 
 
 def primal_dual_bound(

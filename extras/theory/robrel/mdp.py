@@ -67,18 +67,24 @@ def occupancy(mdp: MDP, pi: np.ndarray) -> np.ndarray:
     return d
 
 
-def optimal(mdp: MDP, r: np.ndarray) -> tuple[float, np.ndarray]:
-    """The optimal return ``mu·V*_1`` for reward ``r`` and the occupancy of a greedy optimal policy (ties to the
-    lowest action), by backward dynamic programming."""
+def greedy(mdp: MDP, r: np.ndarray) -> tuple[float, np.ndarray]:
+    """The optimal return ``mu·V*_1`` for reward ``r`` and a deterministic optimal policy ``pi[h, s, a]`` (ties to
+    the lowest action), by backward dynamic programming."""
     H, S, A = mdp.shape
     V = np.zeros(S)
-    greedy = np.zeros((H, S, A))
+    pi = np.zeros((H, S, A))
     for h in reversed(range(H)):
         Q = r[h] + mdp.P[h] @ V
         best = Q.argmax(axis=1)
-        greedy[h, np.arange(S), best] = 1.0
+        pi[h, np.arange(S), best] = 1.0
         V = Q[np.arange(S), best]
-    return float(mdp.mu @ V), occupancy(mdp, greedy)
+    return float(mdp.mu @ V), pi
+
+
+def optimal(mdp: MDP, r: np.ndarray) -> tuple[float, np.ndarray]:
+    """The optimal return for reward ``r`` and the occupancy of the greedy optimal policy (``greedy``)."""
+    value, pi = greedy(mdp, r)
+    return value, occupancy(mdp, pi)
 
 
 def sample(mdp: MDP, pi: np.ndarray, n: int, seed: int = 0) -> np.ndarray:

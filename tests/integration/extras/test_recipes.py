@@ -26,6 +26,7 @@ from agentkit.errors import AgentkitError
         "extras.spiking.diffpc",
         "extras.spiking.frernn",
         "extras.spiking.lrfdyn",
+        "extras.theory.robrel",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -71,6 +72,7 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.spiking.diffpc", "methods=[diffpc,ep]", "'ep' is not allowed"),
         ("extras.spiking.lrfdyn", "dilations=[1,7]", "dilations: 7 reaches past the 7×7 token grid"),
         ("extras.spiking.lrfdyn", "heads=5", "heads: 5 does not divide d = 16"),
+        ("extras.theory.robrel", "sizes=[3x3]", "'3x3' is not SxAxH"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )
