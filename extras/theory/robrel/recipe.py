@@ -23,9 +23,6 @@ class RobReLRecipe(Recipe[RobReLConfig]):
     config_cls = RobReLConfig
     description = "Rob-ReL vs single IRL rewards: worst-case error of a reward functional over the feasible set"
 
-    def setup(self) -> None:
-        pass
-
     def train(self) -> dict[str, Any]:
         c = self.config
         grid = sweep(self.ctx, product(c.sizes, c.samples), c.seeds, self._run, desc="MDPs")
