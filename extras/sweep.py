@@ -56,12 +56,11 @@ class Grid:
     ) -> report.Results:
         """``{label(*setting): {metric: [seed 0's, seed 1's, …]}}`` for the settings ``where`` keeps (numeric
         metrics only, or the ``columns`` named); settings with the same label pool their values."""
-        keep = None if columns is None else set(columns)
         out: report.Results = {}
         for s in self.settings:
             if where(*s):
                 for r in self.raw[s]:
-                    report.add(out, label(*s), _numbers(r, keep))
+                    report.add(out, label(*s), _numbers(r, columns))
         return out
 
     def split(self) -> dict[Any, Grid]:
@@ -81,15 +80,16 @@ class Grid:
     def nested(self, setting: tuple = (), columns: Iterable[str] | None = None) -> report.Results:
         """For jobs that return ``{label: metrics}`` (one seed trains every method, e.g. a shared backbone): the
         results by those labels."""
-        keep = None if columns is None else set(columns)
         out: report.Results = {}
         for r in self.raw[setting]:
             for name, metrics in r.items():
-                report.add(out, name, _numbers(metrics, keep))
+                report.add(out, name, _numbers(metrics, columns))
         return out
 
 
-def _numbers(r: dict[str, Any], keep: set[str] | None) -> dict[str, float]:
+def _numbers(r: dict[str, Any], columns: Iterable[str] | None) -> dict[str, float]:
+    """The numeric metrics of one result (only ``columns``, when given)."""
+    keep = None if columns is None else set(columns)
     return {
         k: v
         for k, v in r.items()

@@ -84,10 +84,6 @@ SEARCH_EXAMPLES = [
 ]
 
 
-def _agent_sampling() -> SamplingParams:
-    return SamplingParams(temperature=0.0, max_tokens=256, seed=0, entropy=True)
-
-
 @dataclass
 class AgentConfig:
     """Limits and sampling of a rollout.
@@ -125,7 +121,8 @@ class AgentConfig:
         {}, "calls of each named tool per trajectory, e.g. {python: 4, search: 4} (Tool-Light's sampling)"
     )
     sampling: SamplingParams = option(
-        _agent_sampling(), "how each model turn is sampled; max_tokens is per turn, n is trajectories per task"
+        SamplingParams(temperature=0.0, max_tokens=256, seed=0, entropy=True),
+        "how each model turn is sampled; max_tokens is per turn, n is trajectories per task",
     )
     system_prompt: str = option(TIR_SYSTEM_PROMPT, "the system message (json style adds the tools' schemas)")
     tool_workers: PosInt = option(8, "tool calls run at once")

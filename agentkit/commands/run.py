@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from collections.abc import Sequence
 
 from agentkit.command import Command
 from agentkit.errors import AgentkitError
@@ -86,7 +87,7 @@ class _RunHelp(argparse.Action):
         parser.exit()
 
 
-def recipe_help(spec: str, sets: list[str] = (), preset: str | None = None) -> str:  # type: ignore[assignment]
+def recipe_help(spec: str, sets: Sequence[str] = (), preset: str | None = None) -> str:
     """Every config key of a recipe (nested ones dotted) with its type, default and help.
 
     Args:

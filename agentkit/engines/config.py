@@ -65,10 +65,6 @@ class EngineConfig:
 
         return ENGINES.get(kind)
 
-    def problems(self) -> list[str]:
-        """Rules across fields (``agentkit.config.cross_checks``); none for the base."""
-        return []
-
     def options(self) -> dict[str, Any]:
         """The kind's own options (every field but ``kind`` and ``model``) that are set (not None)."""
         base = {f.name for f in dataclasses.fields(EngineConfig)}
@@ -90,6 +86,13 @@ class EngineConfig:
         raise NotImplementedError(f"engine kind {self.kind!r} does not say how to build itself")
 
 
+def kinds_taking_weights() -> list[str]:
+    """The registered engine kinds whose engines take new weights in place (``TAKES_WEIGHTS``)."""
+    from agentkit.engines import ENGINES
+
+    return [k for k in ENGINES.names() if ENGINES.get(k).TAKES_WEIGHTS]
+
+
 def rollout_engine_problems(engine: EngineConfig, key: str = "engine") -> list[str]:
     """What is wrong with ``engine`` as a trainer's rollout engine: it runs the policy (so names no model) and must
     take the new weights after each step."""
@@ -97,7 +100,8 @@ def rollout_engine_problems(engine: EngineConfig, key: str = "engine") -> list[s
     if engine.model is not None:
         out.append(f"{key}.model: the rollout engine runs the policy being trained; set model instead")
     if not engine.TAKES_WEIGHTS:
-        out.append(f"{key}.kind: {engine.kind} cannot take the policy's new weights; use an engine that can (hf, vllm)")
+        can = ", ".join(kinds_taking_weights())
+        out.append(f"{key}.kind: {engine.kind} cannot take the policy's new weights; use an engine that can ({can})")
     return out
 
 
@@ -204,7 +208,8 @@ class OpenAIConfig(EngineConfig):
         if model is not None and not isinstance(model, str):
             from agentkit.errors import AgentkitError
 
-            raise AgentkitError("the openai engine runs a served model, not weights in this process", "use hf or vllm")
+            hint = "use " + " or ".join(kinds_taking_weights())
+            raise AgentkitError("the openai engine runs a served model, not weights in this process", hint)
         from agentkit.engines.openai import OpenAIEngine
 
         return OpenAIEngine(model or self.model, **self.options())
