@@ -4,7 +4,9 @@
 - ``sklearn_set``: scikit-learn's bundled sets (digits, iris, wine, breast_cancer), which ship in the wheel;
 - ``coloured_fashion_mnist``: a spurious-correlation benchmark (binary label, colour agreeing with it);
 - ``char_corpus``: English text for character language models (CPython's bundled ``pydoc_data`` topics);
-- seeded synthetic data: ``xor``, ``rotated_classification``;
+- seeded synthetic data: ``xor``, ``rotated_classification``, ``manifold`` (two-class manifolds in R^d),
+  ``sparse_mixing`` (latents → observed through sparse supports);
+- ``fashion_mnist_pca``: Fashion-MNIST test images on principal components of training images;
 - ``split``: stratified train / validation / test indices (model selection on validation, never on test).
 
 Every ``fetch_*`` / hub loader downloads, so none is used here (``../shared/methods/offline-data.md``).
@@ -164,6 +166,126 @@ def rotated_classification(
     for i in range(0, d - 1, 2):
         rot[i : i + 2, i : i + 2] = [[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]]
     return x @ rot.T, y.astype(np.int64)
+
+
+MANIFOLDS = ("moons", "circles", "swiss_roll", "cylinder", "spirals", "shells")
+
+
+def manifold(name: str, n: int, d: int = 10, noise: float = 0.05, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(x float32 [n, d], y int64 [n])``: two classes on a low-dimensional manifold, scaled to total variance 1,
+    rotated into R^d by a seeded random orthogonal map, plus isotropic Gaussian noise (std ``noise`` per
+    coordinate). The class is a region of the manifold, so the boundary follows its geometry:
+
+    - ``moons``, ``circles``: scikit-learn's (2-D; circles with factor 0.5);
+    - ``swiss_roll``: scikit-learn's (3-D); the class is which half of the roll's length t a point lies on;
+    - ``cylinder``: angle θ ~ U[0, 2π), height ~ U[0, 3] on a unit cylinder (3-D); the class alternates over the
+      four quarters of θ, so no plane separates it;
+    - ``spirals``: two interleaved Archimedean spirals (2-D), one per class;
+    - ``shells``: two concentric spheres of radii 1 and 2 (3-D), one per class.
+
+    >>> x, y = manifold("cylinder", 8, d=5, seed=1)
+    >>> x.shape, sorted(set(y.tolist()))
+    ((8, 5), [0, 1])
+    """
+    from sklearn import datasets
+
+    rng = np.random.default_rng(seed)
+    if name == "moons":
+        z, y = datasets.make_moons(n, noise=0.0, random_state=seed)
+    elif name == "circles":
+        z, y = datasets.make_circles(n, factor=0.5, noise=0.0, random_state=seed)
+    elif name == "swiss_roll":
+        z, t = datasets.make_swiss_roll(n, noise=0.0, random_state=seed)
+        y = (t > 3 * np.pi).astype(np.int64)  # t ~ U[1.5π, 4.5π]: the inner and outer half of the roll
+    elif name == "cylinder":
+        theta, h = rng.uniform(0, 2 * np.pi, n), rng.uniform(0, 3, n)
+        z = np.stack([np.cos(theta), np.sin(theta), h], 1)
+        y = (np.floor(theta / (np.pi / 2)).astype(np.int64)) % 2
+    elif name == "spirals":
+        y = rng.integers(0, 2, n)
+        t = rng.uniform(0.5, 3.0, n) * np.pi
+        z = np.stack([t * np.cos(t + np.pi * y), t * np.sin(t + np.pi * y)], 1)
+    elif name == "shells":
+        y = rng.integers(0, 2, n)
+        u = rng.standard_normal((n, 3))
+        z = u / np.linalg.norm(u, axis=1, keepdims=True) * (1.0 + y)[:, None]
+    else:
+        from agentkit.errors import did_you_mean
+
+        raise AgentkitError(f"unknown manifold {name!r}", did_you_mean(name, MANIFOLDS))
+    z = z - z.mean(0)
+    z = z / np.sqrt((z**2).sum(1).mean())
+    if d < z.shape[1]:
+        raise AgentkitError(f"manifold {name!r} is {z.shape[1]}-dimensional; d={d} cannot hold it")
+    q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    x = z @ q[: z.shape[1]] + noise * rng.standard_normal((n, d))
+    return x.astype(np.float32), np.asarray(y, np.int64)
+
+
+def sparse_supports(latents: int, structure: str = "diverse") -> np.ndarray:
+    """The support matrix ``[2·latents, latents]`` (bool) of a sparse mixing: observed 2k depends on latents
+    {k, k+1}, observed 2k+1 on {k, k+2} (mod ``latents``), so the supports of the observed that depend on latent k
+    intersect in {k} alone (*diverse*: every latent is identifiable). ``coupled``: every support that holds latent
+    0 or 1 holds both, so the two always co-occur and only their block is identifiable.
+
+    >>> sparse_supports(4).astype(int)[:4].tolist()
+    [[1, 1, 0, 0], [1, 0, 1, 0], [0, 1, 1, 0], [0, 1, 0, 1]]
+    >>> sparse_supports(4, "coupled").astype(int)[:2].tolist()
+    [[1, 1, 0, 0], [1, 1, 1, 0]]
+    """
+    if structure not in ("diverse", "coupled"):
+        raise AgentkitError(f"unknown support structure {structure!r}", "use diverse or coupled")
+    if latents < 3:
+        raise AgentkitError(f"sparse_supports needs at least 3 latents, got {latents}")
+    sup = np.zeros((2 * latents, latents), bool)
+    for k in range(latents):
+        sup[2 * k, [k, (k + 1) % latents]] = True
+        sup[2 * k + 1, [k, (k + 2) % latents]] = True
+    if structure == "coupled":
+        both = sup[:, 0] | sup[:, 1]
+        sup[both, 0] = sup[both, 1] = True
+    return sup
+
+
+def sparse_mixing(
+    n: int, latents: int = 5, structure: str = "diverse", noise: float = 0.05, hidden: int = 16, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(z float32 [n, latents], x float32 [n, 2·latents], support bool [2·latents, latents])``: z ~ N(0, I) and
+    x_i = MLP_i(z_{S_i}) + noise, one seeded random tanh MLP (``hidden`` units) per observed, its output
+    standardised, with the supports S_i of ``sparse_supports``. Split the n rows for training, validation and
+    test; ``sparse_decode`` maps other z through the same MLPs."""
+    sup = sparse_supports(latents, structure)
+    z = np.random.default_rng([seed, 1]).standard_normal((n, latents))
+    return z.astype(np.float32), sparse_decode(z, sup, noise, hidden, seed), sup
+
+
+def sparse_decode(z: np.ndarray, sup: np.ndarray, noise: float, hidden: int, seed: int) -> np.ndarray:
+    """x = (MLP_i(z_{S_i}))_i + noise for the seeded MLPs of ``sparse_mixing`` (standardised with constants fixed by
+    the seed, so every batch of z maps through the same function)."""
+    rng = np.random.default_rng([seed, 0])
+    ref = rng.standard_normal((4096, sup.shape[1]))
+    cols = []
+    for s in sup:
+        w1 = rng.standard_normal((int(s.sum()), hidden)) * 1.5 / np.sqrt(s.sum())
+        b1 = rng.standard_normal(hidden) * 0.5
+        w2 = rng.standard_normal(hidden) / np.sqrt(hidden)
+        out, r = np.tanh(z[:, s] @ w1 + b1) @ w2, np.tanh(ref[:, s] @ w1 + b1) @ w2
+        cols.append((out - r.mean()) / r.std())
+    x = np.stack(cols, 1) + noise * np.random.default_rng([seed, 2]).standard_normal((len(z), len(sup)))
+    return x.astype(np.float32)
+
+
+def fashion_mnist_pca(dim: int = 32, n: int = 10000, fit: int = 10000) -> tuple[np.ndarray, np.ndarray]:
+    """``(features float32 [n, dim], labels int64 [n])``: Fashion-MNIST test images projected on the top ``dim``
+    principal components of ``fit`` training images (seeded, class-balanced subsets), scaled to total variance 1."""
+    from sklearn.decomposition import PCA
+
+    x, _ = fashion_mnist("train", fit, seed=0)
+    xt, yt = fashion_mnist("test", n, seed=0)
+    pca = PCA(dim, random_state=0).fit(x.reshape(len(x), -1))
+    z = pca.transform(xt.reshape(len(xt), -1))
+    z = z / np.sqrt((z**2).sum(1).mean())
+    return z.astype(np.float32), yt
 
 
 def stratified_split_problems(key: str, n: int, classes: int, val: float, test: float) -> list[str]:

@@ -27,6 +27,7 @@ from agentkit.errors import AgentkitError
         "extras.spiking.frernn",
         "extras.spiking.lrfdyn",
         "extras.theory.robrel",
+        "extras.theory.icssl",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -73,6 +74,8 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.spiking.lrfdyn", "dilations=[1,7]", "dilations: 7 reaches past the 7×7 token grid"),
         ("extras.spiking.lrfdyn", "heads=5", "heads: 5 does not divide d = 16"),
         ("extras.theory.robrel", "sizes=[3x3]", "'3x3' is not SxAxH"),
+        ("extras.theory.icssl", "label_fracs=[0.999]", "label_fracs: 0.999 labels all 100 points"),
+        ("extras.theory.icssl", "train_sets=[moons,torus]", "'torus' is not allowed"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )
