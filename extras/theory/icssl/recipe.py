@@ -152,6 +152,7 @@ class ICSSLRecipe(Recipe[ICSSLConfig]):
                 )
             ax.set_xscale("log")
             ax.set_xticks([100 * f for f in c.label_fracs], cols)
+            ax.minorticks_off()
             ax.set_title(name + ("" if name in c.train_sets else " (OOD)"))
             ax.set_xlabel("labelled share of the episode")
             ax.set_ylabel("accuracy (unlabelled points)")
