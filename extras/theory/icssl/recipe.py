@@ -69,7 +69,7 @@ class ICSSLRecipe(Recipe[ICSSLConfig]):
             x, y = self._draw(name, rng)
             perm = rng.permutation(len(y))
             first = [perm[np.flatnonzero(y[perm] == k)[0]] for k in np.unique(y)]
-            order = np.concatenate([first, [i for i in perm if i not in set(first)]]).astype(int)
+            order = np.concatenate([first, perm[~np.isin(perm, first)]]).astype(int)
             xs.append(x[order])
             ys.append(y[order])
             ms.append(max(len(first), round(f * len(y))))
