@@ -30,6 +30,7 @@ from agentkit.errors import AgentkitError
         "extras.theory.icssl",
         "extras.theory.dictionary",
         "extras.timeseries.gdpd",
+        "extras.efficiency.klas",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -82,6 +83,8 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.theory.dictionary", "structures=[mixed]", "'mixed' is not allowed"),
         ("extras.timeseries.gdpd", "datasets=[ecg200]", "'ecg200' is not allowed"),
         ("extras.timeseries.gdpd", "prefixes=[1.0]", "prefixes"),
+        ("extras.efficiency.klas", "widths=[64,32]", "widths: \\[64, 32\\] must be distinct and increasing"),
+        ("extras.efficiency.klas", "widths=[16,40]", "widths: 40 is not a multiple of 16"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )
