@@ -128,6 +128,13 @@ def bars(ax, results: Results, metric: str, title: str | None = None) -> None:
         ax.set_title(title)
 
 
+def curve(ax, xs: list[float], values: list[list[float]], label: str, **style) -> None:
+    """One method's line: the mean of each x's per-seed ``values`` with ± std error bars (``style``: matplotlib
+    keywords such as ``ls``)."""
+    stats = [mean_std(v) for v in values]
+    ax.errorbar(xs, [a for a, _ in stats], yerr=[b for _, b in stats], marker="o", capsize=3, label=label, **style)
+
+
 def thin(values: list[float], points: int = 200) -> list[float]:
     """At most ~``points`` means of consecutive chunks: a training curve small enough to record per run.
 

@@ -135,10 +135,7 @@ class H3GNNRecipe(Recipe[H3GNNConfig]):
         c = self.config
         fig, ax = plt.subplots(figsize=(6, 3.6))
         for m in c.methods:
-            stats = [report.mean_std(per_h[h][NAMES[m]]["test_accuracy"]) for h in c.homophilies]
-            ax.errorbar(
-                c.homophilies, [a for a, _ in stats], yerr=[b for _, b in stats], marker="o", capsize=3, label=NAMES[m]
-            )
+            report.curve(ax, c.homophilies, [per_h[h][NAMES[m]]["test_accuracy"] for h in c.homophilies], NAMES[m])
         ax.set_xlabel("node homophily h")
         ax.set_ylabel("linear-probe test accuracy")
         ax.legend(fontsize=7)

@@ -141,15 +141,7 @@ class ICSSLRecipe(Recipe[ICSSLConfig]):
         )
         for ax, name in zip(axes.flat, panels):
             for m, v in res.items():
-                stats = [report.mean_std(v[f"{name}/{col}"]) for col in cols]
-                ax.errorbar(
-                    [100 * f for f in c.label_fracs],
-                    [s[0] for s in stats],
-                    yerr=[s[1] for s in stats],
-                    marker="o",
-                    capsize=3,
-                    label=m,
-                )
+                report.curve(ax, [100 * f for f in c.label_fracs], [v[f"{name}/{col}"] for col in cols], m)
             ax.set_xscale("log")
             ax.set_xticks([100 * f for f in c.label_fracs], cols)
             ax.minorticks_off()

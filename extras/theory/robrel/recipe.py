@@ -57,12 +57,8 @@ class RobReLRecipe(Recipe[RobReLConfig]):
                 ),
             )
             for name, per in res.items():
-                xs = [int(k[2:]) for k in cols]
-                stats = [report.mean_std(per[k]) for k in cols]
                 style = "--" if name.startswith("certificate") else "-"
-                ax.errorbar(
-                    xs, [a for a, _ in stats], yerr=[b for _, b in stats], marker="o", capsize=3, ls=style, label=name
-                )
+                report.curve(ax, [int(k[2:]) for k in cols], [per[k] for k in cols], name, ls=style)
             ax.set_xscale("log")
             ax.set_xlabel("expert trajectories")
             ax.set_ylabel("worst-case error")

@@ -64,7 +64,7 @@ class GDPDRecipe(Recipe[GDPDConfig]):
 
     def _fit(self, params, loss_fn, score_fn, n: int, seed: int, desc: str):
         """Adam (gradients clipped to norm 1) on ``loss_fn(batch index)`` for ``epochs``; every ``eval_every`` epochs ``score_fn()`` (validation
-        AUC-PR, then accuracy) and the best state is kept. Returns (best score, state restore function)."""
+        AUC-PR, then accuracy); the parameters end at the best state, and that score is returned."""
         c = self.config
         params = list(params)
         opt = torch.optim.Adam(params, lr=c.lr)
@@ -219,15 +219,9 @@ class GDPDRecipe(Recipe[GDPDConfig]):
             )
             out |= report.means(res, cols, f"{name}/")
             for m, per in res.items():
-                stats = [report.mean_std(per[f"auc_pr @{p:.0%}"]) for p in c.prefixes]
-                ax.errorbar(
-                    [100 * p for p in c.prefixes],
-                    [s[0] for s in stats],
-                    yerr=[s[1] for s in stats],
-                    marker="o",
-                    capsize=3,
-                    label=m,
-                    ls="--" if m.startswith("teacher") else "-",
+                style = "--" if m.startswith("teacher") else "-"
+                report.curve(
+                    ax, [100 * p for p in c.prefixes], [per[f"auc_pr @{p:.0%}"] for p in c.prefixes], m, ls=style
                 )
             ax.set_title(name)
             ax.set_xlabel("prefix read (% of the series)")
