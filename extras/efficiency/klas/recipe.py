@@ -76,16 +76,15 @@ class KLASRecipe(Recipe[KLASConfig]):
         ]
         theta = {(a, b): kl_table(probs[a], probs[b]) for a, b in {(s[0], s[1]) for s in cands}}
         next_kl = [np.array([mean_kl(p[j], p[j + 1]) for j in range(c.depth - 1)]) for p in probs]
-        fit_x, (xv_small, yv_small) = x[:1000], (xv[:1000], yv[:1000])
-        ls_acc = []  # each candidate's validation accuracy after its least-squares fit, before any fine-tuning
-        for a, b, i, j in cands:
+        ls, ls_acc = [], []  # each candidate's least-squares stitch (W, b) on 1,000 training images, and its
+        for a, b, i, j in cands:  # validation accuracy with it, before any fine-tuning
             with torch.no_grad():
-                h_f = anchors[a].tokens(fit_x, i).reshape(-1, anchors[a].width)
-                h_g = anchors[b].tokens(fit_x, j).reshape(-1, anchors[b].width)
-            ls_acc.append(
-                nets.accuracy(Stitched(anchors[a], anchors[b], i, j, *lstsq_stitch(h_f, h_g)), xv_small, yv_small)
-            )
+                h_f = anchors[a].tokens(x[:1000], i).reshape(-1, anchors[a].width)
+                h_g = anchors[b].tokens(x[:1000], j).reshape(-1, anchors[b].width)
+            ls.append(lstsq_stitch(h_f, h_g))
+            ls_acc.append(nets.accuracy(Stitched(anchors[a], anchors[b], i, j, *ls[-1]), xv[:1000], yv[:1000]))
         out = {
+            "ls": ls,
             "ls_accuracy": np.array(ls_acc),
             "anchors": anchors,
             "anchor_flops": [flops(a, example) for a in anchors],
@@ -125,13 +124,10 @@ class KLASRecipe(Recipe[KLASConfig]):
         chosen = self._select(method, fam, seed)
         anchors = copy.deepcopy(fam["anchors"])
         x, y = self.data["train"]
-        fit_x = x[:1000]
-        members = []
-        for a, b, i, j in chosen:
-            with torch.no_grad():
-                h_f = anchors[a].tokens(fit_x, i).reshape(-1, anchors[a].width)
-                h_g = anchors[b].tokens(fit_x, j).reshape(-1, anchors[b].width)
-            members.append(Stitched(anchors[a], anchors[b], i, j, *lstsq_stitch(h_f, h_g)))
+        members = [
+            Stitched(anchors[a], anchors[b], i, j, *fam["ls"][fam["cands"].index((a, b, i, j))])
+            for a, b, i, j in chosen
+        ]  # on the copies, from the family's least-squares fits
         family = [*anchors, *members]
         params = {id(p): p for m in family for p in m.parameters()}
         opt = torch.optim.AdamW(list(params.values()), lr=c.lr / 3, weight_decay=0.05)
