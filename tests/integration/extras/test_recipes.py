@@ -31,6 +31,7 @@ from agentkit.errors import AgentkitError
         "extras.theory.dictionary",
         "extras.timeseries.gdpd",
         "extras.efficiency.klas",
+        "extras.theory.symspace",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -85,6 +86,8 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.timeseries.gdpd", "prefixes=[1.0]", "prefixes"),
         ("extras.efficiency.klas", "widths=[64,32]", "widths: \\[64, 32\\] must be distinct and increasing"),
         ("extras.efficiency.klas", "widths=[16,40]", "widths: 40 is not a multiple of 16"),
+        ("extras.theory.symspace", "k_dim=2", "k_dim: 2 \\+ the 2 directions of 𝔭 exceed so\\(3\\)'s 3 dimensions"),
+        ("extras.theory.symspace", "tasks=[torus]", "'torus' is not allowed"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )

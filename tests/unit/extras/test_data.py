@@ -139,3 +139,18 @@ def test_fashion_mnist_splits_hold_out_validation_from_training():
     assert x.dtype == xv.dtype == xt.dtype == torch.float32 and y.dtype == torch.int64
     assert (yv.bincount(minlength=10) == 10).all() and (yt.bincount(minlength=10) == 20).all()  # class-balanced
     assert not (x.flatten(1)[:, None] == xv.flatten(1)[None]).all(-1).any()  # no validation image in training
+
+
+def test_sphere_and_sprites_hold_out_their_regions():
+    x = data.sphere(2000, (0, 270), seed=3)
+    assert np.allclose((x**2).sum(1), 1, atol=1e-5) and (data.azimuth_deg(x) < 270).all()
+    assert data.azimuth_deg(x).max() > 260 and abs(x[:, 2].mean()) < 0.05  # the range and heights are covered
+    assert np.array_equal(x, data.sphere(2000, (0, 270), seed=3))
+    with pytest.raises(AgentkitError, match="azimuth range"):
+        data.sphere(5, (90, 30))
+    seen, held = data.sprite_positions(500, False, 1), data.sprite_positions(500, True, 1)
+    assert not (seen > 0.5).all(1).any() and (held > 0.5).all(1).all()
+    assert seen[:, 0].max() > 0.95 and seen[:, 1].max() > 0.95  # each value occurs, only the combination is held out
+    img = data.sprites(held, size=12)
+    assert img.shape == (500, 144) and np.abs(data.sprite_centroid(img, size=12) - held).max() < 1e-6
+    assert np.allclose(data.sprite_centroid(np.zeros((1, 144)), size=12), 0.5)
