@@ -32,6 +32,7 @@ from agentkit.errors import AgentkitError
         "extras.timeseries.gdpd",
         "extras.efficiency.klas",
         "extras.theory.symspace",
+        "extras.theory.futurefeat",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -88,6 +89,9 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.efficiency.klas", "widths=[16,40]", "widths: 40 is not a multiple of 16"),
         ("extras.theory.symspace", "k_dim=2", "k_dim: 2 \\+ the 2 directions of 𝔭 exceed so\\(3\\)'s 3 dimensions"),
         ("extras.theory.symspace", "tasks=[torus]", "'torus' is not allowed"),
+        ("extras.theory.futurefeat", "heads=3", "heads: 3 does not divide d = 16"),
+        ("extras.theory.futurefeat", "track_position=30", "track_position: 30 is past the last token \\(20\\)"),
+        ("extras.theory.futurefeat", "variants=[standard,lookahead]", "'lookahead' is not allowed"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )

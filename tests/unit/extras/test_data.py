@@ -154,3 +154,28 @@ def test_sphere_and_sprites_hold_out_their_regions():
     img = data.sprites(held, size=12)
     assert img.shape == (500, 144) and np.abs(data.sprite_centroid(img, size=12) - held).max() < 1e-6
     assert np.allclose(data.sprite_centroid(np.zeros((1, 144)), size=12), 0.5)
+
+
+def test_majority_tasks_by_hand():
+    """Majority: outputs follow the running majority of every token; Conditioned-Majority counts an input only
+    after the key symbol (token 1) and its feature is the previous token."""
+    tok, feat, legal = data.majority(50, vocab=3, inputs=10, outputs=10, seed=4)
+    assert (tok[:, 0] == 0).all() and set(np.unique(tok[:, 1:])) <= {1, 2, 3}
+    for s in range(50):
+        counts = np.zeros(3)
+        for i in range(1, 21):
+            if i > 10:  # an output is a current majority symbol
+                assert counts[tok[s, i] - 1] == counts.max()
+                assert legal[s, i - 1, 1:].tolist() == (counts == counts.max()).tolist()
+            counts[tok[s, i] - 1] += 1
+            assert feat[s, i].tolist() == (counts == counts.max()).tolist()
+    tok, feat, legal = data.majority(50, conditioned=True, seed=4)
+    for s in range(50):
+        counts = np.zeros(3)
+        for i in range(1, 21):
+            if i > 10:
+                assert counts[tok[s, i] - 1] == counts.max()
+            elif tok[s, i - 1] == 1:
+                counts[tok[s, i] - 1] += 1
+            assert feat[s, i].tolist() == ([0.0] * 3 if i == 1 else np.eye(3)[tok[s, i - 1] - 1].tolist())
+    assert legal[:, :10, 1:].all() and not legal[..., 0].any()  # any symbol may follow an input; never BOS
