@@ -27,14 +27,8 @@ from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
 
 FEATURE = {"majority": "is_majority_k", "conditioned": "prev_is_k"}
-COLUMNS = [
-    "output_acc",
-    "probe_acc",
-    "probe_acc_init",
-    "probe_acc_inputs",
-    *[f"influence_{p}" for p in PARTS],
-    "risk_start",
-]
+INFLUENCE = [f"influence_{p}" for p in PARTS]
+COLUMNS = ["output_acc", "probe_acc", "probe_acc_init", "probe_acc_inputs", *INFLUENCE, "risk_start"]
 
 
 class FutureFeatRecipe(Recipe[FutureFeatConfig]):
@@ -64,7 +58,7 @@ class FutureFeatRecipe(Recipe[FutureFeatConfig]):
                 "\n\n"
                 + report.table(res, COLUMNS)
                 + "\n\n"
-                + report.paired(res, "standard", ["output_acc", "probe_acc", "probe_acc_inputs", *COLUMNS[4:7]]),
+                + report.paired(res, "standard", ["output_acc", "probe_acc", "probe_acc_inputs", *INFLUENCE]),
             )
             out |= report.means(res, COLUMNS, f"{task}/")
         if c.lm_variants:
