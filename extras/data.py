@@ -435,8 +435,7 @@ def sprites(positions: np.ndarray, size: int = 16, width: float = 1.5) -> np.nda
     (True, True)
     """
     pos = np.asarray(positions, np.float64)
-    grid = np.arange(size) + 0.5
-    lo, hi = width + 0.5, size - width - 0.5
+    grid, lo, hi = _sprite_axis(size, width)
     cx, cy = (lo + pos[:, :1] * (hi - lo)), (lo + pos[:, 1:2] * (hi - lo))  # [n, 1] in pixels
 
     def edge(c):  # 1 inside |g − c| ≤ width, 0 beyond width + 1, linear between
@@ -451,14 +450,18 @@ def sprite_centroid(images: np.ndarray, size: int = 16, width: float = 1.5) -> n
     intensity centroid of the clipped-positive image, mapped to [0, 1]² (0.5 for a blank image)."""
     img = np.clip(np.asarray(images, np.float64).reshape(len(images), size, size), 0, None)
     mass = img.sum((1, 2))
-    grid = np.arange(size) + 0.5
-    lo, hi = width + 0.5, size - width - 0.5
+    grid, lo, hi = _sprite_axis(size, width)
     safe = np.where(mass > 0, mass, 1.0)
     cx = (img.sum(1) * grid).sum(1) / safe
     cy = (img.sum(2) * grid).sum(1) / safe
     pos = np.stack([(cx - lo) / (hi - lo), (cy - lo) / (hi - lo)], 1)
     pos[mass <= 0] = 0.5
     return pos
+
+
+def _sprite_axis(size: int, width: float) -> tuple[np.ndarray, float, float]:
+    """Pixel centres along one axis, and the pixel coordinates of positions 0 and 1 (the square stays inside)."""
+    return np.arange(size) + 0.5, width + 0.5, size - width - 0.5
 
 
 def sprite_positions(n: int, held_out: bool | None = False, seed: int = 0) -> np.ndarray:

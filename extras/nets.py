@@ -9,6 +9,30 @@ import torch.nn.functional as F
 from torch import nn
 
 
+def mlp(d_in: int, hidden: int, d_out: int, layers: int = 2, act: type[nn.Module] = nn.ELU) -> nn.Sequential:
+    """``layers`` hidden layers of ``hidden`` units, each followed by ``act``, then a linear output."""
+    dims = [d_in] + [hidden] * layers
+    mods: list[nn.Module] = []
+    for a, b in zip(dims[:-1], dims[1:]):
+        mods += [nn.Linear(a, b), act()]
+    return nn.Sequential(*mods, nn.Linear(dims[-1], d_out))
+
+
+def gaussian(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split an encoder's output ``[..., 2k]`` into (μ, log σ²), each ``[..., k]``, log σ² clamped to [−12, 6]."""
+    mu, logvar = h.chunk(2, -1)
+    return mu, logvar.clamp(-12, 6)
+
+
+def kl_std_normal(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+    """KL(N(μ, diag σ²) ‖ N(0, I)) per row: ½ Σ (μ² + σ² − 1 − log σ²) over the last axis.
+
+    >>> float(kl_std_normal(torch.ones(1, 3), torch.zeros(1, 3))[0])
+    1.5
+    """
+    return 0.5 * (mu**2 + logvar.exp() - 1 - logvar).sum(-1)
+
+
 class SmallCNN(nn.Module):
     """conv(c1)–ReLU–pool → conv(c2)–ReLU–pool → fc(hidden)–ReLU → linear head.
 

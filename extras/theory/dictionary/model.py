@@ -28,14 +28,7 @@ import torch
 from torch import nn
 from torch.func import jacrev, vmap
 
-
-def mlp(d_in: int, hidden: int, d_out: int, layers: int = 2) -> nn.Sequential:
-    """``layers`` hidden ELU layers of ``hidden`` units."""
-    dims = [d_in] + [hidden] * layers
-    mods: list[nn.Module] = []
-    for a, b in zip(dims[:-1], dims[1:]):
-        mods += [nn.Linear(a, b), nn.ELU()]
-    return nn.Sequential(*mods, nn.Linear(dims[-1], d_out))
+from agentkit.extras.nets import gaussian, kl_std_normal, mlp
 
 
 class VAE(nn.Module):
@@ -49,16 +42,14 @@ class VAE(nn.Module):
         self.sigma_x = sigma_x
 
     def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mu, logvar = self.encoder(x).chunk(2, -1)
-        return mu, logvar.clamp(-12, 6)
+        return gaussian(self.encoder(x))
 
     def loss(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(−ELBO per sample, the encoded means μ, the sampled ẑ)."""
         mu, logvar = self.encode(x)
         z = mu + torch.randn_like(mu) * (0.5 * logvar).exp()
         rec = ((x - self.decoder(z)) ** 2).sum(-1) / (2 * self.sigma_x**2)
-        kl = 0.5 * (mu**2 + logvar.exp() - 1 - logvar).sum(-1)
-        return (rec + kl).mean(), mu, z
+        return (rec + kl_std_normal(mu, logvar)).mean(), mu, z
 
 
 def jacobian(decoder: nn.Module, z: torch.Tensor) -> torch.Tensor:

@@ -49,7 +49,7 @@ def flat_grad(loss: torch.Tensor, params: list[torch.Tensor], retain: bool = Tru
 def split_gradient(lm: LM, tokens: torch.Tensor, layer: int, position: int) -> dict[str, torch.Tensor]:
     """``{"full", "shared", "direct", "pre_cached"}``: flat gradients of the mean next-token loss on ``tokens``
     (``full`` is the training gradient; the parts sum to it) for the residual at (``layer``, ``position``)."""
-    params = [p for p in lm.parameters()]
+    params = list(lm.parameters())
     loss = lm.loss(tokens)
     scale = 1.0 / len(loss)
     full = flat_grad(loss.mean(), params)

@@ -40,19 +40,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from agentkit.extras.nets import gaussian, kl_std_normal, mlp
 from agentkit.extras.theory.symspace.lie import antisymmetric, basis_loss, cartan_residual
-
-
-def mlp(d_in: int, hidden: int, d_out: int) -> nn.Sequential:
-    """Two SiLU hidden layers."""
-    return nn.Sequential(
-        nn.Linear(d_in, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(), nn.Linear(hidden, d_out)
-    )
-
-
-def kl_normal(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
-    """KL(N(μ, σ²) ‖ N(0, I)) summed over coordinates, averaged over the batch."""
-    return 0.5 * (mu.pow(2) + logvar.exp() - 1 - logvar).sum(-1).mean()
 
 
 class SymSpace(nn.Module):
@@ -82,10 +71,10 @@ class SymSpace(nn.Module):
         super().__init__()
         self.dim, self.p_dim, self.sigma_min = dim, p_dim, sigma_min
         self.weights = self.DEFAULT_WEIGHTS | (weights or {})
-        self.encoder = mlp(dim, hidden, 2 * p_dim)
+        self.encoder = mlp(dim, hidden, 2 * p_dim, act=nn.SiLU)
         self.raw_k = nn.Parameter(torch.randn(k_dim, n, n) / n)
         self.raw_p = nn.Parameter(torch.randn(p_dim, n, n) / n)
-        self.field = mlp(dim + 1 + n * n, hidden, dim)
+        self.field = mlp(dim + 1 + n * n, hidden, dim, act=nn.SiLU)
 
     def bases(self) -> tuple[torch.Tensor, torch.Tensor]:
         """({K_i} ``[k_dim, n, n]``, {P_j} ``[p_dim, n, n]``), antisymmetric."""
@@ -93,8 +82,7 @@ class SymSpace(nn.Module):
 
     def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(μ, log σ²) ``[b, p_dim]`` of the 𝔭-coefficients."""
-        mu, logvar = self.encoder(x).chunk(2, -1)
-        return mu, logvar.clamp(-12, 6)
+        return gaussian(self.encoder(x))
 
     def condition(self, c: torch.Tensor) -> torch.Tensor:
         """exp(Σ_j c_j P_j), flattened: ``[b, n²]``."""
@@ -115,7 +103,7 @@ class SymSpace(nn.Module):
         k, p = self.bases()
         out = {
             "cfm": (self.velocity(xt, t, self.condition(c)) - target).pow(2).sum(-1).mean(),
-            "kl": kl_normal(mu, logvar),
+            "kl": kl_std_normal(mu, logvar).mean(),
             "cartan": cartan_residual(k, p),
             "basis": basis_loss(k, p),
         }
@@ -155,16 +143,15 @@ class VAE(nn.Module):
     def __init__(self, dim: int, latent: int = 2, hidden: int = 128, kl_weight: float = 0.01):
         super().__init__()
         self.latent, self.kl_weight = latent, kl_weight
-        self.encoder, self.decoder = mlp(dim, hidden, 2 * latent), mlp(latent, hidden, dim)
+        self.encoder, self.decoder = mlp(dim, hidden, 2 * latent, act=nn.SiLU), mlp(latent, hidden, dim, act=nn.SiLU)
 
     def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mu, logvar = self.encoder(x).chunk(2, -1)
-        return mu, logvar.clamp(-12, 6)
+        return gaussian(self.encoder(x))
 
     def loss(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         mu, logvar = self.encode(x)
         z = mu + (0.5 * logvar).exp() * torch.randn_like(mu)
-        return {"recon": (self.decoder(z) - x).pow(2).sum(-1).mean(), "kl": kl_normal(mu, logvar)}
+        return {"recon": (self.decoder(z) - x).pow(2).sum(-1).mean(), "kl": kl_std_normal(mu, logvar).mean()}
 
     def total(self, parts: dict[str, torch.Tensor]) -> torch.Tensor:
         return parts["recon"] + self.kl_weight * parts["kl"]
