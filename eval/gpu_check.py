@@ -1,7 +1,8 @@
 """``make gpu-check``: HFEngine on a CUDA GPU against the CPU, in one script that needs only a stock PyTorch image
 (torch, transformers; no network, no vLLM, no TRL, no model weights: the tiny model is built here).
 
-1. CUDA bf16 against CPU fp32 on the tiny model: greedy tokens equal, logprobs within ``TOL``.
+1. CUDA against CPU fp32 on the tiny model: greedy tokens equal; teacher-forced logprobs within ``TOL_FP32`` in
+   fp32 (the kernels) and ``TOL_BF16`` in bf16 (the precision).
 2. HFEngine throughput on CUDA at batch 1 / 32 / 128 (64 new tokens, EOS ignored), against ``model.generate``.
 3. One SFT step (masked causal-LM loss) and one DPO step (sigmoid loss, reference = a frozen copy) on CUDA:
    finite losses, gradients on every trained weight, the step lowers the loss on the same batch.
@@ -24,7 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-TOL = 0.05  # bf16 against fp32: logprob differences of a 2-layer model stay well under this
+TOL_FP32 = 1e-3  # fp32 on the device against fp32 on the CPU: only the order of float additions differs
+# bf16 keeps 8 significant bits (relative rounding 2^-9 ≈ 0.002 per stored value); a log-probability of about
+# -ln 259 ≈ -5.6 (the tiny model's vocabulary, near uniform) through two layers and a log-softmax moves by a few
+# hundredths. Measured on an H200: 0.06 (the first bound, 0.05, was a guess and too tight).
+TOL_BF16 = 0.1
 PROMPTS = ["What is 2 + 2?", "The capital of France is", "def add(a, b):", "Once upon a time"]
 
 
@@ -41,33 +46,39 @@ def _tiny(workdir: Path):
 
 
 def check_agreement(path: Path, device: str) -> dict:
+    """The device against CPU fp32: in fp32 the same maths must agree to ``TOL_FP32`` (a kernel check); in bf16 the
+    greedy tokens must agree and the teacher-forced logprobs stay within ``TOL_BF16`` (a precision check)."""
     from agentkit.engines import SamplingParams
     from agentkit.engines.hf import HFEngine
 
     cpu = HFEngine(str(path), name="tiny-random", dtype="float32", device="cpu")
-    dev = HFEngine(str(path), name="tiny-random", dtype="bfloat16" if device == "cuda" else "float32", device=device)
     p = SamplingParams(max_tokens=16, temperature=0, ignore_eos=True)
-    a, b = cpu.generate(PROMPTS, p), dev.generate(PROMPTS, p)
-    same = sum(x[0].token_ids == y[0].token_ids for x, y in zip(a, b))
-    diff = max(abs(u - v) for x, y in zip(a, b) for u, v in zip(x[0].logprobs, y[0].logprobs))
-    # logprobs of the same tokens by teacher forcing (greedy paths may part after a near-tie)
+    a = cpu.generate(PROMPTS, p)
     sa = cpu.score(PROMPTS, [x[0].token_ids for x in a])
-    sb = dev.score(PROMPTS, [x[0].token_ids for x in a])
-    forced = max(abs(u - v) for x, y in zip(sa, sb) for u, v in zip(x.logprobs, y.logprobs))
-    return {
-        "greedy_equal": f"{same}/{len(PROMPTS)}",
-        "max_logprob_diff_greedy": round(diff, 4),
-        "max_logprob_diff_teacher_forced": round(forced, 4),
-        "tolerance": TOL,
-        "ok": same == len(PROMPTS) and forced <= TOL,
-    }
+    out = {}
+    for dtype, tol in (("float32", TOL_FP32), ("bfloat16", TOL_BF16)):
+        dev = HFEngine(str(path), name="tiny-random", dtype=dtype if device == "cuda" else "float32", device=device)
+        b = dev.generate(PROMPTS, p)
+        same = sum(x[0].token_ids == y[0].token_ids for x, y in zip(a, b))
+        # logprobs of the CPU's greedy tokens by teacher forcing (greedy paths may part after a near-tie)
+        sb = dev.score(PROMPTS, [x[0].token_ids for x in a])
+        forced = max(abs(u - v) for x, y in zip(sa, sb) for u, v in zip(x.logprobs, y.logprobs))
+        out[dtype] = {
+            "greedy_equal": f"{same}/{len(PROMPTS)}",
+            "max_logprob_diff_teacher_forced": round(forced, 5),
+            "tolerance": tol,
+            "ok": same == len(PROMPTS) and forced <= tol,
+        }
+    out["ok"] = all(v["ok"] for v in out.values())
+    return out
 
 
 def check_throughput(path: Path, device: str, batches=(1, 32, 128), tokens: int = 64) -> list[dict]:
     import torch
+    from torch.nn.attention import sdpa_kernel
 
     from agentkit.engines import SamplingParams
-    from agentkit.engines.hf import HFEngine
+    from agentkit.engines.hf import _CUDA_ATTENTION, HFEngine
 
     dtype = "bfloat16" if device == "cuda" else "float32"
     eng = HFEngine(str(path), name="tiny-random", dtype=dtype, device=device, max_batch_size=max(batches))
@@ -83,7 +94,8 @@ def check_throughput(path: Path, device: str, batches=(1, 32, 128), tokens: int 
         _sync(device)
         ours = n / (time.perf_counter() - t)
         enc = tok(prompts, return_tensors="pt", padding=True).to(device)
-        with torch.inference_mode():
+        # model.generate under the attention kernels HFEngine picks (cuDNN's plans per length cost ~50 ms each)
+        with torch.inference_mode(), sdpa_kernel(_CUDA_ATTENTION):
             eng.model.generate(**enc, max_new_tokens=4, do_sample=False, pad_token_id=tok.pad_token_id)
             _sync(device)
             t = time.perf_counter()

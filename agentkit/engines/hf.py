@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Sequence
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from agentkit.engines.base import Completion, ContextLengthError, LocalTokenizer, Prompt, SamplingParams, Scored
 from agentkit.engines.kv import (
@@ -31,6 +32,9 @@ from agentkit.engines.streaming import DeltaStream, TextCallback
 from agentkit.engines.structured import GrammarCompiler, RowGrammars
 from agentkit.models import load_model, stop_strings_for
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
+
+# attention kernels on CUDA: all but cuDNN (see HFEngine._forward)
+_CUDA_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
 class HFEngine(LocalTokenizer):
@@ -115,6 +119,15 @@ class HFEngine(LocalTokenizer):
         self.pad_id = self.tokenizer.pad_token_id
         self.prefix_cache = PrefixCache(prefix_cache_mb) if prefix_cache_mb > 0 else None
         self._compiler: GrammarCompiler | None = None
+
+    def _forward(self, **inputs):
+        """One forward pass. On CUDA, scaled-dot-product attention avoids cuDNN's kernel: it builds an execution
+        plan for each new sequence length, about 50 ms apiece, and decoding meets a new length every step (an
+        H200, torch 2.11: 20 tokens/s at batch 1 with it, see docs/results/gpu-check)."""
+        if self.device.type != "cuda":
+            return self.model(**inputs)
+        with sdpa_kernel(_CUDA_ATTENTION):
+            return self.model(**inputs)
 
     # ---- tokenisation -------------------------------------------------------------------------------------
     def _eos_ids(self) -> set[int]:
@@ -283,7 +296,7 @@ class HFEngine(LocalTokenizer):
         self.prefill_tokens += int(tail_mask.sum())
         mask = torch.cat([past_mask.to(tail_mask.device), tail_mask], dim=1)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(
+        out = self._forward(
             input_ids=ids,
             attention_mask=mask,
             position_ids=pos[:, past_mask.shape[1] :],
@@ -307,7 +320,7 @@ class HFEngine(LocalTokenizer):
             if done < shared:
                 ids = torch.tensor([prompts[0][done:shared]], device=self.device)
                 self.prefill_tokens += shared - done
-                self.model(
+                self._forward(
                     input_ids=ids,
                     attention_mask=torch.ones(1, shared, dtype=torch.long, device=self.device),
                     position_ids=torch.arange(done, shared, device=self.device)[None],
@@ -459,7 +472,7 @@ class HFEngine(LocalTokenizer):
             fed = torch.tensor([[t, *d] for t, d in zip(last, drafts)], device=self.device)
             steps = torch.arange(1, fed.shape[1] + 1, device=self.device)
             mask = torch.cat([mask, mask.new_ones(len(rows), fed.shape[1])], dim=1)
-            out = self.model(
+            out = self._forward(
                 input_ids=fed, attention_mask=mask, position_ids=pos + steps, use_cache=True, **{self._cache_kw: cache}
             )
             logits, pos = out.logits, pos + 1
@@ -585,7 +598,7 @@ class HFEngine(LocalTokenizer):
             start += len(batch)
             ids, mask, pos = self._left_pad([ctx[i] + cont[i] for i in batch])
             self.scored_tokens += int(mask.sum())
-            logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=k).logits
+            logits = self._forward(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=k).logits
             logp = logits[:, :-1].float().log_softmax(-1)  # kept index j predicts position L-K+j
             for r, i in enumerate(batch):
                 c = len(cont[i])
@@ -600,7 +613,7 @@ class HFEngine(LocalTokenizer):
         n = len(trunk.ids)
         firsts = sorted({ln - 1 for ln, c in zip(trunk.ctx_lens, trunk.conts) if c})
         cache = make_cache(cfg)
-        out = self.model(
+        out = self._forward(
             input_ids=torch.tensor([trunk.ids], device=self.device),
             use_cache=True,
             logits_to_keep=torch.tensor(firsts or [n - 1], device=self.device),
@@ -623,7 +636,7 @@ class HFEngine(LocalTokenizer):
                 self.scored_tokens += k
             branches = repeat_rows(cache, len(rows), cfg, width)
             rest = (
-                self.model(
+                self._forward(
                     input_ids=ids.to(self.device),
                     attention_mask=self._mask(allowed, next(self.model.parameters()).dtype),
                     position_ids=pos.to(self.device),
