@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -594,7 +595,268 @@ def ct_phantom(
     return vols, tissue, lesion
 
 
+# ---- RAVEN-style matrices (CRD) ---------------------------------------------------------------------------------
+
+RAVEN_LEVELS = {"number": 9, "position": 9, "type": 5, "size": 6, "colour": 10}  # values 0 … levels − 1
+RAVEN_SHAPES = ("triangle", "square", "pentagon", "hexagon", "circle")  # type's values
+RAVEN_RULES = ("constant", "progression", "arithmetic", "distribute_three")
+RAVEN_SPURIOUS = ("texture", "angle", "shadow", "border", "outline", "gloss", "hatching", "tilt")
+
+
+@dataclass
+class RavenPuzzle:
+    """One 3 × 3 matrix: ``values [16, 5]`` holds the attributes (``RAVEN_LEVELS`` order) of the 8 context panels
+    (row-major, the 9th missing) then of the 8 candidates; ``slots [16, 9]`` which of a panel's 3 × 3 object slots
+    are filled; ``rules[attribute]`` is ``(rule, parameter)``, or None for the attribute no rule governs;
+    ``answer`` indexes the candidates."""
+
+    values: np.ndarray
+    slots: np.ndarray
+    rules: dict[str, tuple[str, int] | None]
+    answer: int
+
+    @property
+    def grid(self) -> np.ndarray:
+        """The full matrix with its answer: ``[3, 3, 5]``."""
+        return np.concatenate([self.values[:8], self.values[8 + self.answer][None]]).reshape(3, 3, -1)
+
+
+def _quantity_offset(attr: str) -> int:
+    """Arithmetic adds quantities: a count or a size starts at 1 (value 0 is one object), a colour at 0."""
+    return 1 if attr in ("number", "size") else 0
+
+
+def _raven_rows(attr: str, rule: str, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """Values ``[3, 3]`` (rows × columns) of ``attr`` under ``rule``, applied row by row as in RAVEN, and the
+    rule's parameter: progression's step (±1, ±2), arithmetic's sign (+1: third = first + second, −1: first −
+    second, on quantities), distribute-three's shift (1 or 2), 0 for constant. Position is cyclic (its value is
+    the offset of the panel's slot pattern, mod 9), so every step and sum stays in range."""
+    n, cyclic, off = RAVEN_LEVELS[attr], attr == "position", _quantity_offset(attr)
+    rows = np.zeros((3, 3), int)
+    if rule == "constant":
+        return np.repeat(rng.integers(0, n, 3)[:, None], 3, 1), 0
+    if rule == "progression":
+        d = int(rng.choice([-2, -1, 1, 2]))
+        for r in range(3):
+            a = rng.integers(0, n) if cyclic else rng.integers(max(0, -2 * d), n - max(0, 2 * d))
+            rows[r] = [(a + k * d) % n if cyclic else a + k * d for k in range(3)]
+        return rows, d
+    if rule == "arithmetic":
+        sign = int(rng.choice([1, -1]))
+        for r in range(3):
+            if cyclic:
+                a, b = rng.integers(0, n, 2)
+                rows[r] = [a, b, (a + sign * b) % n]
+                continue
+            while True:  # quantities q = value + off; q3 = q1 ± q2 must be a value too
+                q1, q2 = rng.integers(off, n + off, 2)
+                q3 = q1 + sign * q2
+                if off <= q3 < n + off and (sign > 0 or q2 >= max(off, 1)):
+                    break
+            rows[r] = [q1 - off, q2 - off, q3 - off]
+        return rows, sign
+    base, shift = rng.choice(n, 3, replace=False), int(rng.choice([1, 2]))  # distribute three
+    for r in range(3):
+        rows[r] = np.roll(base, r * shift)
+    return rows, shift
+
+
+def _raven_slots(number: int, position: int, pattern: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
+    """Which of 9 slots a panel fills: ``number + 1`` objects; with a position rule, the base ``pattern`` shifted by
+    ``position`` (cyclically), else ``number + 1`` random slots."""
+    out = np.zeros(9, bool)
+    if pattern is not None:
+        out[(np.flatnonzero(pattern) + position) % 9] = True
+    else:
+        out[rng.choice(9, number + 1, replace=False)] = True
+    return out
+
+
+def raven(n: int, seed: int = 0) -> list[RavenPuzzle]:
+    """Seeded RAVEN-style matrices with I-RAVEN-balanced candidates (no download: RAVEN's generator renders with
+    OpenCV from its own repository).
+
+    Attributes (``RAVEN_LEVELS``): number of objects, their position, and the type, size and colour every object of
+    a panel shares. Each attribute follows one rule along the rows (``RAVEN_RULES``: constant, progression ±1/±2,
+    arithmetic on quantities, distribute-three; type never takes arithmetic). As in RAVEN, number and position
+    share one rule slot: with a rule on number the objects sit in random slots (position follows no rule); with a
+    rule on position the count is constant and the pattern shifts. Candidates as in I-RAVEN: three rule-governed
+    attributes each get one wrong value, and the 8 candidates are every combination, so each of the three
+    attributes' values is right in exactly 4 candidates and no candidate-majority reveals the answer.
+
+    >>> p = raven(1, seed=0)[0]
+    >>> p.values.shape, p.slots.shape, 0 <= p.answer < 8, sum(r is None for r in p.rules.values()) <= 1
+    ((16, 5), (16, 9), True, True)
+    """
+    rng = np.random.default_rng([seed, 12])
+    names = list(RAVEN_LEVELS)
+    out = []
+    for _ in range(n):
+        group = "number" if rng.random() < 0.5 else "position"
+        rules: dict[str, tuple[str, int] | None] = {}
+        grid = np.zeros((3, 3, len(names)), int)
+        for j, attr in enumerate(names):
+            if attr == "position" and group == "number":
+                rules[attr] = None
+                grid[..., j] = rng.integers(0, 9, (3, 3))
+                continue
+            if attr == "number" and group == "position":
+                rules[attr] = ("constant", 0)
+                grid[..., j] = rng.integers(0, 8)  # 1–8 objects, so that a shift moves them
+                continue
+            allowed = [r for r in RAVEN_RULES if not (r == "arithmetic" and attr == "type")]
+            rule = str(rng.choice(allowed))
+            grid[..., j], param = _raven_rows(attr, rule, rng)
+            rules[attr] = (rule, param)
+        pattern = None
+        if group == "position":
+            pattern = np.zeros(9, bool)
+            pattern[rng.choice(9, grid[0, 0, 0] + 1, replace=False)] = True
+        panels = grid.reshape(9, -1)
+        truth = panels[8]
+        governed = [
+            j for j, a in enumerate(names) if rules[a] is not None and not (a == "number" and group == "position")
+        ]
+        changed = rng.choice(governed, 3, replace=False)
+        wrong = {j: int(rng.choice([v for v in range(RAVEN_LEVELS[names[j]]) if v != truth[j]])) for j in changed}
+        cands = np.repeat(truth[None], 8, 0)
+        for k in range(8):
+            for b, j in enumerate(changed):
+                if (k >> b) & 1:
+                    cands[k, j] = wrong[j]
+        order = rng.permutation(8)
+        cands = cands[order]
+        values = np.concatenate([panels[:8], cands])
+        slots = np.stack([_raven_slots(v[0], v[1], pattern, rng) for v in values])
+        out.append(RavenPuzzle(values, slots, rules, int(np.flatnonzero(order == 0)[0])))
+    return out
+
+
+def raven_render(p: RavenPuzzle, cell: int = 48):
+    """The puzzle as one greyscale PIL image a vision-language model can read: the 3 × 3 matrix (the last panel a
+    "?") above the 8 numbered candidates in two rows of four. Objects are ``RAVEN_SHAPES`` drawn in their slots,
+    scaled by size, filled with grey by colour (0 = white)."""
+    from PIL import Image, ImageDraw
+
+    pad, lab = 4, 12  # lab: room for a candidate's number above it
+    img = Image.new("L", (4 * cell + 5 * pad, 5 * cell + 6 * pad + cell // 3 + 2 * lab), 255)
+    draw = ImageDraw.Draw(img)
+
+    def panel(x0: int, y0: int, v: np.ndarray | None, slots: np.ndarray | None, label: str = "") -> None:
+        draw.rectangle([x0, y0, x0 + cell, y0 + cell], outline=0)
+        if label:
+            draw.text((x0 + cell // 2 - 3, y0 - lab), label, fill=0)
+        if v is None:
+            draw.text((x0 + cell // 2 - 3, y0 + cell // 2 - 6), "?", fill=0)
+            return
+        slot = cell / 3
+        r = slot / 2 * (0.4 + 0.1 * v[3])  # size 0 … 5 → 40 … 90 % of the slot
+        fill = int(255 - 25 * v[4])
+        for s in np.flatnonzero(slots):
+            cx, cy = x0 + (s % 3 + 0.5) * slot, y0 + (s // 3 + 0.5) * slot
+            if v[2] == 4:
+                draw.ellipse([cx - r, cy - r, cx + r, cy + r], fill=fill, outline=0)
+            else:
+                k = v[2] + 3  # triangle … hexagon: 3 … 6 corners
+                pts = [(cx + r * np.sin(2 * np.pi * i / k), cy - r * np.cos(2 * np.pi * i / k)) for i in range(k)]
+                draw.polygon(pts, fill=fill, outline=0)
+
+    for i in range(9):
+        x0, y0 = pad + (i % 3) * (cell + pad) + (cell + pad) // 2, pad + (i // 3) * (cell + pad)
+        panel(x0, y0, p.values[i] if i < 8 else None, p.slots[i] if i < 8 else None)
+    top = 3 * (cell + pad) + pad + cell // 3 + lab
+    for k in range(8):
+        x0, y0 = pad + (k % 4) * (cell + pad), top + (k // 4) * (cell + pad + lab)
+        panel(x0, y0, p.values[8 + k], p.slots[8 + k], str(k + 1))
+    return img
+
+
+@dataclass
+class Proposal:
+    """What a proposer says about one puzzle: concept ``names``, their read ``values [C, 16]`` (8 context panels,
+    then 8 candidates; levels ``[C]``), ``logits [C]`` (its log-odds that each concept follows a rule) and, for
+    scoring only, ``is_rule [C]``."""
+
+    names: list[str]
+    values: np.ndarray
+    levels: np.ndarray
+    logits: np.ndarray
+    is_rule: np.ndarray
+
+
+def raven_proposer(p: RavenPuzzle, rho: float, spurious: int = 4, sharpness: float = 1.0, seed: int = 0) -> Proposal:
+    """A noisy, programmatic stand-in for the LVLM that names concepts (there is no offline VLM; a real one reads
+    ``raven_render``'s image). It names the 5 attributes plus ``spurious`` concepts from ``RAVEN_SPURIOUS`` whose
+    values are random, reads each value right with probability 1 − ``rho`` (else a uniformly drawn other value),
+    and gives calibrated logits: a cue z ~ N(±m, 1) (+ for a rule concept, m = ``sharpness``) turned into the exact
+    posterior log-odds, logit π + 2 m z, with π the share of rule concepts among those named.
+
+    >>> q = raven_proposer(raven(1)[0], rho=0.0)
+    >>> q.names[:5], q.values.shape, bool((q.values[:5] == raven(1)[0].values.T).all())
+    (['number', 'position', 'type', 'size', 'colour'], (9, 16), True)
+    """
+    rng = np.random.default_rng([seed, 13])
+    names = list(RAVEN_LEVELS) + list(RAVEN_SPURIOUS[:spurious])
+    levels = np.array(list(RAVEN_LEVELS.values()) + list(rng.integers(3, 9, spurious)))
+    true = np.concatenate(
+        [p.values.T, np.stack([rng.integers(0, lv, 16) for lv in levels[5:]]) if spurious else np.zeros((0, 16), int)]
+    )
+    wrong = rng.random(true.shape) < rho
+    other = (true + rng.integers(1, levels[:, None], true.shape)) % levels[:, None]  # a uniform other value
+    values = np.where(wrong, other, true)
+    is_rule = np.array([p.rules[a] is not None for a in RAVEN_LEVELS] + [False] * spurious)
+    m = sharpness
+    z = rng.normal(np.where(is_rule, m, -m), 1.0)
+    prior = is_rule.mean()
+    logits = np.log(prior / (1 - prior)) + 2 * m * z
+    return Proposal(names, values, levels, logits, is_rule)
+
+
 # ---- graphs (PyTorch Geometric, the [graph] extra) ----------------------------------------------------------------
+
+
+def fmnist_anomalies(
+    n: int, split: str = "test", anomalous: bool = True, patch: int = 7, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Fashion-MNIST padded to 32², with one local anomaly per image covering about 5 % of it (Screener's 2D check):
+    ``(images float32 [n, 32, 32] in [0, 1], anomaly bool [n, 32, 32])``.
+
+    Half the images get a ``patch`` × ``patch`` square (49 px: 4.8 % of 32²) pasted from an image of another class,
+    from a spot where that image has content; the other half a disk of the same area whose intensity moves by 0.5
+    (down where it is bright, up where it is dark). Both are centred on the garment (a pixel > 0.2). The mask marks
+    the pixels the anomaly changed by more than 0.02. ``anomalous=False``: clean images and an empty mask.
+
+    >>> x, m = fmnist_anomalies(4, seed=1)
+    >>> x.shape, bool(m.any(axis=(1, 2)).all()), bool(0.01 < m.mean() < 0.06)
+    ((4, 32, 32), True, True)
+    """
+    x, y = fashion_mnist(split, n, seed=seed)
+    x = np.pad(x, ((0, 0), (2, 2), (2, 2)))
+    mask = np.zeros(x.shape, bool)
+    if not anomalous:
+        return x, mask
+    rng = np.random.default_rng([seed, 11])
+    src_x, src_y = fashion_mnist(split, min(4 * n + 40, 10000), seed=seed + 1)
+    src_x = np.pad(src_x, ((0, 0), (2, 2), (2, 2)))
+    yy, xx = np.indices((32, 32))
+    h = patch // 2
+    for i in range(n):
+        on = np.argwhere(x[i] > 0.2)
+        on = on[(on >= h).all(1) & (on < 32 - h).all(1)]
+        r, c = on[rng.integers(len(on))] if len(on) else (16, 16)
+        before = x[i].copy()
+        if i % 2 == 0:  # a pasted square from another class
+            j = rng.choice(np.flatnonzero(src_y != y[i]))
+            spots = np.argwhere(src_x[j] > 0.2)
+            spots = spots[(spots >= h).all(1) & (spots < 32 - h).all(1)]
+            sr, sc = spots[rng.integers(len(spots))] if len(spots) else (16, 16)
+            x[i, r - h : r + h + 1, c - h : c + h + 1] = src_x[j, sr - h : sr + h + 1, sc - h : sc + h + 1]
+        else:  # a disk of the same area, its intensity moved by 0.5
+            disk = (yy - r) ** 2 + (xx - c) ** 2 <= patch**2 / np.pi
+            shift = -0.5 if x[i][disk].mean() > 0.5 else 0.5
+            x[i] = np.where(disk, np.clip(x[i] + shift, 0, 1), x[i])
+        mask[i] = np.abs(x[i] - before) > 0.02
+    return x, mask
 
 
 def require_pyg() -> None:

@@ -33,6 +33,40 @@ def kl_std_normal(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
     return 0.5 * (mu**2 + logvar.exp() - 1 - logvar).sum(-1)
 
 
+def vicreg(
+    a: torch.Tensor, b: torch.Tensor, sim: float = 25.0, var: float = 25.0, cov: float = 1.0, eps: float = 1e-4
+) -> dict[str, torch.Tensor]:
+    r"""VICReg (Bardes et al. 2022) on paired embeddings ``a, b [N, D]`` (row i of each: two views of one thing;
+    dense SSL passes matched voxels as rows):
+
+    .. math::
+        L = \lambda\,\frac1{ND}\sum_i \|a_i - b_i\|^2 + \mu\,[v(a) + v(b)] + \nu\,[c(a) + c(b)],\quad
+        v(z) = \frac1D \sum_d \max(0, 1 - \sqrt{\mathrm{Var}(z_d) + \epsilon}),\quad
+        c(z) = \frac1D \sum_{d \ne e} \mathrm{Cov}(z)_{de}^2
+
+    with λ, μ, ν = ``sim, var, cov`` (the paper's 25, 25, 1). The invariance term is a mean over the D features
+    too, as in the official code (``F.mse_loss``; the paper writes a sum over them). Returns the three terms (``invariance``,
+    ``variance``, ``covariance``; each already weighted) and their sum ``loss``.
+
+    >>> z = torch.randn(64, 8)
+    >>> float(vicreg(z, z)["invariance"])  # identical views: nothing to pull together
+    0.0
+    """
+    inv = sim * F.mse_loss(a, b)
+    n, d = a.shape
+
+    def var_cov(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        z = z - z.mean(0)
+        v = F.relu(1 - torch.sqrt(z.var(0) + eps)).mean()
+        c = (z.T @ z) / max(n - 1, 1)
+        return v, (c.pow(2).sum() - c.diagonal().pow(2).sum()) / d
+
+    (va, ca), (vb, cb) = var_cov(a), var_cov(b)
+    out = {"invariance": inv, "variance": var * (va + vb), "covariance": cov * (ca + cb)}
+    out["loss"] = out["invariance"] + out["variance"] + out["covariance"]
+    return out
+
+
 class SmallCNN(nn.Module):
     """conv(c1)–ReLU–pool → conv(c2)–ReLU–pool → fc(hidden)–ReLU → linear head.
 

@@ -14,6 +14,7 @@ its own: its settings, what one job does, and its report's words.
 
 from __future__ import annotations
 
+import io
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 
 from agentkit.config import PosInt, option
 from agentkit.extras import report
+from agentkit.files import atomic_write
 from agentkit.recipe import job_key
 
 
@@ -130,3 +132,21 @@ def sweep(
     )
     done = ctx.each(name, order, fn, desc)
     return Grid(settings, seeds, {s: [done[job_key((*s, k))] for k in range(seeds)] for s in settings})
+
+
+def stage(ctx, name: str, build: Callable[[], Any]) -> Any:
+    """A stage that later methods freeze (an SSL encoder, an autoencoder, computed targets), built once and kept in
+    the run folder as ``state/stages/<name>.pt`` (atomically): a resumed run, or another job of the same seed,
+    loads it instead of building it again. ``build()`` returns what to keep (state dicts, tensors, numbers).
+    """
+    import torch
+
+    path = ctx.run_dir / "state" / "stages" / f"{name}.pt"
+    if path.exists():
+        return torch.load(path, weights_only=False)
+    obj = build()
+    if ctx.is_main:
+        buf = io.BytesIO()
+        torch.save(obj, buf)
+        atomic_write(path, buf.getvalue())
+    return obj

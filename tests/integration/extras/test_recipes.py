@@ -33,6 +33,7 @@ from agentkit.errors import AgentkitError
         "extras.efficiency.klas",
         "extras.theory.symspace",
         "extras.theory.futurefeat",
+        "extras.vision.screener",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -92,6 +93,8 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.theory.futurefeat", "heads=3", "heads: 3 does not divide d = 16"),
         ("extras.theory.futurefeat", "track_position=30", "track_position: 30 is past the last token \\(20\\)"),
         ("extras.theory.futurefeat", "variants=[standard,lookahead]", "'lookahead' is not allowed"),
+        ("extras.vision.screener", "volume_size=20", "volume_size: 20 must divide by 8"),
+        ("extras.vision.screener", "methods=[screener,flow]", "'flow' is not allowed"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )
@@ -100,3 +103,14 @@ def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):
 
     with pytest.raises(AgentkitError, match=message):
         run_recipe(recipe, [override], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
+
+
+def test_vision_recipes_say_what_to_install_without_monai(monkeypatch, tmp_path):
+    """Without the [vision] extra the recipe stops in setup, before any job, with one line naming the extra."""
+    from agentkit.runner import run_recipe
+
+    monkeypatch.setitem(__import__("sys").modules, "monai", None)  # import now raises ImportError
+    with pytest.raises(AgentkitError, match="need MONAI") as e:
+        run_recipe("extras.vision.screener", [], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
+    assert "agentkit[vision]" in e.value.hint
+    assert not (tmp_path / "run" / "state" / "runs.jsonl").exists()

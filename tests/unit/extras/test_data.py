@@ -194,3 +194,85 @@ def test_ct_phantom_tissues_pose_and_lesions():
     assert centres.std(0).max() > 0.3  # the body moves from volume to volume
     clean = data.ct_phantom(3, size=24, seed=2)
     assert not clean[2].any() and np.array_equal(clean[0], data.ct_phantom(3, size=24, seed=2)[0])
+
+
+def test_fmnist_anomalies_cover_about_five_percent_on_the_garment():
+    """Every test image gets one anomaly of ~5 % of its pixels, on the garment, and changes only there; clean images
+    have none; the same seed gives the same images."""
+    x, m = data.fmnist_anomalies(40, seed=3)
+    clean, none = data.fmnist_anomalies(40, anomalous=False, seed=3)
+    assert x.shape == m.shape == (40, 32, 32) and not none.any()
+    share = m.mean(axis=(1, 2))
+    assert (share > 0).all() and 0.03 < share.mean() < 0.055 and share.max() <= 50 / 1024
+    assert np.abs(x - clean)[~m].max() <= 0.02  # outside the mask nothing moved by more than the mask's cut
+    assert (np.abs(x - clean)[m] > 0.02).all()
+    assert all(clean[i][m[i]].max() > 0.2 for i in range(40))  # each anomaly touches the garment
+    assert np.array_equal(x, data.fmnist_anomalies(40, seed=3)[0])
+
+
+def _holds(attr: str, rule: str, param: int, row: np.ndarray) -> bool:
+    """RAVEN's row rules, written out again by hand (position is cyclic mod 9; arithmetic adds quantities)."""
+    n, off = data.RAVEN_LEVELS[attr], 1 if attr in ("number", "size") else 0
+    a, b, c = (int(v) for v in row)
+    if rule == "constant":
+        return a == b == c
+    if rule == "progression":
+        return (b - a) % n == (c - b) % n == param % n if attr == "position" else b - a == c - b == param
+    if rule == "arithmetic":
+        return (a + param * b) % n == c if attr == "position" else (a + off) + param * (b + off) == c + off
+    return len({a, b, c}) == 3
+
+
+def test_raven_rules_hold_and_candidates_are_balanced():
+    """Every governed attribute follows its rule on every row of the completed matrix; the candidates differ from
+    the answer in 1–3 of three attributes, each of whose values is right in exactly 4 of the 8 (I-RAVEN); the
+    number and position rules share a slot; the same seed gives the same puzzles."""
+    puzzles = data.raven(300, seed=4)
+    seen = set()
+    for p in puzzles:
+        for j, attr in enumerate(data.RAVEN_LEVELS):
+            if p.rules[attr] is not None:
+                rule, param = p.rules[attr]
+                seen.add(rule)
+                assert rule != "arithmetic" or attr != "type"
+                assert all(_holds(attr, rule, param, row) for row in p.grid[..., j]), (
+                    attr,
+                    p.rules[attr],
+                    p.grid[..., j],
+                )
+        assert p.rules["position"] is None or p.rules["number"] == ("constant", 0)  # one rule slot
+        cands, truth = p.values[8:], p.values[8 + p.answer]
+        diff = cands != truth
+        assert diff.sum(1).tolist().count(0) == 1 and diff.any(0).sum() == 3
+        assert all(diff[:, j].sum() == 4 for j in np.flatnonzero(diff.any(0)))
+        assert (p.slots.sum(1) == p.values[:, 0] + 1).all()  # number counts the filled slots
+    assert seen == set(data.RAVEN_RULES)
+    again = data.raven(3, seed=4)
+    assert all(np.array_equal(a.values, b.values) and a.answer == b.answer for a, b in zip(again, puzzles))
+
+
+def test_raven_proposer_noise_and_calibrated_logits():
+    """At ρ = 0 the attributes are read right; at ρ the share read wrong is ρ; spurious concepts follow no rule; a
+    logit of ℓ means the concept is a rule concept with probability σ(ℓ) (checked in bins)."""
+    puzzles = data.raven(400, seed=5)
+    clean = data.raven_proposer(puzzles[0], rho=0.0)
+    assert np.array_equal(clean.values[:5], puzzles[0].values.T) and not clean.is_rule[5:].any()
+    wrong, total, logits, rules = 0, 0, [], []
+    for i, p in enumerate(puzzles):
+        q = data.raven_proposer(p, rho=0.3, seed=i)
+        wrong += (q.values[:5] != p.values.T).sum()
+        total += q.values[:5].size
+        assert (q.values < q.levels[:, None]).all() and (q.values >= 0).all()
+        logits += q.logits.tolist()
+        rules += q.is_rule.tolist()
+    assert wrong / total == pytest.approx(0.3, abs=0.01)
+    prob, rules = 1 / (1 + np.exp(-np.array(logits))), np.array(rules)
+    for lo, hi in [(0.0, 0.2), (0.2, 0.5), (0.5, 0.8), (0.8, 1.0)]:
+        inside = (prob >= lo) & (prob < hi)
+        assert inside.sum() > 100 and abs(rules[inside].mean() - prob[inside].mean()) < 0.06, (lo, hi)
+
+
+def test_raven_render_draws_every_panel():
+    p = data.raven(1, seed=6)[0]
+    img = np.asarray(data.raven_render(p, cell=40))
+    assert img.ndim == 2 and img.dtype == np.uint8 and (img < 128).mean() > 0.02

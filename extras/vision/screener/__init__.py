@@ -1,0 +1,1 @@
+"""extras.vision.screener: density-based anomaly segmentation on dense SSL features with a masking-invariant condition."""
