@@ -34,6 +34,7 @@ from agentkit.errors import AgentkitError
         "extras.theory.symspace",
         "extras.theory.futurefeat",
         "extras.vision.screener",
+        "extras.vision.crd",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -93,6 +94,9 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.theory.futurefeat", "heads=3", "heads: 3 does not divide d = 16"),
         ("extras.theory.futurefeat", "track_position=30", "track_position: 30 is past the last token \\(20\\)"),
         ("extras.theory.futurefeat", "variants=[standard,lookahead]", "'lookahead' is not allowed"),
+        ("extras.vision.crd", "ks=[9]", "ks: 9 leaves nothing to choose among the 9 concepts"),
+        ("extras.vision.crd", "rhos=[1.0]", "rhos"),
+        ("extras.vision.crd", "proposer_model=tiny-random", "proposer_model: tiny-random takes no images"),
         ("extras.vision.screener", "volume_size=20", "volume_size: 20 must divide by 8"),
         ("extras.vision.screener", "methods=[screener,flow]", "'flow' is not allowed"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
@@ -105,12 +109,31 @@ def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):
         run_recipe(recipe, [override], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
 
 
-def test_vision_recipes_say_what_to_install_without_monai(monkeypatch, tmp_path):
-    """Without the [vision] extra the recipe stops in setup, before any job, with one line naming the extra."""
+@pytest.mark.parametrize(
+    "recipe, module, library",
+    [("extras.vision.screener", "monai", "MONAI"), ("extras.vision.crd", "gpytorch", "GPyTorch")],
+)
+def test_vision_recipes_say_what_to_install_without_their_library(recipe, module, library, monkeypatch, tmp_path):
+    """Without the [vision] extra a recipe stops in setup, before any job, with one line naming the extra."""
     from agentkit.runner import run_recipe
 
-    monkeypatch.setitem(__import__("sys").modules, "monai", None)  # import now raises ImportError
-    with pytest.raises(AgentkitError, match="need MONAI") as e:
-        run_recipe("extras.vision.screener", [], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
+    monkeypatch.setitem(__import__("sys").modules, module, None)  # import now raises ImportError
+    with pytest.raises(AgentkitError, match=f"needs? {library}, which is not installed") as e:
+        run_recipe(recipe, [], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
     assert "agentkit[vision]" in e.value.hint
     assert not (tmp_path / "run" / "state" / "runs.jsonl").exists()
+
+
+def test_crd_takes_a_vision_language_model_as_its_proposer(tmp_path):
+    """The real tiny random LLaVA reads the drawn puzzles through VisionEngine. Its replies list no valid concept,
+    so every method misses every puzzle: this checks the plumbing (image in, reply parsed, puzzle scored), not a
+    model's skill, which needs a trained VLM."""
+    from agentkit.runner import run_recipe
+
+    overrides = ["proposer_model=tiny-random-vlm", "rhos=[0.0]", "val_puzzles=4", "test_puzzles=4"]
+    metrics, run_dir = run_recipe(
+        "extras.vision.crd", overrides, output_dir=str(tmp_path / "run"), preset="tiny", quiet=True
+    )
+    accuracy = {k: v for k, v in metrics.items() if k.startswith("accuracy/")}
+    assert len(accuracy) == 6 and all(v == 0 for v in accuracy.values()), accuracy
+    assert "answer accuracy" in (run_dir / "report.md").read_text()

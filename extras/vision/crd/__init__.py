@@ -1,0 +1,1 @@
+"""extras.vision.crd: concept–rule decomposition (GP rule scores, MH concept selection) on RAVEN-style matrices."""
