@@ -135,7 +135,7 @@ def fit_rule_gp(gp: RuleGP, y: torch.Tensor, steps: int, lr: float = 0.01, progr
 
 
 class RuleSpace(nn.Module):
-    """The space of rule functions: one ``RuleGP`` per rule family (constant, progression, arithmetic + and −,
+    r"""The space of rule functions: one ``RuleGP`` per rule family (constant, progression, arithmetic + and −,
     distribute-three by shift 1 and 2: each a different covariance), mixed with prior weights π_r (the families'
     shares among the training concepts). A concept's rule score is the mixture's Bayes factor against no rule,
 
