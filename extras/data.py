@@ -812,6 +812,45 @@ def raven_proposer(p: RavenPuzzle, rho: float, spurious: int = 4, sharpness: flo
     return Proposal(names, values, levels, logits, is_rule)
 
 
+# ---- view spheres (UPNet) --------------------------------------------------------------------------------------
+
+
+def healpix_directions(nside: int = 2) -> np.ndarray:
+    """The centres of the 12·nside² HEALPix pixels in RING order as unit vectors ``[12 nside², 3]``: equal-area
+    cells on the sphere, the candidate views of UPNet (48 at nside 2). The closed-form ring scheme of Górski et al.
+    (2005), as healpy's ``pix2vec(nside, p)`` computes it (a test checks the two agree): north cap rings
+    i = 1 … nside − 1 with 4i pixels at z = 1 − i²/(3 nside²); 2 nside + 1 equatorial rings of 4 nside pixels at
+    z = 4/3 − 2i/(3 nside), alternate rings shifted by half a pixel; the south cap mirrors the north.
+
+    >>> v = healpix_directions(2)
+    >>> v.shape, bool(np.allclose((v**2).sum(1), 1)), round(float(v[0, 2]), 4)
+    ((48, 3), True, 0.9167)
+    """
+    npix, ncap = 12 * nside**2, 2 * nside * (nside - 1)
+    out = np.empty((npix, 3))
+    for p in range(npix):
+        if p < ncap:  # north polar cap
+            ph = (p + 1) / 2
+            i = int(np.sqrt(ph - np.sqrt(int(ph)))) + 1
+            j = p + 1 - 2 * i * (i - 1)
+            z, phi = 1 - i**2 / (3 * nside**2), np.pi / (2 * i) * (j - 0.5)
+        elif p < npix - ncap:  # equatorial belt
+            q = p - ncap
+            i = q // (4 * nside) + nside
+            j = q % (4 * nside) + 1
+            offset = 1.0 if (i + nside) % 2 else 0.5  # alternate rings start half a pixel apart
+            z, phi = 4 / 3 - 2 * i / (3 * nside), np.pi / (2 * nside) * (j - offset)
+        else:  # south polar cap
+            q = npix - p
+            ph = q / 2
+            i = int(np.sqrt(ph - np.sqrt(int(ph)))) + 1
+            j = 4 * i + 1 - (q - 2 * i * (i - 1))
+            z, phi = -1 + i**2 / (3 * nside**2), np.pi / (2 * i) * (j - 0.5)
+        r = np.sqrt(max(0.0, 1 - z * z))
+        out[p] = (r * np.cos(phi), r * np.sin(phi), z)
+    return out
+
+
 # ---- graphs (PyTorch Geometric, the [graph] extra) ----------------------------------------------------------------
 
 

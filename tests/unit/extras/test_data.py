@@ -276,3 +276,20 @@ def test_raven_render_draws_every_panel():
     p = data.raven(1, seed=6)[0]
     img = np.asarray(data.raven_render(p, cell=40))
     assert img.ndim == 2 and img.dtype == np.uint8 and (img < 128).mean() > 0.02
+
+
+def test_healpix_directions_are_healpys_equal_area_centres():
+    """The closed-form ring scheme gives healpy's pixel centres (nside 1, 2, 4); at nside 2 there are 48 unit
+    vectors, each the centre of its own pixel, and uniform points on the sphere fall equally into the 48 pixels
+    (equal area: 200,000 points, each count within 6 % of 200,000 / 48, about 4 standard deviations)."""
+    healpy = pytest.importorskip("healpy")  # the [vision] extra, which make setup installs
+    for nside in (1, 2, 4):
+        ours = data.healpix_directions(nside)
+        theirs = np.array(healpy.pix2vec(nside, np.arange(12 * nside**2))).T
+        assert np.abs(ours - theirs).max() < 1e-12
+    v = data.healpix_directions(2)
+    assert v.shape == (48, 3) and np.allclose(np.linalg.norm(v, axis=1), 1)
+    assert (healpy.vec2pix(2, *v.T) == np.arange(48)).all()
+    pts = np.random.default_rng(0).normal(size=(200_000, 3))
+    counts = np.bincount(healpy.vec2pix(2, *pts.T), minlength=48)
+    assert np.abs(counts / (200_000 / 48) - 1).max() < 0.06
