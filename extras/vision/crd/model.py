@@ -94,13 +94,16 @@ class RuleGP(nn.Module):
         z = torch.linalg.solve_triangular(chol, r, upper=False)
         return -0.5 * (z**2).sum(0) - chol.diagonal().log().sum() - 0.5 * n * math.log(2 * math.pi)
 
+    def log_iid(self, y: torch.Tensor, cov: torch.Tensor | None = None) -> torch.Tensor:
+        """log p(y | the GP's marginals, no correlation): Σ_p log N(y_p; m_p, K_pp + σ²), per row of ``y [B, n]``."""
+        n = y.shape[1]
+        var = (self.covariance(n) if cov is None else cov).diagonal()
+        return (-0.5 * (y - self.mean[:n]) ** 2 / var - 0.5 * (var * 2 * math.pi).log()).sum(1)
+
     def theta(self, y: torch.Tensor, cov: torch.Tensor | None = None) -> torch.Tensor:
         """The rule score: log p_GP(y) − log p(y | the same marginals, no correlation), per row of ``y [B, n]``."""
-        n = y.shape[1]
-        cov = self.covariance(n) if cov is None else cov
-        var = cov.diagonal()
-        iid = (-0.5 * (y - self.mean[:n]) ** 2 / var - 0.5 * (var * 2 * math.pi).log()).sum(1)
-        return self.log_ml(y, cov) - iid
+        cov = self.covariance(y.shape[1]) if cov is None else cov
+        return self.log_ml(y, cov) - self.log_iid(y, cov)
 
     def predictive(self, context: torch.Tensor, last: torch.Tensor, cov: torch.Tensor | None = None) -> torch.Tensor:
         """log p(y_n = last | y_1 … y_{n−1} = context): ``context [B, n−1]``, ``last [B, M]`` (M values to try per
@@ -169,10 +172,7 @@ class RuleSpace(nn.Module):
         n = context.shape[1]
         covs = [gp.covariance(n + 1) for gp in self.gps]  # one 9 × 9 per family, shared by the three terms
         ml = torch.stack([gp.log_ml(context, k[:n, :n]) for gp, k in zip(self.gps, covs)]) + self.log_prior[:, None]
-        iid = torch.stack(
-            [gp.log_ml(context, k[:n, :n]) - gp.theta(context, k[:n, :n]) for gp, k in zip(self.gps, covs)]
-        )
-        iid = iid.mean(0)
+        iid = torch.stack([gp.log_iid(context, k[:n, :n]) for gp, k in zip(self.gps, covs)]).mean(0)
         post = ml.log_softmax(0)  # log posterior of each family given the context
         pred = torch.stack([gp.predictive(context, candidates, k) for gp, k in zip(self.gps, covs)])  # [R, C, M]
         return torch.logsumexp(ml, 0) - iid, torch.logsumexp(pred + post[..., None], 0)
