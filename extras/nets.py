@@ -97,13 +97,19 @@ class SmallCNN(nn.Module):
 
 
 @torch.no_grad()
-def predict(model: nn.Module, x: torch.Tensor, batch: int = 2048) -> torch.Tensor:
-    """Predicted labels ``[N]`` in eval mode, in batches (training mode is restored)."""
+def batched(model: nn.Module, x: torch.Tensor, fn=None, batch: int = 2048) -> torch.Tensor:
+    """``fn(model, chunk)`` (default: ``model(chunk)``) over ``x`` in chunks of ``batch`` rows, in eval mode and
+    without gradients, concatenated; the model's training mode is restored."""
     was = model.training
     model.eval()
-    out = torch.cat([model(b).argmax(1) for b in x.split(batch)])
+    out = torch.cat([fn(model, b) if fn is not None else model(b) for b in x.split(batch)])
     model.train(was)
     return out
+
+
+def predict(model: nn.Module, x: torch.Tensor, batch: int = 2048) -> torch.Tensor:
+    """Predicted labels ``[N]`` in eval mode, in batches (``batched``)."""
+    return batched(model, x, lambda m, b: m(b).argmax(1), batch)
 
 
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from agentkit.extras import data, report
-from agentkit.extras.nets import vicreg
+from agentkit.extras.nets import batched, vicreg
 from agentkit.extras.sweep import stage, sweep
 from agentkit.extras.vision.screener.config import ScreenerConfig
 from agentkit.extras.vision.screener.model import (
@@ -141,7 +141,7 @@ class ScreenerRecipe(Recipe[ScreenerConfig]):
             loss.backward()
             opt.step()
             if (step + 1) % c.eval_every == 0 or step + 1 == c.ssl_steps:
-                v = float(_map(net, val, lambda n, b: (n(b) - b).pow(2)[:, 0]).mean())
+                v = float(batched(net, val, _sq_error, 8).mean())
                 if v < best[0]:
                     best = (v, {k: t.clone() for k, t in net.state_dict().items()})
         return {"state": best[1], "val_mse": best[0]}
@@ -171,7 +171,7 @@ class ScreenerRecipe(Recipe[ScreenerConfig]):
         f.eval(), g.eval()
         pos = sincos(tuple(shape), c.freqs)
         conds = {
-            "screener": lambda xb: _map(g, xb, lambda n, b: n(b)),
+            "screener": lambda xb: batched(g, xb, batch=8),
             "positional": lambda xb: pos.expand(len(xb), *pos.shape),
             "none": lambda xb: torch.zeros(len(xb), 0, *shape),
         }
@@ -180,6 +180,7 @@ class ScreenerRecipe(Recipe[ScreenerConfig]):
         val_rows = _rows(f, d["val"], conds, c.voxels_per_image, rng)
         out: dict[str, Any] = {}
         maps: dict[str, torch.Tensor] = {}
+        heads: dict[str, GaussianHead] = {}
         for m in c.methods:
             if m == "autoencoder":
                 ae = autoencoder(dims, c.width)
@@ -189,17 +190,20 @@ class ScreenerRecipe(Recipe[ScreenerConfig]):
                     ]
                 )
                 ae.eval()
-                maps[m] = _map(ae, d["test"], lambda n, b: (n(b) - b).pow(2)[:, 0])
+                maps[m] = batched(ae, d["test"], _sq_error, 8)
                 out[LABELS[m]] = {}
                 continue
             torch.manual_seed(seed)
-            head = GaussianHead(train_rows[m].shape[1], c.y_dim, c.head_hidden)
-            val_nll = self._fit_head(head, train_rows["y"], train_rows[m], val_rows["y"], val_rows[m], rng)
-            with torch.no_grad():
-                maps[m] = torch.cat(
-                    [head.nll(f(b).movedim(1, -1), conds[m](b).movedim(1, -1)) for b in d["test"].split(8)]
-                )
+            heads[m] = GaussianHead(train_rows[m].shape[1], c.y_dim, c.head_hidden)
+            val_nll = self._fit_head(heads[m], train_rows["y"], train_rows[m], val_rows["y"], val_rows[m], rng)
             out[LABELS[m]] = {"val_nll": val_nll / c.y_dim}
+        parts: dict[str, list[torch.Tensor]] = {m: [] for m in heads}
+        with torch.no_grad():  # the test maps: each chunk's descriptors once, for every density head
+            for b in d["test"].split(8):
+                y = f(b).movedim(1, -1)
+                for m, head in heads.items():
+                    parts[m].append(head.nll(y, conds[m](b).movedim(1, -1)))
+        maps = {m: maps[m] if m in maps else torch.cat(parts[m]) for m in c.methods}
         region, truth = d["region"], d["anomaly"]
         for m, s in maps.items():
             out[LABELS[m]] |= _scores(s, truth, region)
@@ -273,26 +277,21 @@ class ScreenerRecipe(Recipe[ScreenerConfig]):
 
 
 @torch.no_grad()
-def _map(net, x: torch.Tensor, fn, batch: int = 8) -> torch.Tensor:
-    """``fn(net, chunk)`` over ``x`` in chunks (eval mode), concatenated."""
-    was = net.training
-    net.eval()
-    out = torch.cat([fn(net, b) for b in x.split(batch)])
-    net.train(was)
-    return out
-
-
-@torch.no_grad()
 def _rows(f, x: torch.Tensor, conds: dict, per_image: int, rng: torch.Generator) -> dict[str, torch.Tensor]:
     """``per_image`` random voxels of each image: their descriptors (``"y" [N, D]``) and every condition's c."""
     out: dict[str, list[torch.Tensor]] = {"y": [], **{k: [] for k in conds}}
     for b in x.split(8):
-        y = _map(f, b, lambda n, t: n(t)).flatten(2)  # [B, D, V]
+        y = batched(f, b).flatten(2)  # [B, D, V]
         idx = torch.stack([torch.randperm(y.shape[2], generator=rng)[:per_image] for _ in range(len(b))])  # [B, k]
         out["y"].append(_pick(y, idx))
         for k, cond in conds.items():
             out[k].append(_pick(cond(b).flatten(2), idx))
     return {k: torch.cat(v) for k, v in out.items()}
+
+
+def _sq_error(ae, x: torch.Tensor) -> torch.Tensor:
+    """The autoencoder's squared error per voxel: ``[B, 1, *S]`` → ``[B, *S]``."""
+    return (ae(x) - x).pow(2)[:, 0]
 
 
 def _pick(z: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
