@@ -851,6 +851,238 @@ def healpix_directions(nside: int = 2) -> np.ndarray:
     return out
 
 
+# ---- SDF objects (UPNet) ------------------------------------------------------------------------------------------
+
+
+SDF_CATEGORIES = ("mug", "teapot", "chair", "table", "lamp", "bottle", "airplane", "car")
+
+
+@dataclass
+class SDFObject:
+    """A seeded object made of signed-distance primitives, upright (z up) and turned by ``yaw`` about z, inside the
+    unit ball. ``parts`` are ``(kind, params, sign)``: ``sign`` +1 adds the primitive (union: min), −1 carves it
+    (subtraction: max(d, −d_part)). Kinds and their parameters (centre c, radii r, half sizes h):
+
+    - ``sphere`` (c, r); ``box`` (c, h [3], rounding); ``cylinder`` (c, r, half height), axis z;
+    - ``capsule`` (a, b, r): the segment a–b thickened by r;
+    - ``torus`` (c, major R, minor r, axis): the ring lies in the plane normal to ``axis`` (0, 1 or 2);
+    - ``cone`` (c, bottom radius, top radius, half height), axis z: a frustum (a lower bound of the distance, so
+      sphere tracing stays safe).
+
+    ``obj(p)`` takes points ``[..., 3]`` (a torch tensor) and returns the signed distance ``[...]`` (negative inside).
+
+    >>> import torch
+    >>> ball = SDFObject("test", [("sphere", ((0, 0, 0), 0.5), 1)], 0.0)
+    >>> [round(float(d), 3) for d in ball(torch.tensor([[0.0, 0, 0], [1.0, 0, 0]]))]
+    [-0.5, 0.5]
+    """
+
+    category: str
+    parts: list[tuple[str, tuple, int]]
+    yaw: float
+
+    def __call__(self, p):
+        import torch
+
+        c, s = np.cos(self.yaw), np.sin(self.yaw)
+        x, y = c * p[..., 0] + s * p[..., 1], -s * p[..., 0] + c * p[..., 1]  # into the object's frame
+        q = torch.stack([x, y, p[..., 2]], -1)
+        d = None
+        for kind, params, sign in self.parts:
+            dk = _SDF_PRIMITIVES[kind](q, *params)
+            d = dk if d is None else (torch.minimum(d, dk) if sign > 0 else torch.maximum(d, -dk))
+        return d
+
+
+def _sdf_box(p, c, h, rounding=0.0):
+
+    q = (p - p.new_tensor(c)).abs() - p.new_tensor(h) + rounding
+    return q.clamp(min=0).norm(dim=-1) + q.max(-1).values.clamp(max=0) - rounding
+
+
+def _sdf_cylinder(p, c, r, h):
+    import torch
+
+    q = p - p.new_tensor(c)
+    d = torch.stack([q[..., :2].norm(dim=-1) - r, q[..., 2].abs() - h], -1)
+    return d.clamp(min=0).norm(dim=-1) + d.max(-1).values.clamp(max=0)
+
+
+def _sdf_capsule(p, a, b, r):
+    a, b = p.new_tensor(a), p.new_tensor(b)
+    t = ((p - a) @ (b - a) / (b - a).dot(b - a)).clamp(0, 1)
+    return (p - a - t[..., None] * (b - a)).norm(dim=-1) - r
+
+
+def _sdf_torus(p, c, major, minor, axis):
+    import torch
+
+    q = p - p.new_tensor(c)
+    plane = [i for i in range(3) if i != axis]
+    ring = torch.stack([q[..., plane].norm(dim=-1) - major, q[..., axis]], -1)
+    return ring.norm(dim=-1) - minor
+
+
+def _sdf_cone(p, c, r_bottom, r_top, h):
+    import torch
+
+    q = p - p.new_tensor(c)
+    t = ((q[..., 2] + h) / (2 * h)).clamp(0, 1)
+    slope = (r_bottom - r_top) / (2 * h)
+    side = (q[..., :2].norm(dim=-1) - (r_bottom + t * (r_top - r_bottom))) / np.sqrt(1 + slope**2)
+    return torch.maximum(side, q[..., 2].abs() - h)
+
+
+_SDF_PRIMITIVES = {
+    "sphere": lambda p, c, r: (p - p.new_tensor(c)).norm(dim=-1) - r,
+    "box": _sdf_box,
+    "cylinder": _sdf_cylinder,
+    "capsule": _sdf_capsule,
+    "torus": _sdf_torus,
+    "cone": _sdf_cone,
+}
+
+
+def sdf_object(category: str, seed: int = 0) -> SDFObject:
+    """One random instance of ``category`` (``SDF_CATEGORIES``): its proportions drawn around the category's, a
+    random yaw, everything inside the unit ball (UPNet's objects; ``extras.scene.upnet`` holds categories out).
+
+    >>> o = sdf_object("mug", seed=0)
+    >>> o.category, len(o.parts) > 2
+    ('mug', True)
+    """
+    rng = np.random.default_rng(seed)
+
+    def u(lo: float, hi: float) -> float:
+        return float(rng.uniform(lo, hi))
+
+    parts: list[tuple[str, tuple, int]] = []
+    add = lambda kind, *params: parts.append((kind, params, 1))  # noqa: E731
+    carve = lambda kind, *params: parts.append((kind, params, -1))  # noqa: E731
+    if category == "mug":
+        r, h, wall = u(0.3, 0.45), u(0.3, 0.5), u(0.04, 0.07)
+        add("cylinder", (0, 0, 0), r, h)
+        carve("cylinder", (0, 0, wall + 0.02), r - wall, h)
+        add("torus", (r + u(0.1, 0.16), 0, u(-0.05, 0.1)), u(0.14, 0.22), u(0.035, 0.06), 1)
+    elif category == "teapot":
+        r = u(0.3, 0.4)
+        add("sphere", (0, 0, -0.05), r)
+        add("box", (0, 0, -0.05), (r * 0.95, r * 0.95, r * u(0.6, 0.8)), 0.1)
+        add("capsule", (r * 0.8, 0, -0.1), (r + u(0.25, 0.35), 0, u(0.15, 0.3)), u(0.04, 0.07))
+        add("torus", (-r - 0.05, 0, 0.0), u(0.14, 0.2), u(0.035, 0.05), 1)
+        add("sphere", (0, 0, r * 0.8), u(0.06, 0.1))
+    elif category == "chair":
+        w, d, seat = u(0.3, 0.45), u(0.3, 0.45), u(-0.15, 0.05)
+        leg, thick = u(0.03, 0.05), u(0.04, 0.07)
+        add("box", (0, 0, seat), (w, d, thick), 0.01)
+        for sx in (-1, 1):
+            for sy in (-1, 1):
+                add("box", (sx * (w - leg), sy * (d - leg), (seat - 0.75) / 2), (leg, leg, (seat + 0.75) / 2), 0.0)
+        top = u(0.45, 0.75)
+        add("box", (-w + thick, 0, seat + top / 2), (thick, d, top / 2), 0.01)
+    elif category == "table":
+        w, d, z, leg = u(0.5, 0.7), u(0.3, 0.5), u(0.05, 0.3), u(0.03, 0.06)
+        add("box", (0, 0, z), (w, d, u(0.03, 0.06)), 0.01)
+        if rng.random() < 0.5:
+            for sx in (-1, 1):
+                for sy in (-1, 1):
+                    add("box", (sx * (w - 0.08), sy * (d - 0.08), (z - 0.6) / 2), (leg, leg, (z + 0.6) / 2), 0.0)
+        else:  # a pedestal
+            add("cylinder", (0, 0, (z - 0.6) / 2), leg * 1.5, (z + 0.6) / 2)
+            add("cylinder", (0, 0, -0.58), u(0.2, 0.3), 0.03)
+    elif category == "lamp":
+        base, top = u(0.2, 0.3), u(0.2, 0.45)
+        add("cylinder", (0, 0, -0.65), base, 0.04)
+        add("capsule", (0, 0, -0.65), (u(-0.15, 0.15), 0, top), u(0.025, 0.04))
+        add("cone", (0, 0, top + 0.12), u(0.25, 0.35), u(0.1, 0.15), u(0.1, 0.16))
+    elif category == "bottle":
+        r, h = u(0.15, 0.3), u(0.3, 0.45)
+        add("cylinder", (0, 0, -0.3), r, h)
+        add("cone", (0, 0, -0.3 + h + 0.1), r, r * 0.4, 0.1)
+        add("cylinder", (0, 0, -0.3 + h + 0.3), r * u(0.3, 0.45), u(0.1, 0.15))
+    elif category == "airplane":
+        length, span, r = u(0.7, 0.85), u(0.6, 0.85), u(0.07, 0.11)
+        add("capsule", (-length, 0, 0), (length, 0, 0), r)
+        add("box", (u(-0.1, 0.15), 0, 0), (u(0.12, 0.2), span, 0.02), 0.01)
+        add("box", (-length + 0.08, 0, 0), (0.07, u(0.2, 0.3), 0.015), 0.0)
+        add("box", (-length + 0.08, 0, u(0.12, 0.2)), (0.07, 0.015, u(0.1, 0.15)), 0.0)
+    elif category == "car":
+        length, w, h = u(0.6, 0.8), u(0.28, 0.38), u(0.12, 0.18)
+        add("box", (0, 0, -0.1), (length, w, h), 0.05)
+        add("box", (u(-0.2, 0.05), 0, -0.1 + h + 0.1), (length * u(0.4, 0.6), w * 0.9, 0.1), 0.05)
+        wheel = u(0.1, 0.15)
+        for sx in (-1, 1):
+            for sy in (-1, 1):
+                add("torus", (sx * length * 0.65, sy * w, -0.1 - h), wheel * 0.6, wheel * 0.4, 1)
+    else:
+        raise ValueError(f"unknown SDF category {category!r}: use one of {', '.join(SDF_CATEGORIES)}")
+    return SDFObject(category, parts, float(rng.uniform(0, 2 * np.pi)))
+
+
+PYBULLET_MESHES = {  # name: the OBJ file inside pybullet_data (the [pybullet] extra)
+    "bunny": "bunny.obj",
+    "duck": "duck.obj",
+    "teddy": "teddy2_VHACD_CHs.obj",
+    "mug": "objects/mug.obj",
+    "lego": "lego/lego.obj",
+    "random_000": "random_urdfs/000/000.obj",
+    "random_001": "random_urdfs/001/001.obj",
+    "random_002": "random_urdfs/002/002.obj",
+}
+
+
+@dataclass
+class Mesh:
+    """A triangle mesh: ``vertices [V, 3]`` (float32) and ``faces [F, 3]`` (vertex indices), with a name."""
+
+    name: str
+    vertices: np.ndarray
+    faces: np.ndarray
+
+
+def read_obj(text: str, name: str = "mesh", radius: float = 0.9) -> Mesh:
+    """A Wavefront OBJ's ``v`` and ``f`` records as a ``Mesh``, polygons split into triangle fans, centred on its
+    bounding box and scaled so that its farthest vertex lies at ``radius`` (inside the unit ball, as UPNet's
+    objects are).
+
+    >>> m = read_obj("v 0 0 0\\nv 2 0 0\\nv 2 2 0\\nv 0 2 0\\nf 1/1 2/2 3/3 4/4\\n")
+    >>> m.faces.tolist(), round(float(np.linalg.norm(m.vertices, axis=1).max()), 3)
+    ([[0, 1, 2], [0, 2, 3]], 0.9)
+    """
+    verts, faces = [], []
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "v":
+            verts.append([float(x) for x in parts[1:4]])
+        elif parts[0] == "f":
+            idx = [int(p.split("/")[0]) for p in parts[1:]]
+            idx = [i - 1 if i > 0 else len(verts) + i for i in idx]  # 1-based, or negative: relative to the end
+            faces += [[idx[0], idx[k], idx[k + 1]] for k in range(1, len(idx) - 1)]
+    if not verts or not faces:
+        raise AgentkitError(
+            f"{name}: no vertices or faces in the OBJ text", "give a Wavefront OBJ with v and f records"
+        )
+    v = np.asarray(verts, np.float32)
+    v -= (v.max(0) + v.min(0)) / 2
+    v *= radius / np.linalg.norm(v, axis=1).max()
+    return Mesh(name, v, np.asarray(faces, np.int64))
+
+
+def pybullet_mesh(name: str) -> Mesh:
+    """A real mesh that pybullet's wheel ships in ``pybullet_data`` (``PYBULLET_MESHES``: the Stanford bunny, a
+    duck, a teddy bear, a mug, a Lego brick, random objects), read with ``read_obj``. Needs the ``[pybullet]``
+    extra (103 MB), which only UPNet's novel-mesh test uses."""
+    if name not in PYBULLET_MESHES:
+        raise AgentkitError(f"unknown pybullet mesh {name!r}", f"use one of {', '.join(PYBULLET_MESHES)}")
+    require("pybullet_data", "pybullet", "UPNet's real meshes come from pybullet's data files")
+    import pybullet_data
+
+    path = Path(pybullet_data.getDataPath()) / PYBULLET_MESHES[name]
+    return read_obj(path.read_text(errors="replace"), name)
+
+
 # ---- graphs (PyTorch Geometric, the [graph] extra) ----------------------------------------------------------------
 
 

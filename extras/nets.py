@@ -96,6 +96,43 @@ class SmallCNN(nn.Module):
         return self.head(self.body(x))
 
 
+class ViT(nn.Module):
+    """A plain pre-norm Vision Transformer (timm cannot be imported here: it needs torchvision).
+
+    ``size × size`` images with ``in_ch`` channels are cut into ``patch × patch`` patches, embedded linearly, given
+    learned positions and a CLS token, and passed through ``depth`` ``nn.TransformerEncoderLayer`` blocks
+    (``heads`` heads, MLP ``4·dim``, GELU, norm first).
+
+    ``tokens(x)``: ``[B, 1 + (size/patch)², dim]`` after the final LayerNorm (CLS first); ``forward(x)``: the CLS
+    token through a linear head, ``[B, out]`` (``out=0``: the CLS token itself).
+
+    >>> ViT(1, 16, 4, dim=8, depth=1, heads=2, out=3)(torch.zeros(2, 1, 16, 16)).shape
+    torch.Size([2, 3])
+    """
+
+    def __init__(self, in_ch: int, size: int, patch: int, dim: int = 64, depth: int = 4, heads: int = 4, out: int = 0):
+        super().__init__()
+        if size % patch:
+            raise ValueError(f"image size {size} must divide by the patch size {patch}")
+        self.embed = nn.Conv2d(in_ch, dim, patch, stride=patch)
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos = nn.Parameter(0.02 * torch.randn(1, 1 + (size // patch) ** 2, dim))
+        layer = nn.TransformerEncoderLayer(
+            dim, heads, 4 * dim, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+        )
+        self.blocks = nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, out) if out else nn.Identity()
+
+    def tokens(self, x: torch.Tensor) -> torch.Tensor:
+        z = self.embed(x).flatten(2).transpose(1, 2)
+        z = torch.cat([self.cls.expand(len(z), -1, -1), z], 1) + self.pos
+        return self.norm(self.blocks(z))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.tokens(x)[:, 0])
+
+
 @torch.no_grad()
 def batched(model: nn.Module, x: torch.Tensor, fn=None, batch: int = 2048) -> torch.Tensor:
     """``fn(model, chunk)`` (default: ``model(chunk)``) over ``x`` in chunks of ``batch`` rows, in eval mode and

@@ -35,11 +35,13 @@ from agentkit.errors import AgentkitError
         "extras.theory.futurefeat",
         "extras.vision.screener",
         "extras.vision.crd",
+        "extras.scene.upnet",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
     """Each tiny preset reproduces its recorded metrics (``tiny_metrics.json``, written by the run before the sweep
-    base replaced the recipes' own loops, and equal to it), and its report has the sweep's tables and a plot.
+    base replaced the recipes' own loops, and equal to it; wall-clock timings, ``…_ms``, are not recorded), and its
+    report has the sweep's tables and a plot.
 
     extras.graph.sc is not bitwise reproducible on a multi-threaded CPU (PyG's scatter sums in no fixed order; two
     runs of one commit differ in the third digit), so its run is held to the ordering the method claims instead:
@@ -99,6 +101,9 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.vision.crd", "proposer_model=tiny-random", "proposer_model: tiny-random takes no images"),
         ("extras.vision.screener", "volume_size=20", "volume_size: 20 must divide by 8"),
         ("extras.vision.screener", "methods=[screener,flow]", "'flow' is not allowed"),
+        ("extras.scene.upnet", "patch=5", "image_size: 16 must divide by patch \\(5\\)"),
+        ("extras.scene.upnet", "held_out=[teapot,sofa]", "'sofa' is not allowed"),
+        ("extras.scene.upnet", "meshes=[dragon]", "'dragon' is not allowed"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )
@@ -121,6 +126,20 @@ def test_vision_recipes_say_what_to_install_without_their_library(recipe, module
     with pytest.raises(AgentkitError, match=f"needs? {library}, which is not installed") as e:
         run_recipe(recipe, [], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
     assert "agentkit[vision]" in e.value.hint
+    assert not (tmp_path / "run" / "state" / "runs.jsonl").exists()
+
+
+def test_upnet_meshes_say_what_to_install_without_pybullet(monkeypatch, tmp_path):
+    """The real-mesh split needs the [pybullet] extra, which make setup leaves out: without it the run stops in
+    setup with one line naming the extra (the SDF objects alone need nothing)."""
+    from agentkit.runner import run_recipe
+
+    monkeypatch.setitem(__import__("sys").modules, "pybullet_data", None)
+    with pytest.raises(AgentkitError, match="pybullet's data files, which is not installed") as e:
+        run_recipe(
+            "extras.scene.upnet", ["meshes=[bunny]"], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True
+        )
+    assert "agentkit[pybullet]" in e.value.hint
     assert not (tmp_path / "run" / "state" / "runs.jsonl").exists()
 
 

@@ -1,0 +1,1 @@
+"""extras.scene: 3D scenes, physics and video (UPNet, …)."""

@@ -1,0 +1,1 @@
+"""extras.scene.upnet: uncertainty maps for active view selection (UPNet / PUN)."""
