@@ -194,10 +194,20 @@ def warmup_cosine(opt: torch.optim.Optimizer, total: int, warm_frac: float = 0.1
 
 
 def linear_probe(
-    z: torch.Tensor, y: torch.Tensor, train, val, test, cs: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)
+    z: torch.Tensor,
+    y: torch.Tensor,
+    train,
+    val,
+    test,
+    cs: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0),
+    max_iter: int = 2000,
 ) -> dict[str, float]:
     """Logistic regression on frozen embeddings ``z [N, d]`` (standardised on the training rows), its inverse
-    regularisation C picked on the validation rows; returns ``{"val_accuracy", "test_accuracy", "C"}``."""
+    regularisation C picked on the validation rows; returns ``{"val_accuracy", "test_accuracy", "C"}``.
+    ``max_iter`` caps L-BFGS's iterations (thousands of wide features converge slowly at large C)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
@@ -206,7 +216,9 @@ def linear_probe(
     x = scaler.transform(x)
     best = {"val_accuracy": -1.0}
     for c in cs:
-        lr = LogisticRegression(C=c, max_iter=2000).fit(x[train], y[train])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            lr = LogisticRegression(C=c, max_iter=max_iter).fit(x[train], y[train])
         score = lr.score(x[val], y[val])
         if score > best["val_accuracy"]:
             best = {"val_accuracy": score, "test_accuracy": lr.score(x[test], y[test]), "C": c}

@@ -36,6 +36,7 @@ from agentkit.errors import AgentkitError
         "extras.vision.screener",
         "extras.vision.crd",
         "extras.scene.upnet",
+        "extras.vision.svg",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -104,6 +105,8 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.scene.upnet", "patch=5", "image_size: 16 must divide by patch \\(5\\)"),
         ("extras.scene.upnet", "held_out=[teapot,sofa]", "'sofa' is not allowed"),
         ("extras.scene.upnet", "meshes=[dragon]", "'dragon' is not allowed"),
+        ("extras.vision.svg", "heads=3", "ssl_dim: 16 does not divide by heads \\(3\\)"),
+        ("extras.vision.svg", "latents=[svg,dino]", "'dino' is not allowed"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )
@@ -116,7 +119,10 @@ def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):
 
 @pytest.mark.parametrize(
     "recipe, module, library",
-    [("extras.vision.screener", "monai", "MONAI"), ("extras.vision.crd", "gpytorch", "GPyTorch")],
+    [
+        ("extras.vision.screener", "monai", "MONAI"),
+        ("extras.vision.crd", "gpytorch", "GPyTorch"),
+    ],
 )
 def test_vision_recipes_say_what_to_install_without_their_library(recipe, module, library, monkeypatch, tmp_path):
     """Without the [vision] extra a recipe stops in setup, before any job, with one line naming the extra."""

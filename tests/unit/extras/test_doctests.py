@@ -9,6 +9,7 @@ import agentkit.extras.report
 import agentkit.extras.robust.hdro.loss
 import agentkit.extras.robust.nat.attack
 import agentkit.extras.tabular.jarf.model
+import agentkit.extras.vision.svg.model
 
 
 @pytest.mark.parametrize(
@@ -19,6 +20,7 @@ import agentkit.extras.tabular.jarf.model
         agentkit.extras.efficiency.orderdp.selection,
         agentkit.extras.robust.hdro.loss,
         agentkit.extras.robust.nat.attack,
+        agentkit.extras.vision.svg.model,
     ],
 )
 def test_doctests(mod):

@@ -1,0 +1,1 @@
+"""extras.vision.svg: diffusion on self-supervised features without a VAE (SVG)."""
