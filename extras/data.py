@@ -18,6 +18,7 @@ Every ``fetch_*`` / hub loader downloads, so none is used here (``../shared/meth
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 from dataclasses import dataclass
@@ -1081,6 +1082,201 @@ def pybullet_mesh(name: str) -> Mesh:
 
     path = Path(pybullet_data.getDataPath()) / PYBULLET_MESHES[name]
     return read_obj(path.read_text(errors="replace"), name)
+
+
+# ---- natural images and forgeries (RelayFormer; skimage, the [vision] extra, and sklearn) ---------------------------
+
+
+NATURAL_IMAGES = {  # name → (module, loader): the colour photographs the scikit-image and scikit-learn wheels ship
+    "astronaut": ("skimage", "astronaut"),
+    "chelsea": ("skimage", "chelsea"),
+    "coffee": ("skimage", "coffee"),
+    "rocket": ("skimage", "rocket"),
+    "hubble_deep_field": ("skimage", "hubble_deep_field"),
+    "retina": ("skimage", "retina"),
+    "motorcycle": ("skimage", "stereo_motorcycle"),
+    "ihc": ("skimage", "immunohistochemistry"),
+    "china": ("sklearn", "china.jpg"),
+    "flower": ("sklearn", "flower.jpg"),
+}
+FORGERY_KINDS = ("splice", "copy-move", "inpaint")
+FORGERY_TRACES = ("noise", "jpeg", "resample")
+
+
+@functools.cache
+def natural_image(name: str) -> np.ndarray:
+    """One of ``NATURAL_IMAGES`` as float32 ``[H, W, 3]`` in [0, 1] (300 × 451 to 1411 × 1411): eight bundled in
+    scikit-image's wheel (the ``[vision]`` extra; ``motorcycle`` is the left stereo view) and scikit-learn's two
+    sample photographs, all loaded without a download.
+
+    >>> natural_image("chelsea").shape
+    (300, 451, 3)
+    """
+    if name not in NATURAL_IMAGES:
+        raise AgentkitError(f"unknown natural image {name!r}", f"use one of {', '.join(NATURAL_IMAGES)}")
+    module, loader = NATURAL_IMAGES[name]
+    if module == "sklearn":
+        from sklearn.datasets import load_sample_image
+
+        img = load_sample_image(loader)
+    else:
+        require("skimage", "vision", "the skimage test photographs (RelayFormer's data) need scikit-image")
+        import skimage.data
+
+        img = getattr(skimage.data, loader)()
+        img = img[0] if isinstance(img, tuple) else img
+    out = np.ascontiguousarray(img[..., :3], dtype=np.float32) / 255.0
+    out.flags.writeable = False  # cached: one array per name
+    return out
+
+
+@dataclass
+class Forgery:
+    """A forged image or clip: ``frames`` float32 ``[T, H, W, 3]`` in [0, 1] and ``mask`` bool ``[T, H, W]``
+    (the foreign pixels), with how it was made: ``kind`` (``FORGERY_KINDS``), ``trace`` (``FORGERY_TRACES``, the
+    property in which the region differs from its host) and the host's and the region's trace levels."""
+
+    frames: np.ndarray
+    mask: np.ndarray
+    kind: str
+    trace: str
+    host: dict
+    region: dict
+
+
+def _resample(img: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """``img`` float [H, W, 3] resized to ``size`` (h, w) with Pillow's antialiased bicubic filter."""
+    from PIL import Image
+
+    pil = Image.fromarray(np.round(img.clip(0, 1) * 255).astype(np.uint8))
+    return np.asarray(pil.resize((size[1], size[0]), Image.Resampling.BICUBIC), dtype=np.float32) / 255.0
+
+
+def _jpeg(img: np.ndarray, quality: int) -> np.ndarray:
+    """``img`` float [H, W, 3] through a Pillow JPEG round trip at ``quality``."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.round(img.clip(0, 1) * 255).astype(np.uint8)).save(buf, "JPEG", quality=int(quality))
+    return np.asarray(Image.open(buf).convert("RGB"), dtype=np.float32) / 255.0
+
+
+def _source_crop(src: np.ndarray, h: int, w: int, rng: np.random.Generator) -> np.ndarray:
+    """A random ``h × w`` view of ``src`` at a random downscale (log-uniform, never above the source's own scale):
+    a window of ``src`` resized to ``h × w``."""
+    lo = min(1.0, max(h / src.shape[0], w / src.shape[1]))
+    scale = float(np.exp(rng.uniform(np.log(lo), 0.0)))
+    sh, sw = min(src.shape[0], round(h / scale)), min(src.shape[1], round(w / scale))
+    y, x = rng.integers(0, src.shape[0] - sh + 1), rng.integers(0, src.shape[1] - sw + 1)
+    window = src[y : y + sh, x : x + sw]
+    return window if (sh, sw) == (h, w) else _resample(window, (h, w))
+
+
+def _region_mask(h: int, w: int, pixels: float, rng: np.random.Generator, box: tuple[int, int, int, int]) -> np.ndarray:
+    """A random ellipse, rectangle or polygon of about ``pixels`` pixels on an ``h × w`` canvas, centred inside
+    ``box`` (y0, x0, y1, x1)."""
+    from skimage.draw import ellipse, polygon
+
+    y0, x0, y1, x1 = box
+    ry = np.sqrt(pixels / np.pi * float(np.exp(rng.uniform(-0.7, 0.7))))
+    rx = pixels / np.pi / ry
+    cy = rng.uniform(y0 + 0.5 * ry, max(y0 + 0.5 * ry, y1 - 0.5 * ry))
+    cx = rng.uniform(x0 + 0.5 * rx, max(x0 + 0.5 * rx, x1 - 0.5 * rx))
+    shape = rng.integers(3)
+    if shape == 0:
+        rr, cc = ellipse(cy, cx, ry, rx, shape=(h, w), rotation=rng.uniform(0, np.pi))
+    elif shape == 1:
+        rr, cc = polygon([cy - ry, cy - ry, cy + ry, cy + ry], [cx - rx, cx + rx, cx + rx, cx - rx], shape=(h, w))
+    else:
+        ang = np.sort(rng.uniform(0, 2 * np.pi, rng.integers(5, 9)))
+        rad = rng.uniform(0.6, 1.3, len(ang))
+        rr, cc = polygon(cy + ry * rad * np.sin(ang), cx + rx * rad * np.cos(ang), shape=(h, w))
+    m = np.zeros((h, w), bool)
+    m[rr, cc] = True
+    m[int(np.clip(cy, 0, h - 1)), int(np.clip(cx, 0, w - 1))] = True
+    return m
+
+
+def forgery(
+    sources: list[str],
+    height: int,
+    width: int,
+    seed: int,
+    frames: int = 1,
+    kind: str | None = None,
+    trace: str | None = None,
+) -> Forgery:
+    """A seeded image forgery (``frames`` = 1), or the same forgery over a clip of ``frames`` frames of a panning
+    crop, hosted by one of ``sources`` (``NATURAL_IMAGES`` names: split data by source image).
+
+    The host is a random window of a random downscale of its source. A region of 3–20 % of the frame (ellipse,
+    rectangle or polygon) is replaced: a **splice** pastes another source's content, a **copy-move** the host's own
+    content from a quarter to half the window away, an **inpaint** a smooth fill diffused from the surrounding
+    pixels. The region then differs from its host in one trace: **noise** (Gaussian noise at 3–6× or 1/6–1/3 the
+    host's σ), **jpeg** (compressed beforehand at a quality 30–50 points below the host's, so it is compressed
+    twice) or **resample** (scaled down by 0.3–0.55 and back up). Every host draws its own levels (noise σ 2–16 /
+    255, JPEG quality 65–95), so no absolute noise level marks a region as foreign: only the contrast with the
+    rest of the image does. Every frame gets fresh noise at those levels and is JPEG-compressed at the host's quality; a
+    clip's window moves by a fixed step per frame (up to a quarter of the frame over the clip) and its region
+    stays in view.
+
+    >>> f = forgery(["chelsea"], 48, 80, seed=0, frames=3)
+    >>> f.frames.shape, f.mask.shape, bool(0.01 < f.mask.mean() < 0.3), f.kind in FORGERY_KINDS
+    ((3, 48, 80, 3), (3, 48, 80), True, True)
+    """
+    rng = np.random.default_rng([seed, 25])
+    kind = kind or FORGERY_KINDS[rng.integers(3)]
+    trace = trace or FORGERY_TRACES[rng.integers(3)]
+    if kind not in FORGERY_KINDS or trace not in FORGERY_TRACES:
+        raise AgentkitError(f"unknown forgery {kind!r}/{trace!r}", f"kinds: {FORGERY_KINDS}; traces: {FORGERY_TRACES}")
+    step = np.zeros(2, int)
+    if frames > 1:
+        step = (rng.uniform(-0.25, 0.25, 2) * (height, width) / (frames - 1)).astype(int)
+    reach = np.abs(step) * (frames - 1)  # how far the window travels
+    hc, wc = height + reach[0], width + reach[1]
+    pick = rng.permutation(len(sources))
+    host = _source_crop(natural_image(sources[pick[0]]), hc, wc, rng)
+    box = (reach[0], reach[1], height, width)  # the canvas part every frame sees
+    pixels = rng.uniform(0.03, 0.2) * height * width * (box[2] - box[0]) * (box[3] - box[1]) / (height * width)
+    mask = _region_mask(hc, wc, pixels, rng, box)
+    if kind == "splice":
+        content = _source_crop(natural_image(sources[pick[min(1, len(sources) - 1)]]), hc, wc, rng)
+    elif kind == "copy-move":
+        dy = int(rng.choice([-1, 1]) * rng.integers(max(1, hc // 4), max(2, hc // 2 + 1)))
+        dx = int(rng.choice([-1, 1]) * rng.integers(max(1, wc // 4), max(2, wc // 2 + 1)))
+        content = np.roll(host, (dy, dx), axis=(0, 1))
+    else:
+        from scipy.ndimage import gaussian_filter
+
+        keep = (~mask).astype(np.float32)[..., None]
+        blur = (max(2.0, 0.15 * np.sqrt(mask.sum())),) * 2 + (0,)
+        content = gaussian_filter(host * keep, blur) / np.maximum(gaussian_filter(keep, blur), 1e-3)
+    sigma_h, q_h = float(np.exp(rng.uniform(np.log(2), np.log(16)))) / 255, int(rng.integers(65, 96))
+    region = {"noise": sigma_h * 255, "jpeg": None, "resample": None}
+    if trace == "noise":
+        region["noise"] *= float(np.exp(rng.uniform(np.log(3), np.log(6)) * rng.choice([-1, 1])))
+    elif trace == "jpeg":
+        region["jpeg"] = max(10, q_h - int(rng.integers(30, 51)))
+    else:
+        region["resample"] = float(rng.uniform(0.3, 0.55))
+    y0, x0 = (reach[0] if step[0] < 0 else 0), (reach[1] if step[1] < 0 else 0)
+    out, masks = [], []
+    for t in range(frames):  # each frame: the sensor's noise, the region's history, the composite, the host's JPEG
+        view = np.s_[y0 + step[0] * t : y0 + step[0] * t + height, x0 + step[1] * t : x0 + step[1] * t + width]
+        frame = host[view] + sigma_h * rng.standard_normal((height, width, 3))
+        part = content[view] + region["noise"] / 255 * rng.standard_normal((height, width, 3))
+        if region["jpeg"]:
+            part = _jpeg(part, region["jpeg"])
+        elif region["resample"]:
+            small = (max(4, round(height * region["resample"])), max(4, round(width * region["resample"])))
+            part = _resample(_resample(part, small), (height, width))
+        out.append(_jpeg(np.where(mask[view][..., None], part, frame), q_h))
+        masks.append(mask[view])
+    return Forgery(
+        np.stack(out).astype(np.float32), np.stack(masks), kind, trace, {"noise": sigma_h * 255, "jpeg": q_h}, region
+    )
 
 
 # ---- graphs (PyTorch Geometric, the [graph] extra) ----------------------------------------------------------------

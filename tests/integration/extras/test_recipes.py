@@ -37,6 +37,7 @@ from agentkit.errors import AgentkitError
         "extras.vision.crd",
         "extras.scene.upnet",
         "extras.vision.svg",
+        "extras.vision.relayformer",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -107,6 +108,9 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.scene.upnet", "meshes=[dragon]", "'dragon' is not allowed"),
         ("extras.vision.svg", "heads=3", "ssl_dim: 16 does not divide by heads \\(3\\)"),
         ("extras.vision.svg", "latents=[svg,dino]", "'dino' is not allowed"),
+        ("extras.vision.relayformer", "test_sources=[china,coffee]", "must not share a photograph"),
+        ("extras.vision.relayformer", "val_sources=[lena]", "val_sources: unknown photograph 'lena'"),
+        ("extras.vision.relayformer", "overlap=12", "tile \\(64\\) and overlap \\(12\\) must be multiples of patch"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )
@@ -122,6 +126,7 @@ def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):
     [
         ("extras.vision.screener", "monai", "MONAI"),
         ("extras.vision.crd", "gpytorch", "GPyTorch"),
+        ("extras.vision.relayformer", "skimage", "scikit-image"),
     ],
 )
 def test_vision_recipes_say_what_to_install_without_their_library(recipe, module, library, monkeypatch, tmp_path):

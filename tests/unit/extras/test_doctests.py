@@ -4,11 +4,13 @@ import doctest
 
 import pytest
 
+import agentkit.extras.data
 import agentkit.extras.efficiency.orderdp.selection
 import agentkit.extras.report
 import agentkit.extras.robust.hdro.loss
 import agentkit.extras.robust.nat.attack
 import agentkit.extras.tabular.jarf.model
+import agentkit.extras.vision.relayformer.model
 import agentkit.extras.vision.svg.model
 
 
@@ -20,7 +22,9 @@ import agentkit.extras.vision.svg.model
         agentkit.extras.efficiency.orderdp.selection,
         agentkit.extras.robust.hdro.loss,
         agentkit.extras.robust.nat.attack,
+        agentkit.extras.data,
         agentkit.extras.vision.svg.model,
+        agentkit.extras.vision.relayformer.model,
     ],
 )
 def test_doctests(mod):
