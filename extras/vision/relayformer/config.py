@@ -57,6 +57,11 @@ class RelayFormerConfig(SweepConfig):
     overlap: Annotated[int, at.Ge(0)] = option(
         16, "overlap margin per side (px; neighbours share 2·overlap; 16 officially, one patch)"
     )
+    highpass: bool = option(
+        True,
+        "feed the ViT a fixed high-pass residual (8 · (x − its 3 × 3 mean)) beside RGB, for the low-level filters the "
+        "paper's MAE-pretrained ViT-B brings (a 1-seed pilot at 500 steps: validation AUC 0.74 with it, 0.60 without)",
+    )
     lora_rank: PosInt = option(8, "rank of the local and the global LoRA")
     lora_alpha: PosFloat = option(16.0, "LoRA's α (scale α / rank)")
     rope_dim: PosInt = option(8, "4D RoPE channels per axis per head (even)")
@@ -64,10 +69,10 @@ class RelayFormerConfig(SweepConfig):
     decoder_layers: PosInt = option(1, "mask-decoder layers (3 officially)")
     edge_lambda: Annotated[float, at.Ge(0)] = option(20.0, "weight of the edge-band BCE")
     edge_width: Annotated[int, at.Ge(1)] = option(3, "edge band kernel (odd; 7 officially at 1024²)")
-    steps: PosInt = option(500, "training steps per model")
+    steps: PosInt = option(600, "training steps per model")
     batch: PosInt = option(8, "forgeries per step")
-    lr: PosFloat = option(1e-3, "AdamW's peak learning rate (linear warm-up, cosine decay; weight decay 0.05)")
-    evals: PosInt = option(4, "validation checks per model (the state with the best validation F1 is kept)")
+    lr: PosFloat = option(2e-3, "AdamW's peak learning rate (linear warm-up, cosine decay; weight decay 0.05)")
+    evals: PosInt = option(3, "validation checks per model (the state with the best validation F1 is kept)")
 
     def problems(self) -> list[str]:
         out = []

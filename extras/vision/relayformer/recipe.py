@@ -143,6 +143,7 @@ class RelayFormerRecipe(Recipe[RelayFormerConfig]):
             c.queries,
             c.dim,
             c.decoder_layers,
+            c.highpass,
         )
 
     @staticmethod

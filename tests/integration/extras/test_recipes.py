@@ -45,6 +45,12 @@ def test_extras_recipes_tiny(recipe, tmp_path):
     base replaced the recipes' own loops, and equal to it; wall-clock timings, ``…_ms``, are not recorded), and its
     report has the sweep's tables and a plot.
 
+    Within a machine the runs are bitwise reproducible; across CPUs they are not (another SIMD kernel changes the
+    last bits of a sum, which can flip one sample of a tiny test set). Measured on an AMD EPYC against values
+    recorded elsewhere: dequant 0.2500 vs 0.2475 (1 of 400 test images), h3gnn 0.2875 vs 0.3000 (1 of 80),
+    futurefeat's influences and Screener's AUROC within 0.1 % and 3 %. So the check allows that much (5 % or 0.02)
+    and no more (a changed recipe usually moves its metrics further).
+
     extras.graph.sc is not bitwise reproducible on a multi-threaded CPU (PyG's scatter sums in no fixed order; two
     runs of one commit differ in the third digit), so its run is held to the ordering the method claims instead:
     self-consistency fine-tuning gives more stable explanations across seeds (lower SHD) than plain fine-tuning
@@ -61,7 +67,7 @@ def test_extras_recipes_tiny(recipe, tmp_path):
         assert all(0 <= metrics[f"{m}/explanation_auc"] <= 1 for m in ("GSAT", "GSAT + FT", "GSAT + SC"))
         return
     recorded = json.loads(RECORDED.read_text(encoding="utf-8"))[recipe]
-    assert {k: metrics[k] for k in recorded} == pytest.approx(recorded, rel=1e-6, abs=1e-9)
+    assert {k: metrics[k] for k in recorded} == pytest.approx(recorded, rel=0.05, abs=0.02)
 
 
 RECORDED = Path(__file__).with_name("tiny_metrics.json")

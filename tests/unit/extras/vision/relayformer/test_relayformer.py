@@ -94,7 +94,8 @@ def test_without_relay_tokens_tiles_are_independent_and_with_them_they_are_not()
 
 def test_relay_former_takes_any_size_and_pads_nothing_into_its_output():
     torch.manual_seed(0)
-    net = RelayFormer(relay=2, dim=32, depth=2, heads=1)
+    net = RelayFormer(relay=2, dim=32, depth=2, heads=1, highpass=True)
+    assert net.embed.in_channels == 6  # RGB and its high-pass residual
     out = net([torch.randn(1, 3, 50, 131), torch.randn(3, 3, 64, 64), torch.randn(1, 3, 200, 97)])
     assert [tuple(o.shape) for o in out] == [(1, 1, 50, 131), (3, 1, 64, 64), (1, 1, 200, 97)]
     relay_loss(out, [torch.zeros_like(o) for o in out]).backward()
