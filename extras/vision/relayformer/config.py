@@ -35,7 +35,7 @@ class RelayFormerConfig(SweepConfig):
     train_pool: Annotated[int, at.Ge(8)] = option(
         1500, "training forgeries per seed (generated once, shared by every model; each step draws from them)"
     )
-    train_size: Size = option([64, 224], "the range each training forgery's height and width are drawn from (px)")
+    train_size: Size = option([64, 192], "the range each training forgery's height and width are drawn from (px)")
     train_clips: Annotated[float, at.Interval(ge=0, le=1)] = option(
         0.2, "share of the pool that are clips (train_frames frames, sides up to half of train_size's maximum)"
     )
@@ -69,7 +69,7 @@ class RelayFormerConfig(SweepConfig):
     decoder_layers: PosInt = option(1, "mask-decoder layers (3 officially)")
     edge_lambda: Annotated[float, at.Ge(0)] = option(20.0, "weight of the edge-band BCE")
     edge_width: Annotated[int, at.Ge(1)] = option(3, "edge band kernel (odd; 7 officially at 1024²)")
-    steps: PosInt = option(600, "training steps per model")
+    steps: PosInt = option(500, "training steps per model")
     batch: PosInt = option(8, "forgeries per step")
     lr: PosFloat = option(2e-3, "AdamW's peak learning rate (linear warm-up, cosine decay; weight decay 0.05)")
     evals: PosInt = option(3, "validation checks per model (the state with the best validation F1 is kept)")

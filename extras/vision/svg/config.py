@@ -28,6 +28,7 @@ class SVGConfig(SweepConfig):
     probe_size: Annotated[int, at.Ge(16)] = option(
         3000, "training images each linear probe fits on (at most train_size − val_size; C is picked on validation)"
     )
+    probe_iters: PosInt = option(100, "L-BFGS iterations per probe fit (2,560 features converge slowly)")
     ssl_dim: PosInt = option(32, "SSL ViT width = the SSL features' channels D")
     ssl_depth: PosInt = option(4, "SSL ViT blocks")
     ssl_steps: PosInt = option(450, "VICReg steps of the SSL ViT")

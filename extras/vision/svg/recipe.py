@@ -40,7 +40,7 @@ LABELS = {
 }
 PATCH, GRID = 4, 8  # 32² images → an 8 × 8 latent grid
 SHOWN = 16  # samples per grid picture
-PROBE_CS, PROBE_ITERS = (0.003, 0.01), 100  # the probes' inverse regularisation (picked on validation), L-BFGS cap
+PROBE_CS = (0.003, 0.01)  # the probes' inverse regularisation, picked on validation
 
 
 class SVGRecipe(Recipe[SVGConfig]):
@@ -239,10 +239,12 @@ class SVGRecipe(Recipe[SVGConfig]):
         feats_all = self._ssl_features(ssl, x_all).flatten(1)
         out: dict[str, Any] = {
             "frozen SSL encoder": {
-                "probe": linear_probe(feats_all, y_all, tr_i, va_i, te_i, PROBE_CS, PROBE_ITERS)["test_accuracy"]
+                "probe": linear_probe(feats_all, y_all, tr_i, va_i, te_i, PROBE_CS, c.probe_iters)["test_accuracy"]
             },
             "raw pixels": {
-                "probe": linear_probe(x_all.flatten(1), y_all, tr_i, va_i, te_i, PROBE_CS, PROBE_ITERS)["test_accuracy"]
+                "probe": linear_probe(x_all.flatten(1), y_all, tr_i, va_i, te_i, PROBE_CS, c.probe_iters)[
+                    "test_accuracy"
+                ]
             },
         }
         grids: dict[str, Any] = {}
@@ -274,7 +276,7 @@ class SVGRecipe(Recipe[SVGConfig]):
                 "rfid": frechet_distance(feats(rec[: c.fid_samples]), ref),
             }
             lat = torch.cat([self._latents(kind, ssl, enc, b) for b in x_all.split(2000)]).flatten(1)
-            row["probe"] = linear_probe(lat, y_all, tr_i, va_i, te_i, PROBE_CS, PROBE_ITERS)["test_accuracy"]
+            row["probe"] = linear_probe(lat, y_all, tr_i, va_i, te_i, PROBE_CS, c.probe_iters)["test_accuracy"]
             noise = torch.randn(c.fid_samples, *z.shape[1:], generator=torch.Generator().manual_seed(1000 + seed))
             samples = {}
             for k in c.euler_steps:
