@@ -190,9 +190,7 @@ class RelayFormerRecipe(Recipe[RelayFormerConfig]):
             sched.step()
             losses.append(loss.item())
             if (step + 1) % every == 0 or step + 1 == c.steps:
-                f1 = float(
-                    np.mean([_f1(p, it["mask"]) for p, it in zip(self._predict(net, d["val"], resize), d["val"])])
-                )
+                f1 = _mean(_f1, self._predict(net, d["val"], resize), d["val"])
                 curve.append([step + 1, f1])
                 if f1 > best[0]:
                     best = (f1, {k: v.detach().clone() for k, v in net.state_dict().items()})
@@ -213,8 +211,8 @@ class RelayFormerRecipe(Recipe[RelayFormerConfig]):
             row: dict[str, Any] = {"val_f1": fit["val_f1"]}
             for b in self.bins():
                 probs = self._predict(net, d[b], resize)
-                row[f"f1@{b}"] = float(np.mean([_f1(p, it["mask"]) for p, it in zip(probs, d[b])]))
-                row[f"auc@{b}"] = float(np.mean([_auc(p, it["mask"]) for p, it in zip(probs, d[b])]))
+                row[f"f1@{b}"] = _mean(_f1, probs, d[b])
+                row[f"auc@{b}"] = _mean(_auc, probs, d[b])
                 row[f"gflops@{b}"] = _gflops(net, [self._input(it["x"], resize) for it in d[b][:4]])
                 if seed == 0:
                     pictures.setdefault(
@@ -224,8 +222,8 @@ class RelayFormerRecipe(Recipe[RelayFormerConfig]):
             if c.video_clips:
                 joint = self._predict(net, d["video"], resize)
                 alone = self._predict(net, d["video"], resize, per_frame=True)
-                row["video_f1"] = float(np.mean([_f1(p, it["mask"]) for p, it in zip(joint, d["video"])]))
-                row["frame_f1"] = float(np.mean([_f1(p, it["mask"]) for p, it in zip(alone, d["video"])]))
+                row["video_f1"] = _mean(_f1, joint, d["video"])
+                row["frame_f1"] = _mean(_f1, alone, d["video"])
             row["_curve"] = {"losses": fit["losses"], "val": fit["val_curve"]}
             out[label] = row
         if pictures:
@@ -304,15 +302,16 @@ def _f1(prob: torch.Tensor, mask: torch.Tensor) -> float:
 
 
 def _auc(prob: torch.Tensor, mask: torch.Tensor) -> float:
-    """Pixel AUC (ties averaged) of ``prob`` against ``mask``: the Mann–Whitney U over the ranks."""
-    from scipy.stats import rankdata
+    """Pixel AUC of ``prob`` against ``mask`` (scikit-learn's, as the other extras; 0.5 when one class is absent)."""
+    from sklearn.metrics import roc_auc_score
 
-    p, m = prob.flatten().numpy(), mask.flatten().numpy().astype(bool)
-    pos = int(m.sum())
-    if pos in (0, len(m)):
-        return 0.5
-    ranks = rankdata(p)
-    return float((ranks[m].sum() - pos * (pos + 1) / 2) / (pos * (len(m) - pos)))
+    m = mask.flatten().numpy().astype(bool)
+    return float(roc_auc_score(m, prob.flatten().numpy())) if 0 < m.sum() < len(m) else 0.5
+
+
+def _mean(metric, probs: list[torch.Tensor], items: list[dict]) -> float:
+    """``metric(prob, mask)`` averaged over the items (per image or clip, the IMDL protocol)."""
+    return float(np.mean([metric(p, it["mask"]) for p, it in zip(probs, items)]))
 
 
 def _small(x: torch.Tensor) -> list:
