@@ -50,14 +50,14 @@ def paired(results: Results, baseline: str, metrics: list[str], digits: int = 3)
     """A markdown table of each method's paired difference from ``baseline``, seed by seed (method − baseline at
     the same seed: the same data draws and initial weights where the method allows), as ``mean ± std`` with a
     95 % t interval over the seeds. An interval that excludes 0 is a difference the seeds support. Empty when
-    the baseline did not run.
+    the baseline did not run or ran alone.
 
     >>> print(paired({"A": {"acc": [0.5, 0.6]}, "B": {"acc": [0.6, 0.8]}}, "A", ["acc"]))
     | vs A | acc |
     |---|---|
     | B | +0.150 ± 0.071 [-0.485, +0.785] (n=2) |
     """
-    if baseline not in results:
+    if baseline not in results or len(results) < 2:
         return ""
     rows = [f"| vs {baseline} | " + " | ".join(metrics) + " |", "|" + "---|" * (len(metrics) + 1)]
     for method, per in results.items():
