@@ -193,6 +193,24 @@ def warmup_cosine(opt: torch.optim.Optimizer, total: int, warm_frac: float = 0.1
     )
 
 
+def flow_pair(x0: torch.Tensor, eps: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Flow matching's linear path (SiT, rectified flow): the point :math:`x_t = (1 - t)\,x_0 + t\,\varepsilon` and
+    its velocity target :math:`v^\star = dx_t/dt = \varepsilon - x_0` (``t [B]`` broadcast over the other axes);
+    the network regresses :math:`v^\star` with MSE and ``euler_sample`` integrates it back from noise."""
+    t = t.view(-1, *([1] * (x0.dim() - 1)))
+    return (1 - t) * x0 + t * eps, eps - x0
+
+
+@torch.no_grad()
+def euler_sample(model: nn.Module, noise: torch.Tensor, steps: int) -> torch.Tensor:
+    """Integrate ``dx/dt = model(x, t)`` from ``t = 1`` (noise) to 0 in ``steps`` equal Euler steps."""
+    x = noise
+    ts = torch.linspace(1, 0, steps + 1)
+    for a, b in zip(ts[:-1], ts[1:]):
+        x = x + (b - a) * model(x, a.expand(len(x)))
+    return x
+
+
 def linear_probe(
     z: torch.Tensor,
     y: torch.Tensor,

@@ -20,7 +20,7 @@ alone.
     x_t = (1 - t)\,x_0 + t\,\varepsilon, \qquad v^\star = \frac{dx_t}{dt} = \varepsilon - x_0,
 
 the network regresses :math:`v^\star` (MSE), and sampling integrates :math:`dx/dt = v(x, t)` from :math:`t = 1`
-to 0 with Euler steps.
+to 0 with Euler steps (``extras.nets.flow_pair`` and ``euler_sample``).
 """
 
 from __future__ import annotations
@@ -46,23 +46,6 @@ def align(f_r: torch.Tensor, f_d: torch.Tensor, eps: float = 1e-6) -> torch.Tens
     mu_d, sd_d = f_d.mean(dim=(0, 2)).mean().detach(), f_d.std(dim=(0, 2)).mean().detach()
     mu_r, sd_r = f_r.mean(dim=(0, 2)).mean().detach(), f_r.std(dim=(0, 2)).mean().detach()
     return (f_r - mu_r) / (sd_r + eps) * sd_d + mu_d
-
-
-def flow_pair(x0: torch.Tensor, eps: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The point on the linear path and its velocity target: ``x_t = (1 − t) x0 + t ε``, ``v* = ε − x0``
-    (``t [B]`` broadcast over the other axes)."""
-    t = t.view(-1, *([1] * (x0.dim() - 1)))
-    return (1 - t) * x0 + t * eps, eps - x0
-
-
-@torch.no_grad()
-def euler_sample(model: nn.Module, noise: torch.Tensor, steps: int) -> torch.Tensor:
-    """Integrate ``dx/dt = model(x, t)`` from ``t = 1`` (noise) to 0 in ``steps`` equal Euler steps."""
-    x = noise
-    ts = torch.linspace(1, 0, steps + 1)
-    for a, b in zip(ts[:-1], ts[1:]):
-        x = x + (b - a) * model(x, a.expand(len(x)))
-    return x
 
 
 class SSLEncoder(nn.Module):

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from agentkit.extras import data, report
-from agentkit.extras.nets import SmallCNN, batched, fit, linear_probe, vicreg, warmup_cosine
+from agentkit.extras.nets import SmallCNN, batched, euler_sample, fit, flow_pair, linear_probe, vicreg, warmup_cosine
 from agentkit.extras.sweep import stage, sweep
 from agentkit.extras.vision.svg.config import SVGConfig
 from agentkit.extras.vision.svg.model import (
@@ -25,8 +25,6 @@ from agentkit.extras.vision.svg.model import (
     SiT,
     SSLEncoder,
     align,
-    euler_sample,
-    flow_pair,
     frechet_distance,
 )
 from agentkit.plots import pyplot

@@ -4,7 +4,8 @@ Euler sampler, the mask token, the SiT's zero start and the Fréchet distance.""
 import pytest
 import torch
 
-from agentkit.extras.vision.svg.model import ResidualEncoder, SiT, align, euler_sample, flow_pair, frechet_distance
+from agentkit.extras.nets import euler_sample, flow_pair
+from agentkit.extras.vision.svg.model import ResidualEncoder, SiT, align, frechet_distance
 
 
 def test_alignment_gives_the_ssl_features_mean_and_std():
