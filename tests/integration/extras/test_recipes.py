@@ -38,6 +38,7 @@ from agentkit.errors import AgentkitError
         "extras.scene.upnet",
         "extras.vision.svg",
         "extras.vision.relayformer",
+        "extras.video.astraea",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -117,6 +118,9 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.vision.relayformer", "test_sources=[china,coffee]", "must not share a photograph"),
         ("extras.vision.relayformer", "val_sources=[lena]", "val_sources: unknown photograph 'lena'"),
         ("extras.vision.relayformer", "overlap=12", "tile \\(64\\) and overlap \\(12\\) must be multiples of patch"),
+        ("extras.video.astraea", "budgets=[0.1]", "budgets: 0.1 is below step 0 \\(full\\) and min_budget 0.05"),
+        ("extras.video.astraea", "methods=[astraea,toca]", "'toca' is not allowed"),
+        ("extras.video.astraea", "patch=3", "patch: 3 does not divide size 16"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )
@@ -133,6 +137,7 @@ def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):
         ("extras.vision.screener", "monai", "MONAI"),
         ("extras.vision.crd", "gpytorch", "GPyTorch"),
         ("extras.vision.relayformer", "skimage", "scikit-image"),
+        ("extras.video.astraea", "skimage", "scikit-image"),
     ],
 )
 def test_vision_recipes_say_what_to_install_without_their_library(recipe, module, library, monkeypatch, tmp_path):

@@ -6,10 +6,12 @@ import pytest
 
 import agentkit.extras.data
 import agentkit.extras.efficiency.orderdp.selection
+import agentkit.extras.nets
 import agentkit.extras.report
 import agentkit.extras.robust.hdro.loss
 import agentkit.extras.robust.nat.attack
 import agentkit.extras.tabular.jarf.model
+import agentkit.extras.video.astraea.model
 import agentkit.extras.vision.relayformer.model
 import agentkit.extras.vision.svg.model
 
@@ -25,6 +27,8 @@ import agentkit.extras.vision.svg.model
         agentkit.extras.data,
         agentkit.extras.vision.svg.model,
         agentkit.extras.vision.relayformer.model,
+        agentkit.extras.nets,
+        agentkit.extras.video.astraea.model,
     ],
 )
 def test_doctests(mod):

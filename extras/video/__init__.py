@@ -1,0 +1,1 @@
+"""extras.video: video generation (Astraea)."""

@@ -1,0 +1,1 @@
+"""extras.video.astraea: token budgets for video diffusion transformers (Astraea)."""
