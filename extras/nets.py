@@ -201,6 +201,31 @@ def flow_pair(x0: torch.Tensor, eps: torch.Tensor, t: torch.Tensor) -> tuple[tor
     return (1 - t) * x0 + t * eps, eps - x0
 
 
+def time_features(t: torch.Tensor, dim: int) -> torch.Tensor:
+    """DiT's sinusoidal features of flow times ``t [B]`` in [0, 1]: ``[cos(1000 t ω_k), sin(1000 t ω_k)]`` with
+    ω_k = 10000^(−k/(dim/2)), ``[B, dim]`` (a time MLP maps them to the conditioning vector).
+
+    >>> time_features(torch.zeros(2), 4)
+    tensor([[1., 1., 0., 0.],
+            [1., 1., 0., 0.]])
+    """
+    half = dim // 2
+    freqs = torch.exp(-math.log(10000) * torch.arange(half, device=t.device) / half)
+    a = 1000 * t[:, None] * freqs[None]
+    return torch.cat([a.cos(), a.sin()], -1)
+
+
+def psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
+    """Mean over the first axis of the PSNR (dB) of ``x`` against ``ref``, both in [0, 1] (MSE floored at 1e-10,
+    so identical items score 100 dB).
+
+    >>> round(psnr(torch.full((2, 4), 0.5), torch.full((2, 4), 0.6)), 3)  # MSE 0.01
+    20.0
+    """
+    mse = (x - ref).pow(2).flatten(1).mean(1).clamp(min=1e-10)
+    return float((10 * torch.log10(1 / mse)).mean())
+
+
 @torch.no_grad()
 def euler_sample(model: nn.Module, noise: torch.Tensor, steps: int) -> torch.Tensor:
     """Integrate ``dx/dt = model(x, t)`` from ``t = 1`` (noise) to 0 in ``steps`` equal Euler steps."""

@@ -35,6 +35,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from agentkit.extras.nets import time_features
+
 
 class Block(nn.Module):
     """A DiT block (adaLN-Zero around attention and a 4× MLP) that computes any subset of its tokens.
@@ -107,12 +109,6 @@ class VideoDiT(nn.Module):
         b, p, g = len(u), self.patch, self.grid
         return u.reshape(b, self.frames, g, g, p, p).permute(0, 1, 2, 4, 3, 5).reshape(b, self.frames, *(2 * [g * p]))
 
-    def t_embed(self, t: torch.Tensor) -> torch.Tensor:
-        half = self.dim // 2
-        freqs = torch.exp(-math.log(10000) * torch.arange(half, device=t.device) / half)
-        a = 1000 * t[:, None] * freqs[None]
-        return self.t_mlp(torch.cat([a.cos(), a.sin()], -1))
-
     def empty_cache(self, b: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         shape = (b, self.heads, self.tokens, self.dim // self.heads)
         dev = self.head.weight.device
@@ -126,7 +122,7 @@ class VideoDiT(nn.Module):
         pos = (self.pos_space + self.pos_time).reshape(1, self.tokens, self.dim).expand(len(u), -1, -1)
         gather = idx[..., None].expand(-1, -1, self.dim)
         h = self.inp(u.gather(1, idx[..., None].expand(-1, -1, u.shape[-1]))) + pos.gather(1, gather)
-        c = self.t_embed(t)
+        c = self.t_mlp(time_features(t, self.dim))
         lse = torch.zeros(idx.shape, device=u.device)
         for blk, kv in zip(self.blocks, cache):
             h, l_blk = blk(h, c, kv, idx)
@@ -207,10 +203,15 @@ def token_scores(lse: torch.Tensor, delta: torch.Tensor, age: torch.Tensor) -> t
 
 @torch.no_grad()
 def sample(
-    model: VideoDiT, noise: torch.Tensor, schedule: Schedule, generator: torch.Generator | None = None
+    model: VideoDiT,
+    noise: torch.Tensor,
+    schedule: Schedule,
+    generator: torch.Generator | None = None,
+    velocities: list[torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, list[int]]:
     """Euler-sample clips from ``noise [B, F, S, S]`` (t = 1 → 0) spending compute as ``schedule`` says; returns
-    the samples and the tokens recomputed per step (per clip). ``generator`` drives random selection."""
+    the samples and the tokens recomputed per step (per clip). ``generator`` drives random selection; each step's
+    velocity ``[B, F, S, S]`` is appended to ``velocities`` when given."""
     steps, n, b, dev = len(schedule.budgets), model.tokens, len(noise), noise.device
     counts = schedule.counts(n)
     ts = torch.linspace(1, 0, steps + 1, device=dev)
@@ -236,7 +237,10 @@ def sample(
             age += 1
             age.scatter_(1, idx, 0.0)
         u_prev = u
-        x = x + (t1 - t0) * model.unpatchify(vel)
+        v = model.unpatchify(vel)
+        if velocities is not None:
+            velocities.append(v)
+        x = x + (t1 - t0) * v
     return x, counts
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from agentkit.extras import data, report
-from agentkit.extras.nets import flow_pair, warmup_cosine
+from agentkit.extras.nets import flow_pair, psnr, warmup_cosine
 from agentkit.extras.sweep import stage, sweep
 from agentkit.extras.video.astraea.config import AstraeaConfig
 from agentkit.extras.video.astraea.model import Schedule, VideoDiT, genetic_budgets, sample
@@ -107,11 +107,13 @@ class AstraeaRecipe(Recipe[AstraeaConfig]):
             if (step + 1) % every == 0 or step + 1 == c.train_steps:
                 net.eval()
                 with torch.no_grad():
-                    vl = 0.0
+                    sq = 0.0
                     for i in range(0, len(xv), 32):
                         xt, v = flow_pair(xv[i : i + 32], val_eps[i : i + 32], val_t[i : i + 32])
-                        out = net(xt.to(c.device), val_t[i : i + 32].to(c.device))
-                        vl += float((out - v.to(c.device)).pow(2).sum()) / v.numel() * len(v) / len(xv)
+                        sq += float(
+                            (net(xt.to(c.device), val_t[i : i + 32].to(c.device)) - v.to(c.device)).pow(2).sum()
+                        )
+                    vl = sq / xv.numel()
                 net.train()
                 if vl < best[0]:
                     best = (vl, {k: t.detach().cpu().clone() for k, t in net.state_dict().items()})
@@ -128,7 +130,8 @@ class AstraeaRecipe(Recipe[AstraeaConfig]):
         cal_noise = torch.randn(c.ga_clips, *shape, generator=torch.Generator().manual_seed(30_000 + seed))
         test_noise, cal_noise = test_noise.to(c.device), cal_noise.to(c.device)
         steps, n = c.euler_steps, net.tokens
-        ref, _ = sample(net, test_noise, Schedule.full(steps))
+        vels: list[torch.Tensor] = []
+        ref, _ = sample(net, test_noise, Schedule.full(steps), velocities=vels)
         cal_ref, _ = sample(net, cal_noise, Schedule.full(steps))
         full_seconds = min(self._seconds(net, test_noise, Schedule.full(steps), seed) for _ in range(c.timing_repeats))
         full_flops = sum(net.flops(k) for k in Schedule.full(steps).counts(n))
@@ -137,7 +140,7 @@ class AstraeaRecipe(Recipe[AstraeaConfig]):
                 "gflops": full_flops / 1e9,
                 "seconds": full_seconds,
                 "val_loss": dit["val_loss"],
-                "velocity_change": _velocity_change(net, test_noise, steps),
+                "velocity_change": _velocity_change(vels),
             }
         }
         shown: dict[str, Any] = {"full model": _frames(ref[:SHOWN])}
@@ -272,24 +275,18 @@ def _frames(x: torch.Tensor) -> list:
     return np.round(((x.clamp(-1, 1) + 1) / 2).cpu().numpy(), 3).tolist()
 
 
-@torch.no_grad()
-def _velocity_change(net: VideoDiT, noise: torch.Tensor, steps: int) -> float:
-    """Mean relative change of the full model's velocity between consecutive Euler steps from ``noise``."""
-    ts = torch.linspace(1, 0, steps + 1, device=noise.device)
-    x, prev, out = noise, None, []
-    for t0, t1 in zip(ts[:-1], ts[1:]):
-        v = net(x, t0.expand(len(x)))
-        if prev is not None:
-            out.append(((v - prev).flatten(1).norm(dim=1) / prev.flatten(1).norm(dim=1).clamp(min=1e-12)).mean())
-        x, prev = x + (t1 - t0) * v, v
+def _velocity_change(vels: list[torch.Tensor]) -> float:
+    """Mean over steps and clips of ‖v_s − v_{s−1}‖ / ‖v_{s−1}‖, from a sampler's per-step velocities."""
+    out = [
+        ((v - prev).flatten(1).norm(dim=1) / prev.flatten(1).norm(dim=1).clamp(min=1e-12)).mean()
+        for prev, v in zip(vels[:-1], vels[1:])
+    ]
     return float(torch.stack(out).mean())
 
 
 def _psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
-    """Mean over clips of the PSNR (dB, pixel range [0, 1]) of ``x`` against ``ref`` (both in [−1, 1])."""
-    a, b = (x.clamp(-1, 1) + 1) / 2, (ref.clamp(-1, 1) + 1) / 2
-    mse = (a - b).pow(2).flatten(1).mean(1).clamp(min=1e-10)
-    return float((10 * torch.log10(1 / mse)).mean())
+    """``nets.psnr`` of clips in [−1, 1], mapped to [0, 1]."""
+    return psnr((x.clamp(-1, 1) + 1) / 2, (ref.clamp(-1, 1) + 1) / 2)
 
 
 def _ssim(x: torch.Tensor, ref: torch.Tensor) -> float:

@@ -25,13 +25,11 @@ to 0 with Euler steps (``extras.nets.flow_pair`` and ``euler_sample``).
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agentkit.extras.nets import ViT
+from agentkit.extras.nets import ViT, time_features
 
 
 def align(f_r: torch.Tensor, f_d: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -213,16 +211,10 @@ class SiT(nn.Module):
             nn.init.zeros_(m.weight), nn.init.zeros_(m.bias)
         self.dim = dim
 
-    def _t_embed(self, t: torch.Tensor) -> torch.Tensor:
-        half = self.dim // 2
-        freqs = torch.exp(-math.log(10000) * torch.arange(half) / half)
-        a = 1000 * t[:, None] * freqs[None]
-        return self.t_mlp(torch.cat([a.cos(), a.sin()], -1))
-
     def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         b, ch, g, _ = x.shape
         h = self.inp(x.flatten(2).transpose(1, 2)) + self.pos
-        c = self._t_embed(t)
+        c = self.t_mlp(time_features(t, self.dim))
         for blk in self.blocks:
             h = blk(h, c)
         shift, scale = self.final_mod(c)[:, None].chunk(2, dim=-1)

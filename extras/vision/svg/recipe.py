@@ -15,7 +15,17 @@ import torch
 import torch.nn.functional as F
 
 from agentkit.extras import data, report
-from agentkit.extras.nets import SmallCNN, batched, euler_sample, fit, flow_pair, linear_probe, vicreg, warmup_cosine
+from agentkit.extras.nets import (
+    SmallCNN,
+    batched,
+    euler_sample,
+    fit,
+    flow_pair,
+    linear_probe,
+    psnr,
+    vicreg,
+    warmup_cosine,
+)
 from agentkit.extras.sweep import stage, sweep
 from agentkit.extras.vision.svg.config import SVGConfig
 from agentkit.extras.vision.svg.model import (
@@ -270,7 +280,7 @@ class SVGRecipe(Recipe[SVGConfig]):
             sit.eval()
             rec = self._decode_all(kind, ssl, enc, dec, x_te)
             row = {
-                "psnr": float((10 * torch.log10(1 / (rec.clamp(0, 1) - x_te).pow(2).mean(dim=(1, 2, 3)))).mean()),
+                "psnr": psnr(rec.clamp(0, 1), x_te),
                 "rfid": frechet_distance(feats(rec[: c.fid_samples]), ref),
             }
             lat = torch.cat([self._latents(kind, ssl, enc, b) for b in x_all.split(2000)]).flatten(1)
