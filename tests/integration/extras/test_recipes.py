@@ -39,6 +39,8 @@ from agentkit.errors import AgentkitError
         "extras.vision.svg",
         "extras.vision.relayformer",
         "extras.video.astraea",
+        "extras.physics.atom",
+        "extras.scene.foremamba3d",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -121,6 +123,17 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.video.astraea", "budgets=[0.1]", "budgets: 0.1 is below step 0 \\(full\\) and min_budget 0.05"),
         ("extras.video.astraea", "methods=[astraea,toca]", "'toca' is not allowed"),
         ("extras.video.astraea", "patch=3", "patch: 3 does not divide size 16"),
+        (
+            "extras.physics.atom",
+            "zero_shot_molecules=[ethanol]",
+            "zero_shot_molecules: \\['ethanol'\\] are also trained",
+        ),
+        ("extras.physics.atom", "dt_fs=[1.5]", "dt_fs: 1.5 is not a multiple of timestep_fs · record_every = 1.0 fs"),
+        ("extras.physics.atom", "train_molecules=[caffeine]", "'caffeine' is not allowed"),
+        ("extras.physics.atom", "eval_frames=8", "eval_frames: 8 frames do not hold one window"),
+        ("extras.scene.foremamba3d", "grid=48", "grid: 48 is not a power of two"),
+        ("extras.scene.foremamba3d", "rgsw_windows=[8,8,0]", "rgsw_windows: 3 windows for 2 layers"),
+        ("extras.scene.foremamba3d", "methods=[foremamba3d,pointpillars]", "'pointpillars' is not allowed"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )
@@ -132,22 +145,27 @@ def test_extras_recipes_reject_bad_configs(recipe, override, message, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "recipe, module, library",
+    "recipe, module, library, extra",
     [
-        ("extras.vision.screener", "monai", "MONAI"),
-        ("extras.vision.crd", "gpytorch", "GPyTorch"),
-        ("extras.vision.relayformer", "skimage", "scikit-image"),
-        ("extras.video.astraea", "skimage", "scikit-image"),
+        ("extras.vision.screener", "monai", "MONAI", "vision"),
+        ("extras.vision.crd", "gpytorch", "GPyTorch", "vision"),
+        ("extras.vision.relayformer", "skimage", "scikit-image", "vision"),
+        ("extras.video.astraea", "skimage", "scikit-image", "vision"),
+        ("extras.physics.atom", "rdkit", "RDKit", "physics"),
+        ("extras.physics.atom", "ase", "ASE", "physics"),
+        ("extras.physics.atom", "e3nn", "e3nn", "physics"),
+        ("extras.scene.foremamba3d", "mambapy", "mambapy", "scene"),
     ],
 )
-def test_vision_recipes_say_what_to_install_without_their_library(recipe, module, library, monkeypatch, tmp_path):
-    """Without the [vision] extra a recipe stops in setup, before any job, with one line naming the extra."""
+def test_recipes_say_what_to_install_without_their_library(recipe, module, library, extra, monkeypatch, tmp_path):
+    """Without its extra ([vision], [physics], [scene]) a recipe stops in setup, before any job, with one line naming the
+    extra."""
     from agentkit.runner import run_recipe
 
     monkeypatch.setitem(__import__("sys").modules, module, None)  # import now raises ImportError
     with pytest.raises(AgentkitError, match=f"needs? {library}, which is not installed") as e:
         run_recipe(recipe, [], output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
-    assert "agentkit[vision]" in e.value.hint
+    assert f"agentkit[{extra}]" in e.value.hint
     assert not (tmp_path / "run" / "state" / "runs.jsonl").exists()
 
 

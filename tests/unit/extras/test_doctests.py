@@ -7,9 +7,14 @@ import pytest
 import agentkit.extras.data
 import agentkit.extras.efficiency.orderdp.selection
 import agentkit.extras.nets
+import agentkit.extras.physics.atom.md
+import agentkit.extras.physics.atom.model
 import agentkit.extras.report
 import agentkit.extras.robust.hdro.loss
 import agentkit.extras.robust.nat.attack
+import agentkit.extras.scene.foremamba3d.model
+import agentkit.extras.scene.foremamba3d.recipe
+import agentkit.extras.scene.foremamba3d.scenes
 import agentkit.extras.tabular.jarf.model
 import agentkit.extras.video.astraea.model
 import agentkit.extras.vision.relayformer.model
@@ -29,6 +34,11 @@ import agentkit.extras.vision.svg.model
         agentkit.extras.vision.relayformer.model,
         agentkit.extras.nets,
         agentkit.extras.video.astraea.model,
+        agentkit.extras.physics.atom.md,
+        agentkit.extras.physics.atom.model,
+        agentkit.extras.scene.foremamba3d.model,
+        agentkit.extras.scene.foremamba3d.recipe,
+        agentkit.extras.scene.foremamba3d.scenes,
     ],
 )
 def test_doctests(mod):

@@ -1,0 +1,1 @@
+"""extras.physics: molecular dynamics (ATOM)."""

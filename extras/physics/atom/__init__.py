@@ -1,0 +1,1 @@
+"""extras.physics.atom: a transformer neural operator for molecular dynamics (ATOM)."""
