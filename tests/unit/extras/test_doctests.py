@@ -15,6 +15,10 @@ import agentkit.extras.robust.nat.attack
 import agentkit.extras.scene.foremamba3d.model
 import agentkit.extras.scene.foremamba3d.recipe
 import agentkit.extras.scene.foremamba3d.scenes
+import agentkit.extras.scene.megs2.colour
+import agentkit.extras.scene.megs2.prune
+import agentkit.extras.scene.megs2.render
+import agentkit.extras.scene.megs2.scenes
 import agentkit.extras.tabular.jarf.model
 import agentkit.extras.video.astraea.model
 import agentkit.extras.vision.relayformer.model
@@ -39,6 +43,10 @@ import agentkit.extras.vision.svg.model
         agentkit.extras.scene.foremamba3d.model,
         agentkit.extras.scene.foremamba3d.recipe,
         agentkit.extras.scene.foremamba3d.scenes,
+        agentkit.extras.scene.megs2.colour,
+        agentkit.extras.scene.megs2.prune,
+        agentkit.extras.scene.megs2.render,
+        agentkit.extras.scene.megs2.scenes,
     ],
 )
 def test_doctests(mod):
