@@ -108,29 +108,70 @@ def render(
     cam: Camera,
     background: torch.Tensor | None = None,
     near: float = 0.01,
+    tile: int = 16,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Render Gaussians (``opacity [G]`` in [0, 1], ``colour [G, 3]``, already evaluated for this view) into
-    ``(image [H, W, 3], alpha [H, W])``; Gaussians behind ``near`` are skipped."""
+    ``(image [H, W, 3], alpha [H, W])``; Gaussians behind ``near`` are skipped.
+
+    ``tile`` > 0 composites each ``tile × tile`` block of pixels over only the Gaussians whose support reaches it
+    (as 3DGS's tiles do), in the same depth order; the support is where α ≥ 1/255, a disc of radius
+    ``sqrt(2 λ_max ln(255 o))`` around u, so the tiled image equals the dense one (``tile=0``) up to rounding."""
     uv, cov2, depth = project(means, covariances(log_scale, quat), cam)
     keep = depth > near
     order = torch.argsort(depth[keep])
     uv, cov2, op, col = uv[keep][order], cov2[keep][order], opacity[keep][order], colour[keep][order]
     det = cov2[:, 0, 0] * cov2[:, 1, 1] - cov2[:, 0, 1] ** 2
-    ca, cb, cc = cov2[:, 1, 1] / det, -cov2[:, 0, 1] / det, cov2[:, 0, 0] / det  # the conic Σ'⁻¹
-    ys, xs = torch.meshgrid(
-        torch.arange(cam.height, device=means.device, dtype=means.dtype) + 0.5,
-        torch.arange(cam.width, device=means.device, dtype=means.dtype) + 0.5,
-        indexing="ij",
-    )
-    dx = xs.reshape(1, -1) - uv[:, :1]
-    dy = ys.reshape(1, -1) - uv[:, 1:]
-    power = -0.5 * (ca[:, None] * dx * dx + 2 * cb[:, None] * dx * dy + cc[:, None] * dy * dy)
-    alpha = (op[:, None] * torch.exp(power)).clamp(max=0.99)
-    alpha = alpha * (alpha >= 1 / 255)
-    trans = torch.cumprod(torch.cat([torch.ones_like(alpha[:1]), 1 - alpha[:-1]]), 0)  # T before each Gaussian
-    weight = alpha * trans
-    img = weight.t() @ col
-    acc = weight.sum(0)
+    conic = torch.stack([cov2[:, 1, 1] / det, -cov2[:, 0, 1] / det, cov2[:, 0, 0] / det], -1)  # Σ'⁻¹
+    dev, dt = means.device, means.dtype
+    h, w = cam.height, cam.width
+    if tile <= 0 or len(uv) == 0:
+        ys, xs = torch.meshgrid(
+            torch.arange(h, device=dev, dtype=dt) + 0.5, torch.arange(w, device=dev, dtype=dt) + 0.5, indexing="ij"
+        )
+        pix = torch.stack([xs.reshape(-1), ys.reshape(-1)], -1)
+        img, acc = _composite(uv[:, None], conic[:, None], op[:, None], col[:, None], pix[None], None)
+        img, acc = img[0], acc[0]
+    else:
+        with torch.no_grad():  # which Gaussians reach which tile (no gradient flows through the selection)
+            half = 0.5 * (cov2[:, 0, 0] + cov2[:, 1, 1])
+            lam = half + torch.sqrt(0.25 * (cov2[:, 0, 0] - cov2[:, 1, 1]) ** 2 + cov2[:, 0, 1] ** 2)
+            radius = torch.sqrt(2 * lam * torch.log((255 * op).clamp(min=1.0)))
+            ty, tx = torch.meshgrid(
+                torch.arange(0, h, tile, device=dev), torch.arange(0, w, tile, device=dev), indexing="ij"
+            )
+            x0, y0 = tx.reshape(-1, 1).to(dt), ty.reshape(-1, 1).to(dt)
+            hit = (uv[None, :, 0] + radius > x0) & (uv[None, :, 0] - radius < x0 + tile)
+            hit &= (uv[None, :, 1] + radius > y0) & (uv[None, :, 1] - radius < y0 + tile)
+            hit &= (op * 255 >= 1)[None]
+            count = int(hit.sum(1).max()) if hit.any() else 1
+            idx = torch.argsort((~hit).to(torch.int8), dim=1, stable=True)[:, : max(count, 1)]  # depth order kept
+            valid = hit.gather(1, idx)
+        ly, lx = torch.meshgrid(
+            torch.arange(tile, device=dev, dtype=dt) + 0.5,
+            torch.arange(tile, device=dev, dtype=dt) + 0.5,
+            indexing="ij",
+        )
+        pix = torch.stack([x0 + lx.reshape(1, -1), y0 + ly.reshape(1, -1)], -1)  # [T, tile², 2]
+        img, acc = _composite(uv[idx], conic[idx], op[idx], col[idx], pix, valid)
+        n_ty, n_tx = tx.shape
+        img = img.view(n_ty, n_tx, tile, tile, 3).permute(0, 2, 1, 3, 4).reshape(n_ty * tile, n_tx * tile, 3)[:h, :w]
+        acc = acc.view(n_ty, n_tx, tile, tile).permute(0, 2, 1, 3).reshape(n_ty * tile, n_tx * tile)[:h, :w]
+        img, acc = img.reshape(-1, 3), acc.reshape(-1)
     if background is not None:
         img = img + (1 - acc)[:, None] * background
-    return img.view(cam.height, cam.width, 3), acc.view(cam.height, cam.width)
+    return img.view(h, w, 3), acc.view(h, w)
+
+
+def _composite(uv, conic, op, col, pix, valid):
+    """Front-to-back compositing of depth-sorted Gaussians ``[T, G, …]`` over pixels ``pix [T, P, 2]`` (``valid
+    [T, G]`` masks padding): ``(colour [T, P, 3], accumulated alpha [T, P])``."""
+    dx = pix[:, None, :, 0] - uv[:, :, None, 0]
+    dy = pix[:, None, :, 1] - uv[:, :, None, 1]
+    power = -0.5 * (conic[..., 0, None] * dx * dx + 2 * conic[..., 1, None] * dx * dy + conic[..., 2, None] * dy * dy)
+    alpha = (op[..., None] * torch.exp(power)).clamp(max=0.99)
+    alpha = alpha * (alpha >= 1 / 255)
+    if valid is not None:
+        alpha = alpha * valid[..., None]
+    trans = torch.cumprod(torch.cat([torch.ones_like(alpha[:, :1]), 1 - alpha[:, :-1]], 1), 1)  # T before each
+    weight = alpha * trans
+    return weight.transpose(1, 2) @ col, weight.sum(1)

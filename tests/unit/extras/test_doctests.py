@@ -16,6 +16,7 @@ import agentkit.extras.scene.foremamba3d.model
 import agentkit.extras.scene.foremamba3d.recipe
 import agentkit.extras.scene.foremamba3d.scenes
 import agentkit.extras.scene.megs2.colour
+import agentkit.extras.scene.megs2.model
 import agentkit.extras.scene.megs2.prune
 import agentkit.extras.scene.megs2.render
 import agentkit.extras.scene.megs2.scenes
@@ -44,6 +45,7 @@ import agentkit.extras.vision.svg.model
         agentkit.extras.scene.foremamba3d.recipe,
         agentkit.extras.scene.foremamba3d.scenes,
         agentkit.extras.scene.megs2.colour,
+        agentkit.extras.scene.megs2.model,
         agentkit.extras.scene.megs2.prune,
         agentkit.extras.scene.megs2.render,
         agentkit.extras.scene.megs2.scenes,
