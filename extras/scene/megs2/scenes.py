@@ -110,8 +110,8 @@ def scene(
     background: float = 0.0,
 ) -> dict:
     """Render one seeded object from ``views`` cameras: ``images [V, S, S, 3]`` in [0, 1], ``masks [V, S, S]``,
-    ``cameras``, the ``test`` flags (every ``test_every``-th view), ``surface [P, 3]`` points with their ``colours``
-    as seen from the first view, for initialising Gaussians, and the ``category``."""
+    ``cameras``, the ``test`` flags (every ``test_every``-th view), the training views' surface hits ``surface [P, 3]``
+    with their pixels' ``colours [P, 3]`` (to initialise Gaussians from), and the ``category``."""
     rng = np.random.default_rng(seed)
     cat = category or data.SDF_CATEGORIES[int(rng.integers(len(data.SDF_CATEGORIES)))]
     sdf = data.sdf_object(cat, seed)
@@ -123,14 +123,16 @@ def scene(
         )
         for v in viewpoints(views)
     ]
-    images, masks, surface = [], [], []
-    for cam in cams:
+    images, masks, surface, colours = [], [], [], []
+    for cam, is_test in zip(cams, [(i + 1) % test_every == 0 for i in range(views)]):
         p, hit, d = trace(sdf, cam)
         img = torch.full((size, size, 3), float(background))
         if hit.any():
             n = normals(sdf, p[hit])
             img[hit] = shade(sdf, albedo, p[hit], n, -d[hit], light.expand_as(n))
-            surface.append(p[hit])
+            if not is_test:
+                surface.append(p[hit])
+                colours.append(img[hit])
         images.append(img)
         masks.append(hit)
     return {
@@ -139,5 +141,6 @@ def scene(
         "cameras": cams,
         "test": torch.tensor([(i + 1) % test_every == 0 for i in range(views)]),
         "surface": torch.cat(surface) if surface else torch.zeros(0, 3),
+        "colours": torch.cat(colours) if colours else torch.zeros(0, 3),
         "category": cat,
     }

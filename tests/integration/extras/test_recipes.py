@@ -41,6 +41,7 @@ from agentkit.errors import AgentkitError
         "extras.video.astraea",
         "extras.physics.atom",
         "extras.scene.foremamba3d",
+        "extras.scene.megs2",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -134,6 +135,9 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.scene.foremamba3d", "grid=48", "grid: 48 is not a power of two"),
         ("extras.scene.foremamba3d", "rgsw_windows=[8,8,0]", "rgsw_windows: 3 windows for 2 layers"),
         ("extras.scene.foremamba3d", "methods=[foremamba3d,pointpillars]", "'pointpillars' is not allowed"),
+        ("extras.scene.megs2", "methods=[megs2,lightgaussian]", "'lightgaussian' is not allowed"),
+        ("extras.scene.megs2", "budgets=[1.5]", "budgets"),
+        ("extras.scene.megs2", "test_every=20", "test_every: 20 leaves no test view"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )

@@ -147,3 +147,40 @@ def test_blinn_phong_highlight_moves_with_the_viewer():
     off = torch.tensor([[math.sin(math.radians(60)), 0.0, math.cos(math.radians(60))]])
     oblique = shade(None, albedo, p, n, off, n, ambient=0.2, diffuse=0.4, specular=0.3, shininess=10.0)
     torch.testing.assert_close(oblique, rho * 0.6 + 0.3 * math.cos(math.radians(30)) ** 10)
+
+
+def test_folding_a_pruned_lobe_keeps_the_colour_averaged_over_views():
+    """Dropping lobes moves their mean into c0: the colour averaged over all view directions is unchanged (Monte
+    Carlo over 200,000 directions), the view-dependent part is gone, and each lobe's 7 floats are freed."""
+    from agentkit.extras.scene.megs2.colour import sg_colour
+    from agentkit.extras.scene.megs2.model import GaussianModel
+
+    torch.manual_seed(0)
+    m = GaussianModel(torch.zeros(2, 3), torch.full((2, 3), 0.3), kind="sg", lobes=3)
+    with torch.no_grad():
+        m.amp.copy_(torch.rand(2, 3, 3) * 0.5)
+        m.sharp_raw.copy_(torch.tensor([[0.5, 2.0, 6.0], [1.0, 3.0, 0.2]]))
+    v = torch.randn(200_000, 3, generator=torch.Generator().manual_seed(1))
+    v = v / v.norm(dim=1, keepdim=True)
+
+    def mean_colour():
+        cols = [sg_colour(m.base[i : i + 1].expand(len(v), 3), (m.amp * m.alive[..., None])[i : i + 1].expand(len(v), 3, 3),
+                          m.axis[i : i + 1].expand(len(v), 3, 3), m.sharp[i : i + 1].expand(len(v), 3), v).mean(0)
+                for i in range(2)]  # fmt: skip
+        return torch.stack(cols)
+
+    before, floats = mean_colour(), m.static_floats()
+    m.drop_lobes(torch.tensor([[True, True, False], [True, True, True]]))
+    torch.testing.assert_close(mean_colour(), before, atol=3e-3, rtol=0)
+    assert m.static_floats() == floats - 5 * 7 and int(m.alive.sum()) == 1
+
+
+def test_sh_degree_cut_frees_the_higher_bands():
+    from agentkit.extras.scene.megs2.model import GaussianModel
+
+    m = GaussianModel(torch.zeros(4, 3), torch.full((4, 3), 0.5), kind="sh")
+    assert m.static_floats() == 4 * (11 + 48)
+    m.cut_degree(1)
+    assert m.static_floats() == 4 * (11 + 12) and float(m.sh.detach()[:, 4:].abs().sum()) == 0
+    m.keep(torch.tensor([True, False, True, False]))
+    assert len(m.means) == 2 and m.static_floats() == 2 * (11 + 12)
