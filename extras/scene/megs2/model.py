@@ -24,10 +24,16 @@ GEOMETRY_FLOATS = 11  # position 3, log-scale 3, quaternion 4, opacity 1
 
 class GaussianModel(nn.Module):
     """Gaussians initialised at ``points [G, 3]`` with ``colours [G, 3]`` (e.g. surface samples and their pixels),
-    isotropic scales ``init_scale`` and opacity 0.5."""
+    isotropic scales ``init_scale``, opacity 0.5 and, for lobes, zero amplitudes on random axes (``generator``)."""
 
     def __init__(
-        self, points: torch.Tensor, colours: torch.Tensor, kind: str = "sg", lobes: int = 3, init_scale: float = 0.03
+        self,
+        points: torch.Tensor,
+        colours: torch.Tensor,
+        kind: str = "sg",
+        lobes: int = 3,
+        init_scale: float = 0.03,
+        generator: torch.Generator | None = None,
     ):
         super().__init__()
         if kind not in ("sh", "sg"):
@@ -46,7 +52,7 @@ class GaussianModel(nn.Module):
         else:
             self.base = nn.Parameter(colours.clone().float())
             self.amp = nn.Parameter(torch.zeros(g, lobes, 3))
-            self.axis = nn.Parameter(F.normalize(torch.randn(g, lobes, 3), dim=-1))
+            self.axis = nn.Parameter(F.normalize(torch.randn(g, lobes, 3, generator=generator), dim=-1))
             self.sharp_raw = nn.Parameter(torch.full((g, lobes), 2.0))
             self.register_buffer("alive", torch.ones(g, lobes, dtype=torch.bool))
 

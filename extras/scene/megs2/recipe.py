@@ -18,6 +18,7 @@ from agentkit.extras.nets import psnr
 from agentkit.extras.scene.megs2.config import MEGS2Config
 from agentkit.extras.scene.megs2.model import GEOMETRY_FLOATS, GaussianModel
 from agentkit.extras.scene.megs2.prune import BudgetADMM
+from agentkit.extras.scene.megs2.render import covariances, project
 from agentkit.extras.scene.megs2.scenes import scene
 from agentkit.extras.sweep import stage, sweep
 from agentkit.plots import pyplot
@@ -43,7 +44,9 @@ class MEGS2Recipe(Recipe[MEGS2Config]):
         pct = [_pct(b) for b in c.budgets]
         rows = {lab: res[lab] for lab in [*LABELS.values()] if lab in res}
         quality = [f"psnr@{p}" for p in pct]
-        memory = [f"{m}@{p}" for p in pct for m in ("static_kb", "render_kb", "primitives", "colour_floats")]
+        memory = [
+            f"{m}@{p}" for p in pct for m in ("static_kb", "render_kb", "raster_kb", "primitives", "colour_floats")
+        ]
         dense = {lab: res[lab] for lab in DENSE.values() if lab in res}
         self.ctx.add_section(
             f"{c.seeds} seeds",
@@ -51,8 +54,10 @@ class MEGS2Recipe(Recipe[MEGS2Config]):
             f"test), {c.gaussians} Gaussians initialised at training surface hits; each dense model trained "
             f"{c.dense_steps} steps, then every method pruned to each static budget (a share of the dense SH-3 "
             f"model's floats) with {c.prune_steps} more steps. psnr@b: test PSNR (dB); static_kb@b: the floats the "
-            "model keeps × 4 bytes; render_kb@b: bytes one test render allocates (on CPU the outputs of every op, "
-            "views excluded; on CUDA the peak); primitives@b and colour_floats@b: what is left.\n\n"
+            "model keeps × 4 bytes; render_kb@b: the bytes a test view's per-primitive stage allocates (EWA projection "
+            "and colour evaluation: what grows with the primitives and their colour model); raster_kb@b: the whole "
+            "render's, with the tiles' per-pixel blending (on CPU the outputs of every op, views excluded; on CUDA "
+            "the peaks); primitives@b and colour_floats@b: what is left.\n\n"
             + report.table(rows, quality, digits=2)
             + "\n\n"
             + report.paired(rows, LABELS["sh3_seq"], quality, digits=2)
@@ -61,7 +66,9 @@ class MEGS2Recipe(Recipe[MEGS2Config]):
             + "\n\n"
             + report.table(rows, memory, digits=1)
             + "\n\nThe dense models (before pruning):\n\n"
-            + report.table(dense, ["psnr", "static_kb", "render_kb", "primitives", "colour_floats"], digits=2),
+            + report.table(
+                dense, ["psnr", "static_kb", "render_kb", "raster_kb", "primitives", "colour_floats"], digits=2
+            ),
         )
         self._plot(grid, rows, dense)
         return report.means(rows, quality)
@@ -75,7 +82,7 @@ class MEGS2Recipe(Recipe[MEGS2Config]):
         c = self.config
         g = torch.Generator().manual_seed(seed)
         idx = torch.randperm(len(sc["surface"]), generator=g)[: c.gaussians]
-        return GaussianModel(sc["surface"][idx], sc["colours"][idx], kind=kind, lobes=c.lobes).to(c.device)
+        return GaussianModel(sc["surface"][idx], sc["colours"][idx], kind=kind, lobes=c.lobes, generator=g).to(c.device)
 
     def _run(self, seed: int) -> dict[str, Any]:
         c = self.config
@@ -198,27 +205,38 @@ class MEGS2Recipe(Recipe[MEGS2Config]):
             img, _ = m(sc["cameras"][i], self._bg())
             scores.append(psnr(img.clamp(0, 1)[None].cpu(), sc["images"][i][None]))
         colour = m.static_floats() - len(m.means) * GEOMETRY_FLOATS
+        stage_bytes, total_bytes = self._render_bytes(m, sc["cameras"][views[0]])
         return {
             "psnr": float(np.mean(scores)),
             "static_kb": m.static_floats() * 4 / 1024,
-            "render_kb": self._render_bytes(m, sc["cameras"][views[0]]) / 1024,
+            "render_kb": stage_bytes / 1024,
+            "raster_kb": total_bytes / 1024,
             "primitives": float(len(m.means)),
             "colour_floats": float(colour),
         }
 
-    def _render_bytes(self, m: GaussianModel, cam) -> float:
-        """Bytes one render allocates: the peak on CUDA; on CPU the outputs of every op it runs (views of an
-        input excluded), which counts the per-view buffers (projected means, conics, colours, the tiles' alpha
-        blocks)."""
-        if self.config.device.startswith("cuda"):
-            torch.cuda.reset_peak_memory_stats()
-            base = torch.cuda.memory_allocated()
-            with torch.no_grad():
-                m(cam, self._bg())
-            return float(torch.cuda.max_memory_allocated() - base)
-        with torch.no_grad(), _AllocatedBytes() as counter:
-            m(cam, self._bg())
-        return float(counter.total)
+    def _render_bytes(self, m: GaussianModel, cam) -> tuple[float, float]:
+        """Bytes one render allocates, (per-primitive stage: EWA projection and colour evaluation, what grows with
+        the primitives and their colour model; the whole render, with the tiles' per-pixel blending): on CPU the
+        outputs of every op (views of an input excluded); on CUDA the peaks."""
+
+        def stage_only():
+            project(m.means, covariances(m.log_scale, m.quat), cam)
+            m.colours(cam)
+
+        out = []
+        for fn in (stage_only, lambda: m(cam, self._bg())):
+            if self.config.device.startswith("cuda"):
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+                with torch.no_grad():
+                    fn()
+                out.append(float(torch.cuda.max_memory_allocated() - base))
+            else:
+                with torch.no_grad(), _AllocatedBytes() as counter:
+                    fn()
+                out.append(float(counter.total))
+        return out[0], out[1]
 
     # ---- report -----------------------------------------------------------------------------------------------
     def _plot(self, grid, rows, dense) -> None:
@@ -228,7 +246,7 @@ class MEGS2Recipe(Recipe[MEGS2Config]):
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         for ax, mem, what in (
             (axes[0], "static_kb", "static memory (KiB)"),
-            (axes[1], "render_kb", "render allocations (KiB)"),
+            (axes[1], "render_kb", "per-view primitive buffers (KiB)"),
         ):
             for lab, per in rows.items():
                 xs = [float(np.mean(per[f"{mem}@{p}"])) for p in pct]
