@@ -33,6 +33,20 @@ class SweepConfig:
     seeds: PosInt = option(3, "runs of every setting, seeded 0, 1, …; tables show mean ± std over them")
 
 
+def device_problems(device: str) -> list[str]:
+    """The config check every recipe with a ``device`` option runs: a CUDA device torch cannot see.
+
+    >>> device_problems("cpu")
+    []
+    """
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            return [f"device: {device} is not available here (torch sees no CUDA GPU)"]
+    return []
+
+
 def product(*axes: Iterable[Any]) -> list[tuple]:
     """Every combination of the axes, in order: ``product(methods, sizes)`` → ``[(m, n), …]``.
 

@@ -9,7 +9,7 @@ import annotated_types as at
 
 from agentkit.config import PosFloat, PosInt, option
 from agentkit.extras.physics.atom.md import MD17
-from agentkit.extras.sweep import SweepConfig
+from agentkit.extras.sweep import SweepConfig, device_problems
 
 Molecule = Literal[tuple(MD17)]  # type: ignore[valid-type]
 
@@ -83,9 +83,5 @@ class AtomConfig(SweepConfig):
             out.append(f"heads: dim {self.dim} / heads {self.heads} must be an even whole number (T-RoPE)")
         if self.dim < 6:
             out.append("dim: ATOM needs at least 6 features (one 1o vector and scalars)")
-        if self.device.startswith("cuda"):
-            import torch
-
-            if not torch.cuda.is_available():
-                out.append(f"device: {self.device} is not available here (torch sees no CUDA GPU)")
+        out += device_problems(self.device)
         return out

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import annotated_types as at
 
 from agentkit.config import PosFloat, PosInt, option
-from agentkit.extras.sweep import SweepConfig
+from agentkit.extras.sweep import SweepConfig, device_problems
 
 Share = Annotated[float, at.Interval(gt=0, le=1)]
 
@@ -64,9 +64,5 @@ class ForeMambaConfig(SweepConfig):
             lo, hi = getattr(self, key)
             if lo > hi:
                 out.append(f"{key}: {[lo, hi]} must be [least, most]")
-        if self.device.startswith("cuda"):
-            import torch
-
-            if not torch.cuda.is_available():
-                out.append(f"device: {self.device} is not available here (torch sees no CUDA GPU)")
+        out += device_problems(self.device)
         return out

@@ -9,7 +9,7 @@ import annotated_types as at
 
 from agentkit.config import PosFloat, PosInt, option
 from agentkit.extras import data
-from agentkit.extras.sweep import SweepConfig
+from agentkit.extras.sweep import SweepConfig, device_problems
 
 Share = Annotated[float, at.Interval(gt=0, lt=1)]
 
@@ -53,9 +53,5 @@ class MEGS2Config(SweepConfig):
         out = []
         if self.views // self.test_every < 1 or self.views - self.views // self.test_every < 2:
             out.append(f"test_every: {self.test_every} leaves no test view or too few training views of {self.views}")
-        if self.device.startswith("cuda"):
-            import torch
-
-            if not torch.cuda.is_available():
-                out.append(f"device: {self.device} is not available here (torch sees no CUDA GPU)")
+        out += device_problems(self.device)
         return out

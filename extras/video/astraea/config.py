@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import annotated_types as at
 
 from agentkit.config import PosFloat, PosInt, option
-from agentkit.extras.sweep import SweepConfig
+from agentkit.extras.sweep import SweepConfig, device_problems
 
 Share = Annotated[float, at.Interval(gt=0, lt=1)]
 
@@ -66,11 +66,7 @@ class AstraeaConfig(SweepConfig):
                     f"budgets: {b} is below step 0 (full) and min_budget {self.min_budget} on the other "
                     f"{self.euler_steps - 1} steps"
                 )
-        if self.device.startswith("cuda"):
-            import torch
-
-            if not torch.cuda.is_available():
-                out.append(f"device: {self.device} is not available here (torch sees no CUDA GPU)")
+        out += device_problems(self.device)
         if self.ga_parents < 2:
             out.append("ga_parents: the search needs at least 2 parents")
         return out

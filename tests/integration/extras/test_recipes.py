@@ -135,6 +135,7 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.scene.foremamba3d", "grid=48", "grid: 48 is not a power of two"),
         ("extras.scene.foremamba3d", "rgsw_windows=[8,8,0]", "rgsw_windows: 3 windows for 2 layers"),
         ("extras.scene.foremamba3d", "methods=[foremamba3d,pointpillars]", "'pointpillars' is not allowed"),
+        ("extras.physics.atom", "device=cuda", "device: cuda is not available here \\(torch sees no CUDA GPU\\)"),
         ("extras.scene.megs2", "methods=[megs2,lightgaussian]", "'lightgaussian' is not allowed"),
         ("extras.scene.megs2", "budgets=[1.5]", "budgets"),
         ("extras.scene.megs2", "test_every=20", "test_every: 20 leaves no test view"),
