@@ -219,8 +219,7 @@ class EGNN(nn.Module):
         y, u = x, v * dt  # velocities as displacements over one step (Å)
         for layer in self.layers:
             y, u, h = layer(y, u, h, e)
-        _, m = self.out.messages(y, h, e)
-        rel = y[:, :, None] - y[:, None]
+        rel, m = self.out.messages(y, h, e)
         vel = self.out.phi_v(h) * v + (rel * self.out.phi_x(m)).sum(2) / max(n - 1, 1)
         return y, vel
 

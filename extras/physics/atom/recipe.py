@@ -5,14 +5,13 @@ the MD17 molecules simulated here (RDKit + ASE, ``md.py``), cached per seed in t
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 import torch
 
 from agentkit.extras import data, report
-from agentkit.extras.nets import warmup_cosine
+from agentkit.extras.nets import timed, warmup_cosine
 from agentkit.extras.physics.atom import md
 from agentkit.extras.physics.atom.config import AtomConfig
 from agentkit.extras.physics.atom.model import ATOM, EGNN, EGNO, constant_velocity, edge_features, random_rotations
@@ -268,15 +267,7 @@ class AtomRecipe(Recipe[AtomConfig]):
         x, v, _, _ = windows[(m, c.dt_fs[0])]
         z, bonds = (a.to(c.device) for a in graph[m])
         x, v = x.to(c.device), v.to(c.device)
-        times = []
-        for _ in range(3):
-            if x.is_cuda:
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            self._predict(method, net, x, v, z, bonds, c.dt_fs[0])
-            if x.is_cuda:
-                torch.cuda.synchronize()
-            times.append(time.perf_counter() - t0)
+        times = [timed(lambda: self._predict(method, net, x, v, z, bonds, c.dt_fs[0]), x.is_cuda)[1] for _ in range(3)]
         return float(np.median(times)) / len(x) * 1000
 
     # ---- report -----------------------------------------------------------------------------------------------

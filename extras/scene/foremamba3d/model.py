@@ -215,12 +215,15 @@ class VoxelEncoder(nn.Module):
         n = coords[:, None] + 1 + NEIGHBOURS.to(coords.device)[None]
         return index[n[..., 0], n[..., 1], n[..., 2]]
 
+    def embedding(self, coords: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """``[V, dim]``: each voxel's features and height level through the voxel MLP."""
+        return self.embed(torch.cat([features, coords[:, :1].float() / self.grid[0]], 1))
+
     def forward(self, coords: torch.Tensor, features: torch.Tensor) -> dict[str, torch.Tensor]:
         """One scene. Returns the voxel ``score`` logits ``[V]``, the ``kept`` mask ``[V]``, the kept voxels'
         encoded ``features`` (zeros elsewhere), their ``semantic`` logits (SASF only), the ``heatmap`` logits
         ``[classes, rows/2, cols/2]`` and ``offset`` ``[2, rows/2, cols/2]``, and ``tokens`` (the kept count)."""
-        h = self.grid[0]
-        x = self.embed(torch.cat([features, coords[:, :1].float() / h], 1))
+        x = self.embedding(coords, features)
         score = self.score_voxel(x).squeeze(1)
         bev = self.bev(coords, x)
         score = score + self.score_bev(bev.unsqueeze(0))[0, 0][coords[:, 1], coords[:, 2]]

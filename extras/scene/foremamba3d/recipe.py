@@ -6,7 +6,6 @@ analytic encoder FLOPs and measured wall time."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -14,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from agentkit.extras import data, report
-from agentkit.extras.nets import warmup_cosine
+from agentkit.extras.nets import timed, warmup_cosine
 from agentkit.extras.scene.foremamba3d.config import ForeMambaConfig
 from agentkit.extras.scene.foremamba3d.model import VoxelEncoder, centernet_focal, focal_loss, serial_orders, windows
 from agentkit.extras.scene.foremamba3d.scenes import CLASSES, scene
@@ -138,18 +137,19 @@ class ForeMambaRecipe(Recipe[ForeMambaConfig]):
         shown: dict[str, Any] = {"voxels": scenes["test"][0]["coords"][:, 1:].tolist()}
         first = scenes["test"][0]
         shown["centres"], shown["classes"] = first["centres"].tolist(), first["classes"].tolist()
+        targets = [self._targets(s) for s in scenes["train"]]  # once per seed, for every method
         for method in c.methods:
-            fit = stage(self.ctx, f"seed{seed}-{method}", lambda m=method: self._fit(m, scenes, seed))
+            fit = stage(self.ctx, f"seed{seed}-{method}", lambda m=method: self._fit(m, scenes, targets, seed))
             net = self._net(method)
             net.load_state_dict(fit["state"])
             net.eval()
             row = self._evaluate(net, scenes["test"])
             row["val_mAP"] = fit["val_mAP"]
-            reach, curve = attenuation(net, *self._inputs(first))
-            row["reach90"] = reach
-            out[LABELS[method]] = row
             with torch.no_grad():
                 o = net(*self._inputs(first))
+            reach, curve = attenuation(net, *self._inputs(first), o["kept"])
+            row["reach90"] = reach
+            out[LABELS[method]] = row
             shown[LABELS[method]] = {
                 "kept": o["kept"].cpu().numpy().astype(int).tolist(),
                 "heat": np.round(torch.sigmoid(o["heatmap"]).amax(0).cpu().numpy(), 2).tolist(),
@@ -169,7 +169,7 @@ class ForeMambaRecipe(Recipe[ForeMambaConfig]):
         dev = self.config.device
         return torch.from_numpy(s["coords"]).to(dev), torch.from_numpy(s["features"]).to(dev)
 
-    def _fit(self, method: str, scenes, seed: int) -> dict[str, Any]:
+    def _fit(self, method: str, scenes, targets: list[dict[str, torch.Tensor]], seed: int) -> dict[str, Any]:
         c = self.config
         torch.manual_seed(seed)
         g = torch.Generator().manual_seed(seed)
@@ -177,7 +177,6 @@ class ForeMambaRecipe(Recipe[ForeMambaConfig]):
         opt = torch.optim.AdamW(net.parameters(), lr=c.lr, weight_decay=0.01)
         sched = warmup_cosine(opt, c.steps)
         every = max(1, c.steps // c.evals)
-        targets = [self._targets(s) for s in scenes["train"]]
         losses, best = [], (-1.0, None)
         for step in self.ctx.progress(range(c.steps), f"{LABELS[method]} (seed {seed})"):
             i = int(torch.randint(len(scenes["train"]), (1,), generator=g))
@@ -249,13 +248,8 @@ class ForeMambaRecipe(Recipe[ForeMambaConfig]):
         recall, tokens, flops, ms = [], [], [], []
         for s in scenes:
             inputs = self._inputs(s)
-            if inputs[0].is_cuda:
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            o = net(*inputs)
-            if inputs[0].is_cuda:
-                torch.cuda.synchronize()
-            ms.append((time.perf_counter() - t0) * 1000)
+            o, seconds = timed(lambda inputs=inputs: net(*inputs), inputs[0].is_cuda)
+            ms.append(seconds * 1000)
             fg = torch.from_numpy(s["labels"] > 0).to(o["kept"].device)
             recall.append(float((o["kept"] & fg).sum() / fg.sum().clamp(min=1)))
             tokens.append(int(o["tokens"]))
@@ -338,14 +332,13 @@ class ForeMambaRecipe(Recipe[ForeMambaConfig]):
         return {}
 
 
-def attenuation(net: VoxelEncoder, coords: torch.Tensor, features: torch.Tensor, outputs: int = 16):
-    """How fast the first Mamba layer's response decays along its scan: for ``outputs`` positions i spread over
-    the sequence, ‖∂y_i/∂x_j‖ for every input j, binned by |i − j| (powers of two). Returns (the distance within
-    which 90 % of the gradient mass lies, the mean normalised mass per bin)."""
-    with torch.no_grad():
-        o = net(coords, features)
-    kept = o["kept"].nonzero().squeeze(1)
-    x = net.embed(torch.cat([features, coords[:, :1].float() / net.grid[0]], 1))[kept].detach()
+def attenuation(net: VoxelEncoder, coords: torch.Tensor, features: torch.Tensor, kept: torch.Tensor, outputs: int = 16):
+    """How fast the first Mamba layer's response decays along its scan over the voxels ``kept`` (the mask the
+    network's forward returned): for ``outputs`` positions i spread over the sequence, ‖∂y_i/∂x_j‖ for every input
+    j, binned by |i − j| (powers of two). Returns (the distance within which 90 % of the gradient mass lies, the mean
+    normalised mass per bin)."""
+    kept = kept.nonzero().squeeze(1)
+    x = net.embedding(coords, features)[kept].detach()
     order = serial_orders(coords[kept], net.grid[1])[0]
     seq = x[order].clone().requires_grad_(True)
     spans = windows(len(seq), net.spans[0], 0)

@@ -6,14 +6,13 @@ full model's samples from the same noise, measured speed-up and FLOPs."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 import torch
 
 from agentkit.extras import data, report
-from agentkit.extras.nets import flow_pair, psnr, warmup_cosine
+from agentkit.extras.nets import flow_pair, psnr, timed, warmup_cosine
 from agentkit.extras.sweep import stage, sweep
 from agentkit.extras.video.astraea.config import AstraeaConfig
 from agentkit.extras.video.astraea.model import Schedule, VideoDiT, genetic_budgets, sample
@@ -194,13 +193,7 @@ class AstraeaRecipe(Recipe[AstraeaConfig]):
 
     def _seconds(self, net: VideoDiT, noise: torch.Tensor, sch: Schedule, seed: int) -> float:
         """Wall time of one sampling of ``noise`` under ``sch``."""
-        if noise.is_cuda:
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        sample(net, noise, sch, torch.Generator().manual_seed(40_000 + seed))
-        if noise.is_cuda:
-            torch.cuda.synchronize()
-        return time.perf_counter() - t0
+        return timed(lambda: sample(net, noise, sch, torch.Generator().manual_seed(40_000 + seed)), noise.is_cuda)[1]
 
     def _speedup(self, net: VideoDiT, noise: torch.Tensor, sch: Schedule, seed: int) -> float:
         """The median over ``timing_repeats`` of the full sampler's time over ``sch``'s, timed back to back (a
