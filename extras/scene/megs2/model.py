@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agentkit.extras.scene.megs2.colour import fold, sg_colour, sh_colour
+from agentkit.extras.scene.megs2.colour import C0, fold, sg_colour, sh_colour
 from agentkit.extras.scene.megs2.render import Camera, render
 
 GEOMETRY_FLOATS = 11  # position 3, log-scale 3, quaternion 4, opacity 1
@@ -46,7 +46,7 @@ class GaussianModel(nn.Module):
         self.opacity_logit = nn.Parameter(torch.zeros(g))
         if kind == "sh":
             sh = torch.zeros(g, 16, 3)
-            sh[:, 0] = (colours.float() - 0.5) / 0.28209479177387814
+            sh[:, 0] = (colours.float() - 0.5) / C0  # degree 0 alone reproduces the colour
             self.sh = nn.Parameter(sh)
             self.degree = 3
         else:
@@ -90,6 +90,13 @@ class GaussianModel(nn.Module):
             setattr(self, name, nn.Parameter(p.detach()[mask].clone()))
         if self.kind == "sg":
             self.alive = self.alive[mask].clone()
+
+    @torch.no_grad()
+    def keep_most_opaque(self, n: int) -> None:
+        """Keep the ``n`` most opaque primitives (at least one): opacity pruning."""
+        mask = torch.zeros(len(self.means), dtype=torch.bool, device=self.means.device)
+        mask[torch.argsort(self.opacity, descending=True)[: max(1, n)]] = True
+        self.keep(mask)
 
     @torch.no_grad()
     def drop_lobes(self, dead: torch.Tensor) -> None:

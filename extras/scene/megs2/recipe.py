@@ -175,10 +175,7 @@ class MEGS2Recipe(Recipe[MEGS2Config]):
             m.keep(admm.keep_prim)
             self._steps(m, sc, c.prune_steps - n_admm, g, desc)
             return
-        order = torch.argsort(m.opacity.detach(), descending=True)
-        keep = torch.zeros(len(order), dtype=torch.bool, device=order.device)
-        keep[order[: max(1, int(c.seq_keep * len(order)))]] = True
-        m.keep(keep)
+        m.keep_most_opaque(int(c.seq_keep * len(m.means)))
         per_prim = GEOMETRY_FLOATS + 3
         if method == "sh3_seq":
             while m.static_floats() > budget and m.degree > 0:
@@ -191,10 +188,7 @@ class MEGS2Recipe(Recipe[MEGS2Config]):
                 dead[torch.argsort(norms, descending=True)[:spare]] = False
             m.drop_lobes(dead.view_as(m.alive))
         if m.static_floats() > budget:  # still over with no colour left to cut: fewer primitives, by opacity
-            order = torch.argsort(m.opacity.detach(), descending=True)
-            keep = torch.zeros(len(order), dtype=torch.bool, device=order.device)
-            keep[order[: max(1, budget // per_prim)]] = True
-            m.keep(keep)
+            m.keep_most_opaque(budget // per_prim)
         self._steps(m, sc, c.prune_steps, g, desc)
 
     @torch.no_grad()

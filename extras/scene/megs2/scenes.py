@@ -61,20 +61,11 @@ def trace(sdf, cam: Camera, steps: int = 64, eps: float = 1e-3) -> tuple[torch.T
     d_cam = torch.stack([(xs - cam.cx) / cam.fx, (ys - cam.cy) / cam.fy, torch.ones_like(xs)], -1)
     d = F.normalize(d_cam @ cam.rot, dim=-1)  # camera → world: Wᵀ d
     o = cam.centre.expand_as(d)
-    t = torch.full(d.shape[:-1], RADIUS - 1.2)
-    hit = torch.zeros_like(t, dtype=torch.bool)
-    for _ in range(steps):
-        live = ~hit & (t < RADIUS + 1.2)
-        if not live.any():
-            break
-        dist = sdf(o[live] + t[live, None] * d[live])
-        t[live] += dist
-        hit[live] = dist < eps
+    t, hit = data.sphere_trace(sdf, o, d, RADIUS - 1.2, RADIUS + 1.2, steps, eps)
     return o + t[..., None] * d, hit, d
 
 
 def shade(
-    sdf,
     albedo,
     points: torch.Tensor,
     normals: torch.Tensor,
@@ -92,12 +83,6 @@ def shade(
     lam = (normals * light).sum(-1, keepdim=True).clamp(min=0)
     spec = (normals * half).sum(-1, keepdim=True).clamp(min=0) ** shininess
     return (rho * (ambient + diffuse * lam) + specular * spec).clamp(0, 1)
-
-
-def normals(sdf, p: torch.Tensor, h: float = 1e-3) -> torch.Tensor:
-    """The SDF's unit gradient at ``p [N, 3]`` by central differences."""
-    e = torch.eye(3) * h
-    return F.normalize(torch.stack([sdf(p + e[i]) - sdf(p - e[i]) for i in range(3)], -1), dim=-1)
 
 
 @torch.no_grad()
@@ -128,8 +113,8 @@ def scene(
         p, hit, d = trace(sdf, cam)
         img = torch.full((size, size, 3), float(background))
         if hit.any():
-            n = normals(sdf, p[hit])
-            img[hit] = shade(sdf, albedo, p[hit], n, -d[hit], light.expand_as(n))
+            n = data.sdf_normals(sdf, p[hit])
+            img[hit] = shade(albedo, p[hit], n, -d[hit], light.expand_as(n))
             if not is_test:
                 surface.append(p[hit])
                 colours.append(img[hit])

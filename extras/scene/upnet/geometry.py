@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from agentkit.extras.data import Mesh
+from agentkit.extras.data import Mesh, sdf_normals, sphere_trace
 
 
 def camera_frame(v: np.ndarray) -> np.ndarray:
@@ -69,27 +69,12 @@ def render(
         + 1.2 * R[:, None, None, :, 2]
     )  # [V, S, S, 3]
     d = -R[:, None, None, :, 2].expand_as(origin)
-    t = torch.zeros(origin.shape[:-1])
-    hit = torch.zeros_like(t, dtype=torch.bool)
-    for _ in range(steps):
-        live = ~hit & (t < 2.4)
-        if not live.any():
-            break
-        dist = sdf(origin[live] + t[live, None] * d[live])
-        t[live] += dist
-        hit[live] = dist < eps
+    t, hit = sphere_trace(sdf, origin, d, 0.0, 2.4, steps, eps)
     p = origin + t[..., None] * d
-    normal = _normal(sdf, p[hit])
+    normal = sdf_normals(sdf, p[hit])
     shade = torch.zeros_like(t)
     shade[hit] = 0.25 + 0.75 * (normal * -d[hit]).sum(-1).clamp(min=0)
     return shade, hit
-
-
-def _normal(sdf, p: torch.Tensor, h: float = 1e-3) -> torch.Tensor:
-    """The SDF's unit gradient at points ``p [N, 3]`` by central differences."""
-    e = torch.eye(3) * h
-    g = torch.stack([sdf(p + e[i]) - sdf(p - e[i]) for i in range(3)], -1)
-    return F.normalize(g, dim=-1)
 
 
 def grid(n: int = 32) -> torch.Tensor:

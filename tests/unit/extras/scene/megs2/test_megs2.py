@@ -142,10 +142,10 @@ def test_blinn_phong_highlight_moves_with_the_viewer():
     def albedo(q):
         return rho.expand(len(q), 3)
 
-    head_on = shade(None, albedo, p, n, n, n, ambient=0.2, diffuse=0.4, specular=0.3, shininess=10.0)
+    head_on = shade(albedo, p, n, n, n, ambient=0.2, diffuse=0.4, specular=0.3, shininess=10.0)
     torch.testing.assert_close(head_on, rho * 0.6 + 0.3)
     off = torch.tensor([[math.sin(math.radians(60)), 0.0, math.cos(math.radians(60))]])
-    oblique = shade(None, albedo, p, n, off, n, ambient=0.2, diffuse=0.4, specular=0.3, shininess=10.0)
+    oblique = shade(albedo, p, n, off, n, ambient=0.2, diffuse=0.4, specular=0.3, shininess=10.0)
     torch.testing.assert_close(oblique, rho * 0.6 + 0.3 * math.cos(math.radians(30)) ** 10)
 
 
