@@ -47,6 +47,9 @@ class MEGS2Config(SweepConfig):
     lr: PosFloat = option(
         0.01, "Adam's learning rate for colours and opacities (means ×0.016, scales ×0.5, rotations ×0.1)"
     )
+    s2_functions: PosInt = option(64, "S² colour fit: seeded Blinn-Phong radiance functions a seed")
+    s2_directions: Annotated[int, at.Ge(8)] = option(2048, "S² colour fit: Fibonacci directions (half fit, half test)")
+    s2_steps: PosInt = option(400, "S² colour fit: Adam steps of the lobes (SH is fitted by least squares)")
     device: str = option("cpu", "torch device (cuda runs the same config on a GPU)")
 
     def problems(self) -> list[str]:

@@ -19,6 +19,7 @@ import agentkit.extras.scene.megs2.colour
 import agentkit.extras.scene.megs2.model
 import agentkit.extras.scene.megs2.prune
 import agentkit.extras.scene.megs2.render
+import agentkit.extras.scene.megs2.s2fit
 import agentkit.extras.scene.megs2.scenes
 import agentkit.extras.tabular.jarf.model
 import agentkit.extras.video.astraea.model
@@ -48,6 +49,7 @@ import agentkit.extras.vision.svg.model
         agentkit.extras.scene.megs2.model,
         agentkit.extras.scene.megs2.prune,
         agentkit.extras.scene.megs2.render,
+        agentkit.extras.scene.megs2.s2fit,
         agentkit.extras.scene.megs2.scenes,
     ],
 )
