@@ -42,6 +42,7 @@ from agentkit.errors import AgentkitError
         "extras.physics.atom",
         "extras.scene.foremamba3d",
         "extras.scene.megs2",
+        "extras.world.lpwm",
     ],
 )
 def test_extras_recipes_tiny(recipe, tmp_path):
@@ -139,6 +140,10 @@ RECORDED = Path(__file__).with_name("tiny_metrics.json")
         ("extras.scene.megs2", "methods=[megs2,lightgaussian]", "'lightgaussian' is not allowed"),
         ("extras.scene.megs2", "budgets=[1.5]", "budgets"),
         ("extras.scene.megs2", "test_every=20", "test_every: 20 leaves no test view"),
+        ("extras.world.lpwm", "size=60", "size: 60 is not a multiple of patch 8"),
+        ("extras.world.lpwm", "context=6", "context: 6 leaves no frame to predict of 6"),
+        ("extras.world.lpwm", "datasets=[turns]", "methods: lpwm_action needs the action dataset"),
+        ("extras.world.lpwm", "methods=[lpwm,dreamer]", "'dreamer' is not allowed"),
         ("extras.spiking.frernn", "settings=[fre-3,eq-3]", "'eq-3' is not <fre\\|ep\\|bp>-<layers>\\[-res\\]"),
     ],
 )

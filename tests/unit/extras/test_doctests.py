@@ -25,6 +25,9 @@ import agentkit.extras.tabular.jarf.model
 import agentkit.extras.video.astraea.model
 import agentkit.extras.vision.relayformer.model
 import agentkit.extras.vision.svg.model
+import agentkit.extras.world.lpwm.dlp
+import agentkit.extras.world.lpwm.dynamics
+import agentkit.extras.world.lpwm.sprites
 
 
 @pytest.mark.parametrize(
@@ -51,6 +54,9 @@ import agentkit.extras.vision.svg.model
         agentkit.extras.scene.megs2.render,
         agentkit.extras.scene.megs2.s2fit,
         agentkit.extras.scene.megs2.scenes,
+        agentkit.extras.world.lpwm.dlp,
+        agentkit.extras.world.lpwm.dynamics,
+        agentkit.extras.world.lpwm.sprites,
     ],
 )
 def test_doctests(mod):

@@ -1,0 +1,1 @@
+"""extras.world: world models (LPWM)."""

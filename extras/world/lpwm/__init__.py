@@ -1,0 +1,1 @@
+"""extras.world.lpwm: Latent Particle World Model."""
