@@ -13,6 +13,9 @@ Registered estimators (``ESTIMATORS``; third parties add theirs under the entry-
 - ``grpo`` (outcome GRPO, DeepSeekMath): A_i = (G_i − mean_g G) / (std_g G + 1e-4) on every turn, G_i the
   trajectory's return Σ_k r_ik; the std is Bessel-corrected and ε = 1e-4, exactly TRL's ``scale_rewards="group"``.
 - ``dr_grpo`` (Dr. GRPO, arXiv 2503.20783): A_i = G_i − mean_g G, no division by the std.
+- ``rloo`` (REINFORCE leave-one-out, Ahmadian et al. 2024; TRL's ``RLOOTrainer``): A_i = G_i − mean_{j≠i} G_j, the
+  baseline of each trajectory the mean return of the others in its group (= k/(k−1)·(G_i − mean_g G) for k members;
+  a lone trajectory gets 0).
 - ``tips_segment`` (TIPS' ``sgrpo``), registered by TIPS through the entry-point group: ``agentkit.tips.advantages``.
 
 Under potential-based shaping the return is G_i = R_i − αΦ_0 (``agentkit.tips.shaping``) and Φ_0 is the same
@@ -31,7 +34,7 @@ from agentkit.registry import Registry
 
 Estimator = Callable[..., list[list[float]]]
 ESTIMATORS: Registry[Estimator] = Registry("advantage estimator", group="agentkit.advantages")
-for _name in ("grpo", "dr_grpo"):
+for _name in ("grpo", "dr_grpo", "rloo"):
     ESTIMATORS.register(_name, f"agentkit.rl.advantages:{_name}")
 
 
@@ -117,6 +120,78 @@ def dr_grpo(batch: Sequence[TurnRewards], groups: Sequence[Hashable]) -> list[li
         for i in rows:
             out[i] = [batch[i].total - mean] * len(batch[i].shaping)
     return out
+
+
+def rloo(batch: Sequence[TurnRewards], groups: Sequence[Hashable]) -> list[list[float]]:
+    """Return minus the mean return of the other trajectories of its group, on every turn.
+
+    Args:
+        batch: each trajectory's rewards.
+        groups: each trajectory's group (its question).
+
+    Returns:
+        Each trajectory's advantage per turn (the same on each of its turns; 0 for a group of one).
+
+    Examples:
+        >>> rloo([TurnRewards(1.0), TurnRewards(0.0), TurnRewards(0.5, [0.0, 0.0])], ["q", "q", "q"])
+        [[0.75], [-0.75], [0.0, 0.0]]
+    """
+    check_batch(batch, groups)
+    out: list[list[float]] = [[] for _ in batch]
+    for rows in by_group(groups).values():
+        total = sum(batch[i].total for i in rows)
+        for i in rows:
+            others = (total - batch[i].total) / (len(rows) - 1) if len(rows) > 1 else batch[i].total
+            out[i] = [batch[i].total - others] * len(batch[i].shaping)
+    return out
+
+
+def gae(
+    rewards: Sequence[float], values: Sequence[float], model: Sequence[bool], gamma: float = 1.0, lam: float = 0.95
+) -> tuple[list[float], list[float]]:
+    r"""Generalised advantage estimation over the model's tokens of one trajectory only.
+
+    Tool-result (and prompt) tokens are not actions: they get no advantage and no value target, and GAE runs over
+    the model tokens as if the others were not there, the value of the next model token bootstrapping the last
+    token of a turn (the tool's answer is part of the transition). With t, t' consecutive model tokens,
+
+    .. math::
+        \delta_t = r_t + \gamma V_{t'} - V_t,\qquad A_t = \delta_t + \gamma\lambda A_{t'},\qquad
+        \hat R_t = A_t + V_t,
+
+    V after the last model token 0, as TRL's PPO (``PPOTrainer``: ``lastgaelam``, ``returns = advantages +
+    values``).
+
+    Args:
+        rewards: per token (e.g. a turn's reward on its last model token, 0 elsewhere).
+        values: the critic's value per token (read only at model tokens).
+        model: whether each token is the model's.
+        gamma: discount per model token.
+        lam: GAE's λ.
+
+    Returns:
+        (advantages, value targets) per token, 0.0 at tokens that are not the model's.
+
+    Examples:
+        >>> adv, ret = gae([0, 1, 0, 2], [0.5, 0.5, 9.0, 1.0], [True, True, False, True], gamma=1.0, lam=1.0)
+        >>> adv, ret  # the tool token (V = 9) is skipped; A is the return to go minus V
+        ([2.5, 2.5, 0.0, 1.0], [3.0, 3.0, 0.0, 2.0])
+    """
+    if not len(rewards) == len(values) == len(model):
+        raise ValueError(
+            f"rewards, values and model flags differ in length: {len(rewards)}, {len(values)}, {len(model)}"
+        )
+    adv = [0.0] * len(rewards)
+    ret = [0.0] * len(rewards)
+    next_value, next_adv = 0.0, 0.0
+    for t in reversed(range(len(rewards))):
+        if not model[t]:
+            continue
+        delta = rewards[t] + gamma * next_value - values[t]
+        next_adv = delta + gamma * lam * next_adv
+        adv[t], ret[t] = next_adv, next_adv + values[t]
+        next_value = values[t]
+    return adv, ret
 
 
 def zscores(values: dict[int, float], eps: float) -> dict[int, float]:

@@ -31,6 +31,8 @@ PUBLIC = [
     "rl.advantages.estimate",
     "rl.advantages.grpo",
     "rl.advantages.dr_grpo",
+    "rl.advantages.rloo",
+    "rl.advantages.gae",
     "tips.advantages.tips_segment",
     "uncertainty.score.score",
     "uncertainty.score.compute_scores",
