@@ -12,7 +12,14 @@ only by a constant of its question (Φ_0 is the prompt's potential): the optimal
 
 α is fixed (``alpha``) or set per batch by the official controller (``adaptive``): α = target / mean |γΦ_k −
 Φ_{k-1}| over the batch's tool turns, so the mean |turn reward| is ``target`` (official: the midpoint 0.11 of
-[0.02, 0.2]). ``start_step`` / ``warmup_steps`` ramp α in linearly (the terminal term −αΦ_final uses the same
+[0.02, 0.2]). Or, the paper's variance-optimal mode (``variance_optimal``): the tool turns' shaping adds α·X to
+a trajectory's return, X = γ^{T−1}Φ_{T−1} − Φ_0 (Φ_final − Φ_0 at γ = 1), and
+
+    α = Cov(R, X) / Var(X)
+
+over the batch is the control-variate coefficient that minimises Var(R − αX); it is smoothed across batches by an
+EMA (α ← ema·α + (1 − ema)·α_batch, the first batch's taken as it is), and a batch whose X does not vary keeps
+the last α. It is not clipped: a negative covariance gives a negative α, as the formula says. ``start_step`` / ``warmup_steps`` ramp α in linearly (the terminal term −αΦ_final uses the same
 α, so the return keeps telescoping during warm-up).
 """
 
@@ -41,6 +48,13 @@ class ShapingConfig:
         True, "the official per-batch controller: α = target / mean |ΔΦ| over the batch's tool turns"
     )
     target: PosFloat = option(0.11, "the mean |α ΔΦ| the adaptive controller aims at")
+    variance_optimal: bool = option(
+        False,
+        "the paper's variance-optimal α = Cov(R, Φ_final − Φ_0) / Var(Φ_final − Φ_0), EMA-smoothed (overrides adaptive)",
+    )
+    ema: Annotated[float, at.Interval(ge=0, lt=1)] = option(
+        0.9, "the variance-optimal mode's EMA: the weight kept on the previous α"
+    )
     gamma: Annotated[float, at.Interval(gt=0, le=1)] = option(1.0, "γ in γΦ_k − Φ_{k−1} (1 in the official code)")
     start_step: NonNegInt = option(0, "no shaping before this optimizer step")
     warmup_steps: NonNegInt = option(0, "after start_step, α ramps up linearly over this many steps")
@@ -88,6 +102,35 @@ def discounted_return(turns: Sequence[float], gamma: float) -> float:
     return sum(r * gamma**k for k, r in enumerate(turns))
 
 
+def variance_optimal_alpha(
+    potentials: Sequence[Sequence[float]], outcomes: Sequence[float], gamma: float = 1.0
+) -> float | None:
+    """Cov(R, X) / Var(X) over a batch, X = γ^{T−1}Φ_{T−1} − Φ_0 what the tool turns' shaping adds to the return
+    per unit α; None when X does not vary (no tool turn, or every trajectory moved Φ alike).
+
+    Args:
+        potentials: each trajectory's ``[Φ_0, …, Φ_{T-1}]``.
+        outcomes: each trajectory's outcome R.
+        gamma: the discount γ.
+
+    Returns:
+        The batch's α, or None.
+
+    Examples:
+        >>> round(variance_optimal_alpha([[-4.0, -1.0], [-3.0, -3.0], [-2.0, 0.0]], [1.0, 0.0, 1.0]), 6)  # 5/14
+        0.357143
+    """
+    xs = [gamma ** (len(p) - 1) * p[-1] - p[0] for p in potentials]
+    n = len(xs)
+    if n < 2:
+        return None
+    mx, mr = sum(xs) / n, sum(outcomes) / n
+    var = sum((x - mx) ** 2 for x in xs) / n
+    if var < 1e-12:
+        return None
+    return sum((x - mx) * (r - mr) for x, r in zip(xs, outcomes)) / n / var
+
+
 class InfoPotentialShaper:
     """Per-turn TIPS rewards for a batch of trajectories: the teacher's potentials, α, and ``TurnRewards``.
 
@@ -102,10 +145,19 @@ class InfoPotentialShaper:
         self.scorer = PotentialScorer(
             teacher, self.config.normalize, self.config.answer_template, policy_tokens=policy_tokens
         )
+        self.alpha_ema: float | None = None  # the variance-optimal mode's running α
 
-    def alpha(self, potentials: Sequence[Sequence[float]]) -> float:
-        """α for this batch (before the warm-up weight)."""
+    def alpha(self, potentials: Sequence[Sequence[float]], outcomes: Sequence[float] | None = None) -> float:
+        """α for this batch (before the warm-up weight); the variance-optimal mode needs the ``outcomes`` R and
+        updates its EMA."""
         c = self.config
+        if c.variance_optimal:
+            if outcomes is None:
+                raise ValueError("variance_optimal: α needs the batch's outcomes")
+            batch = variance_optimal_alpha(potentials, outcomes, c.gamma)
+            if batch is not None:
+                self.alpha_ema = batch if self.alpha_ema is None else c.ema * self.alpha_ema + (1 - c.ema) * batch
+            return c.alpha if self.alpha_ema is None else self.alpha_ema
         if not c.adaptive:
             return c.alpha
         deltas = [abs(c.gamma * p[k] - p[k - 1]) for p in potentials for k in range(1, len(p))]
@@ -126,7 +178,7 @@ class InfoPotentialShaper:
         the gathered potentials, so α is the whole batch's."""
         c = self.config
         weight = warmup_weight(step, c.start_step, c.warmup_steps)
-        alpha = self.alpha(potentials) * weight
+        alpha = self.alpha(potentials, outcomes) * weight
         rewards = [TurnRewards(r, shaped_turns(p, alpha, c.gamma)) for p, r in zip(potentials, outcomes)]
         deltas = [abs(c.gamma * p[k] - p[k - 1]) for p in potentials for k in range(1, len(p))]
         n = max(1, len(potentials))

@@ -1,5 +1,6 @@
 """TIPS shaping: the shaped return telescopes to R − αΦ_0 for any trajectory, the adaptive α hits its target,
-and warm-up ramps α in without breaking the telescoping."""
+the variance-optimal α is the control-variate coefficient (by hand, and as the minimiser of Var(R − αX)) with its
+EMA, and warm-up ramps α in without breaking the telescoping."""
 
 import random
 
@@ -7,7 +8,13 @@ import pytest
 
 from agentkit.agent.trajectory import Segment, Trajectory
 from agentkit.rl.advantages import TurnRewards
-from agentkit.tips.shaping import InfoPotentialShaper, ShapingConfig, discounted_return, shaped_turns
+from agentkit.tips.shaping import (
+    InfoPotentialShaper,
+    ShapingConfig,
+    discounted_return,
+    shaped_turns,
+    variance_optimal_alpha,
+)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -88,3 +95,41 @@ def test_warmup_ramps_alpha():
     assert alphas == pytest.approx([0.0, 0.0, 0.1, 0.2])
     rewards, _ = shaper(trajs, [["x"]] * 6, [1.0] * 6, step=0)
     assert all(rw.turns == [0.0] * (len(rw.turns) - 1) + [1.0] for rw in rewards)  # before start: outcome only
+
+
+def test_variance_optimal_alpha_by_hand_and_as_the_variance_minimiser():
+    """X = Φ_final − Φ_0 = 3, 0, 2 and R = 1, 0, 1: Cov = 5/3 − (5/3)(2/3) = 5/9, Var = 13/3 − 25/9 = 14/9, so
+    α = 5/14. On random batches the α found minimises the variance of R − αX over a grid around it."""
+    assert variance_optimal_alpha([[-4.0, -1.0], [-3.0, -3.0], [-2.0, 0.0]], [1.0, 0.0, 1.0]) == pytest.approx(5 / 14)
+    assert variance_optimal_alpha([[-4.0], [-3.0]], [1.0, 0.0]) is None  # answer-only: no tool turn, X = 0
+    assert variance_optimal_alpha([[-1.0, -1.0], [-2.0, -2.0]], [1.0, 0.0]) is None  # X = 0 for both
+    r = random.Random(0)
+    for _ in range(5):
+        pots = [[r.uniform(-6, 0) for _ in range(r.randint(1, 4))] for _ in range(16)]
+        outs = [r.choice([0.0, 1.0]) + 0.3 * (p[-1] - p[0]) for p in pots]
+        a = variance_optimal_alpha(pots, outs)
+        xs = [p[-1] - p[0] for p in pots]
+
+        def var(alpha, xs=xs, outs=outs):
+            d = [o - alpha * x for o, x in zip(outs, xs)]
+            m = sum(d) / len(d)
+            return sum((v - m) ** 2 for v in d)
+
+        assert all(var(a) <= var(a + e) + 1e-12 for e in (-0.1, -0.01, 0.01, 0.1))
+
+
+def test_variance_optimal_mode_smooths_alpha_with_an_ema():
+    """The first batch's α is taken as it is, the next ones blend in with weight 1 − ema; a batch whose X does not
+    vary keeps the running α; the shaped return still telescopes to R − αΦ_0."""
+    cfg = ShapingConfig(variance_optimal=True, ema=0.9, alpha=0.02)
+    shaper = InfoPotentialShaper(_Teacher({}), cfg)
+    pots1, outs1 = [[-4.0, -1.0], [-3.0, -3.0], [-2.0, 0.0]], [1.0, 0.0, 1.0]
+    rewards, stats = shaper.shape(pots1, outs1)
+    assert stats["alpha"] == pytest.approx(5 / 14)
+    assert [rw.total for rw in rewards] == pytest.approx([o - 5 / 14 * p[0] for p, o in zip(pots1, outs1)])
+    pots2, outs2 = [[-1.0, 0.0], [-1.0, -1.0]], [1.0, 0.0]  # X = 1, 0 and R = 1, 0: α_batch = 1
+    assert shaper.shape(pots2, outs2)[1]["alpha"] == pytest.approx(0.9 * 5 / 14 + 0.1 * 1.0)
+    flat = [[-1.0, -1.0], [-2.0, -2.0]]
+    assert shaper.shape(flat, [1.0, 0.0])[1]["alpha"] == pytest.approx(0.9 * 5 / 14 + 0.1 * 1.0)
+    with pytest.raises(ValueError, match="outcomes"):
+        shaper.alpha(pots1)
