@@ -235,15 +235,24 @@ def time_features(t: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.cat([a.cos(), a.sin()], -1)
 
 
-def psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
-    """Mean over the first axis of the PSNR (dB) of ``x`` against ``ref``, both in [0, 1] (MSE floored at 1e-10,
+def psnr_each(x: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """``[B]``: the PSNR (dB) of each item of ``x [B, …]`` against ``ref``, both in [0, 1] (MSE floored at 1e-10,
     so identical items score 100 dB).
+
+    >>> psnr_each(torch.full((2, 4), 0.5), torch.tensor([[0.6] * 4, [0.5] * 4])).round().tolist()  # MSE 0.01, 0
+    [20.0, 100.0]
+    """
+    mse = (x - ref).pow(2).flatten(1).mean(1).clamp(min=1e-10)
+    return 10 * torch.log10(1 / mse)
+
+
+def psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
+    """Mean over the first axis of ``psnr_each``.
 
     >>> round(psnr(torch.full((2, 4), 0.5), torch.full((2, 4), 0.6)), 3)  # MSE 0.01
     20.0
     """
-    mse = (x - ref).pow(2).flatten(1).mean(1).clamp(min=1e-10)
-    return float((10 * torch.log10(1 / mse)).mean())
+    return float(psnr_each(x, ref).mean())
 
 
 @torch.no_grad()

@@ -21,6 +21,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from agentkit.extras.nets import psnr_each
 from agentkit.extras.scene.megs2.colour import sg_colour, sh_basis
 from agentkit.extras.scene.megs2.scenes import shade
 
@@ -57,12 +58,6 @@ def _lobes_at(base, amp, axis, sharp, dirs: torch.Tensor) -> torch.Tensor:
     return sg_colour(rep(base), rep(amp), rep(axis), rep(sharp), dirs.repeat(f, 1)).view(f, n, 3)
 
 
-def _psnr(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Per function PSNR (dB) of ``[F, D, 3]`` colours in [0, 1]."""
-    mse = (pred.clamp(0, 1) - target).pow(2).mean((1, 2)).clamp(min=1e-10)
-    return -10 * mse.log10()
-
-
 def fit_s2(seed: int, functions: int = 64, directions: int = 2048, steps: int = 400, lr: float = 0.05) -> dict:
     """``{model: {"floats": n, "psnr": mean test PSNR over the functions}}`` for SH-0…3 and 1–3 lobes."""
     dirs = fibonacci_sphere(directions)
@@ -73,7 +68,10 @@ def fit_s2(seed: int, functions: int = 64, directions: int = 2048, steps: int = 
         basis = sh_basis(dirs, deg)  # [D, K]
         coef = torch.linalg.lstsq(basis[tr], target[:, tr].permute(1, 0, 2).reshape(basis[tr].shape[0], -1)).solution
         pred = (basis[te] @ coef).reshape(-1, functions, 3).permute(1, 0, 2)
-        out[f"SH-{deg}"] = {"floats": 3 * (deg + 1) ** 2, "psnr": float(_psnr(pred, target[:, te]).mean())}
+        out[f"SH-{deg}"] = {
+            "floats": 3 * (deg + 1) ** 2,
+            "psnr": float(psnr_each(pred.clamp(0, 1), target[:, te]).mean()),
+        }
     g = torch.Generator().manual_seed(seed + 1)
     for lobes in (1, 2, 3):
         # start each lobe's axis at one of the 8·L brightest training directions (distinct), its amplitude at 0
@@ -92,6 +90,6 @@ def fit_s2(seed: int, functions: int = 64, directions: int = 2048, steps: int = 
             loss.backward()
             opt.step()
         with torch.no_grad():
-            psnr = _psnr(_lobes_at(base, amp, axis, log_sharp.exp(), dirs[te]), target[:, te]).mean()
+            psnr = psnr_each(_lobes_at(base, amp, axis, log_sharp.exp(), dirs[te]).clamp(0, 1), target[:, te]).mean()
         out[f"{lobes} lobe{'s' if lobes > 1 else ''}"] = {"floats": 3 + 7 * lobes, "psnr": float(psnr)}
     return out

@@ -42,26 +42,24 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Beta, kl_divergence
 
-from agentkit.extras.nets import gaussian
-
-
-def pairwise_kl(mu_q: torch.Tensor, logvar_q: torch.Tensor, mu_p: torch.Tensor, logvar_p: torch.Tensor) -> torch.Tensor:
-    """``[B, N, M]``: KL(q_i ‖ p_j) of diagonal Gaussians ``q [B, N, D]`` and ``p [B, M, D]``."""
-    mq, lq = mu_q[:, :, None], logvar_q[:, :, None]
-    mp, lp = mu_p[:, None], logvar_p[:, None]
-    return 0.5 * (lp - lq + (lq.exp() + (mq - mp) ** 2) / lp.exp() - 1).sum(-1)
-
-
-def chamfer_kl(mu_q: torch.Tensor, logvar_q: torch.Tensor, mu_p: torch.Tensor, logvar_p: torch.Tensor) -> torch.Tensor:
-    """``[B]``: Chamfer-KL of particles ``q [B, N, D]`` to proposals ``p [B, M, D]`` (the official ChamferLossKL)."""
-    kl = pairwise_kl(mu_q, logvar_q, mu_p, logvar_p)
-    return kl.min(1).values.sum(1) + kl.min(2).values.sum(1)
+from agentkit.extras.nets import gaussian, psnr_each
 
 
 def gauss_kl(mu_q: torch.Tensor, logvar_q: torch.Tensor, mu_p, logvar_p) -> torch.Tensor:
     """Elementwise KL(N(μ_q, σ_q²) ‖ N(μ_p, σ_p²)) (summing is left to the caller)."""
     logvar_p = torch.as_tensor(logvar_p, dtype=mu_q.dtype, device=mu_q.device)
     return 0.5 * (logvar_p - logvar_q + (logvar_q.exp() + (mu_q - mu_p) ** 2) / logvar_p.exp() - 1)
+
+
+def chamfer_kl(mu_q: torch.Tensor, logvar_q: torch.Tensor, mu_p: torch.Tensor, logvar_p: torch.Tensor) -> torch.Tensor:
+    """``[B]``: Chamfer-KL of particles ``q [B, N, D]`` to proposals ``p [B, M, D]`` (the official ChamferLossKL)."""
+    kl = gauss_kl(mu_q[:, :, None], logvar_q[:, :, None], mu_p[:, None], logvar_p[:, None]).sum(-1)  # [B, N, M]
+    return kl.min(1).values.sum(1) + kl.min(2).values.sum(1)
+
+
+def drawn(score: torch.Tensor, k: int) -> torch.Tensor:
+    """Indices ``[..., k]`` of the ``k`` particles of lowest ``score [..., P]``: those the renderer draws."""
+    return score.topk(min(k, score.shape[-1]), dim=-1, largest=False).indices
 
 
 def spatial_softmax_patches(heat: torch.Tensor, patch: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -234,7 +232,7 @@ class DLP(nn.Module):
         """Render particles ``z`` (``pos``, ``scale``, ``depth``, ``obj_on``, ``features``, ``score``; each
         ``[B, P, ·]``; ``bg [B, ·]``) into ``[B, 3, S, S]``: the ``particles`` of lowest score (the official
         decoder-side filter), composited over the background; ``rendered`` also returns which were drawn ``[B, K]``."""
-        keep = z["score"].topk(min(self.particles, z["score"].shape[1]), dim=1, largest=False).indices
+        keep = drawn(z["score"], self.particles)
         pick = lambda t: t.gather(1, keep.view(*keep.shape, *[1] * (t.dim() - 2)).expand(-1, -1, *t.shape[2:]))  # noqa: E731
         pos, scale, depth, obj_on, feat = (pick(z[k]) for k in ("pos", "scale", "depth", "obj_on", "features"))
         b = pos.shape[0]
@@ -273,10 +271,9 @@ class DLP(nn.Module):
         reg = shown_on.sum(1).pow(2)
         total = (loss_rec + beta_kl * kl + beta_obj * reg).mean()
         with torch.no_grad():
-            mse = (rec.clamp(0, 1) - x).pow(2).flatten(1).mean(1)
             parts = {
                 "loss": total.item(),
-                "psnr": float((-10 * mse.clamp(min=1e-10).log10()).mean()),
+                "psnr": float(psnr_each(rec.clamp(0, 1), x).mean()),
                 "kl": float(kl.mean()),
                 "on": float((shown_on > 0.5).float().sum(1).mean()),
             }
@@ -310,19 +307,18 @@ def to_tokens(q: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, t
     return mu, lv, q["bg_mu"], q["bg_logvar"]
 
 
-def kl_weights(z_mu: torch.Tensor, drawn: int) -> torch.Tensor:
+def kl_weights(z_mu: torch.Tensor, k: int) -> torch.Tensor:
     """``[..., P, 7 + F]`` weights of the dynamic KL per token dimension, as the official ``calc_dynamic_kl``: the
     position, scale, depth and features of a particle count by its transparency (an off particle's attributes are
-    free), its transparency and score always. Here a particle the renderer does not draw (not among the ``drawn``
-    of lowest score) counts as off too.
+    free), its transparency and score always. Here a particle the renderer does not draw (not among the ``k`` of
+    lowest score) counts as off too.
 
     >>> z = torch.zeros(1, 3, 9); z[0, :, 5] = torch.tensor([10.0, -10.0, 10.0]); z[0, :, 6] = torch.tensor([0.0, 1.0, 2.0])
-    >>> kl_weights(z, drawn=2)[0, :, [0, 5, 6]].round(decimals=3).tolist()  # particle 2 is on but not drawn
+    >>> kl_weights(z, k=2)[0, :, [0, 5, 6]].round(decimals=3).tolist()  # particle 2 is on but not drawn
     [[1.0, 1.0, 1.0], [0.0, 1.0, 1.0], [0.0, 1.0, 1.0]]
     """
     on = torch.sigmoid(z_mu[..., 5])
-    keep = z_mu[..., 6].topk(min(drawn, z_mu.shape[-2]), dim=-1, largest=False).indices
-    drawn_mask = torch.zeros_like(on).scatter(-1, keep, 1.0)
+    drawn_mask = torch.zeros_like(on).scatter(-1, drawn(z_mu[..., 6], k), 1.0)
     w = (on * drawn_mask)[..., None].expand_as(z_mu).clone()
     w[..., 5:7] = 1.0
     return w

@@ -14,9 +14,10 @@ import numpy as np
 import torch
 
 from agentkit.extras import report
+from agentkit.extras.nets import psnr_each
 from agentkit.extras.sweep import stage, sweep
 from agentkit.extras.world.lpwm.config import LPWMConfig
-from agentkit.extras.world.lpwm.dlp import DLP, from_tokens, kl_weights, to_tokens
+from agentkit.extras.world.lpwm.dlp import DLP, drawn, from_tokens, kl_weights, to_tokens
 from agentkit.extras.world.lpwm.dynamics import Dynamics
 from agentkit.extras.world.lpwm.sprites import sprite_videos
 from agentkit.plots import pyplot
@@ -131,19 +132,19 @@ class LPWMRecipe(Recipe[LPWMConfig]):
             opt.step()
             curve.append(parts["loss"])
             if step in checks:
-                score = self._recon_psnr(m, val)
+                score = self._reconpsnr_each(m, val)
                 if score > best:
                     best, best_state = score, {k: v.detach().cpu().clone() for k, v in m.state_dict().items()}
         return {"state": best_state, "val_psnr": best, "losses": report.thin(curve)}
 
     @torch.no_grad()
-    def _recon_psnr(self, m: DLP, frames: np.ndarray) -> float:
+    def _reconpsnr_each(self, m: DLP, frames: np.ndarray) -> float:
         m.eval()
         scores = []
         for i in range(0, len(frames), 64):
             x = self._frames(frames[i : i + 64])
             rec = m.decode(DLP.sample(m.encode(x), mean=True)).clamp(0, 1)
-            scores.append(_psnr(rec, x))
+            scores.append(psnr_each(rec, x))
         return float(torch.cat(scores).mean())
 
     @torch.no_grad()
@@ -223,7 +224,7 @@ class LPWMRecipe(Recipe[LPWMConfig]):
         frames = clips["frames"].reshape(-1, 3, c.size, c.size)
         z = from_tokens(tokens[0], tokens[2])
         return {
-            "psnr": self._recon_psnr(m, frames),
+            "psnr": self._reconpsnr_each(m, frames),
             "track_px": _track(z, c.particles, clips, c.size),
             "on": float((_shown(z, c.particles)[1] > 0.5).float().sum(-1).mean()),
         }
@@ -260,7 +261,9 @@ class LPWMRecipe(Recipe[LPWMConfig]):
         c = self.config
         images, particles = self._rollouts(m, dyn, tokens, actions, method, seed)
         truth = self._frames(clips["frames"][:, c.context :])
-        per_frame = torch.stack([_psnr(img.flatten(0, 1), truth.flatten(0, 1)).view(truth.shape[:2]) for img in images])
+        per_frame = torch.stack(
+            [psnr_each(img.flatten(0, 1), truth.flatten(0, 1)).view(truth.shape[:2]) for img in images]
+        )
         per_clip = per_frame.mean(-1)  # [k, N]
         best = per_clip.argmax(0)
         n = truth.shape[0]
@@ -277,7 +280,7 @@ class LPWMRecipe(Recipe[LPWMConfig]):
         on = float((_shown(z, c.particles)[1] > 0.5).float().sum(-1).mean())
         if dyn.context_dim:  # the latent policy's mean action instead of a sample
             img = self._rollouts(m, dyn, tokens, actions, method, seed, sample=False)[0][0]
-            policy_mean = float(_psnr(img.flatten(0, 1), truth.flatten(0, 1)).mean())
+            policy_mean = float(psnr_each(img.flatten(0, 1), truth.flatten(0, 1)).mean())
         else:
             policy_mean = float(per_clip.mean())
         return {
@@ -341,7 +344,7 @@ class LPWMRecipe(Recipe[LPWMConfig]):
                 images, particles = self._rollouts(m, dyn, tokens, actions, method, 0)
                 target = self._frames(shown["frames"][:, c.context :])
                 score = torch.stack(
-                    [_psnr(i.flatten(0, 1), target.flatten(0, 1)).view(c.shown, -1).mean(-1) for i in images]
+                    [psnr_each(i.flatten(0, 1), target.flatten(0, 1)).view(c.shown, -1).mean(-1) for i in images]
                 )
                 picks = [("best", score.argmax(0))] + ([("worst", score.argmin(0))] if len(images) > 1 else [])
                 for what, idx in picks:
@@ -377,12 +380,6 @@ class LPWMRecipe(Recipe[LPWMConfig]):
         return {}
 
 
-def _psnr(x: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
-    """Per-image PSNR (dB) of ``[B, …]`` images in [0, 1]."""
-    mse = (x - ref).pow(2).flatten(1).mean(1).clamp(min=1e-10)
-    return -10 * mse.log10()
-
-
 def _to_px(pos: torch.Tensor, size: int) -> torch.Tensor:
     """Positions in [−1, 1] (pixel-centre convention of ``grid_sample``) to pixel indices."""
     return (pos + 1) * size / 2 - 0.5
@@ -391,7 +388,7 @@ def _to_px(pos: torch.Tensor, size: int) -> torch.Tensor:
 def _shown(z: dict[str, torch.Tensor], k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Positions ``[..., k, 2]`` and transparencies ``[..., k]`` of the ``k`` particles the renderer draws (lowest
     score)."""
-    keep = z["score"].topk(min(k, z["score"].shape[-1]), dim=-1, largest=False).indices
+    keep = drawn(z["score"], k)
     return z["pos"].gather(-2, keep[..., None].expand(*keep.shape, 2)), z["obj_on"].gather(-1, keep)
 
 

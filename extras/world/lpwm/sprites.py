@@ -82,10 +82,10 @@ def sprite_videos(
             img = background.copy()
             cover = np.zeros((k, size, size), np.float32)
             whole = np.zeros(k, np.float32)
-            for j in depth_order:
+            for rank, j in enumerate(depth_order):
                 m = _mask(SHAPES[shapes[j]], xs - pos[j, 0], ys - pos[j, 1], radius[j])
                 img = img * (1 - m) + colours[j][:, None, None] * m
-                cover[depth_order[: list(depth_order).index(j)]] *= 1 - m  # what this sprite hides of farther ones
+                cover[depth_order[:rank]] *= 1 - m  # what this sprite hides of the farther ones
                 cover[j], whole[j] = m, m.sum()
             visible[i, t, :k] = cover.sum((1, 2)) >= 0.3 * whole
             centres[i, t, :k] = pos
