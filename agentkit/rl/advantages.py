@@ -16,6 +16,9 @@ Registered estimators (``ESTIMATORS``; third parties add theirs under the entry-
 - ``rloo`` (REINFORCE leave-one-out, Ahmadian et al. 2024; TRL's ``RLOOTrainer``): A_i = G_i − mean_{j≠i} G_j, the
   baseline of each trajectory the mean return of the others in its group (= k/(k−1)·(G_i − mean_g G) for k members;
   a lone trajectory gets 0).
+- ``turn_rloo`` (per turn): A_ik = G_ik − b_ik, G_ik = Σ_{j≥k} γ^{j−k} r_ij the reward to go from turn k, b_ik the
+  mean reward to go from turn k of the *other* trajectories of the group that reached turn k (0 where none did).
+  The baseline has one term whatever the trajectory's length (see ``turn_rloo``: verl #7244's bias).
 - ``tips_segment`` (TIPS' ``sgrpo``), registered by TIPS through the entry-point group: ``agentkit.tips.advantages``.
 
 Under potential-based shaping the return is G_i = R_i − αΦ_0 (``agentkit.tips.shaping``) and Φ_0 is the same
@@ -34,7 +37,7 @@ from agentkit.registry import Registry
 
 Estimator = Callable[..., list[list[float]]]
 ESTIMATORS: Registry[Estimator] = Registry("advantage estimator", group="agentkit.advantages")
-for _name in ("grpo", "dr_grpo", "rloo"):
+for _name in ("grpo", "dr_grpo", "rloo", "turn_rloo"):
     ESTIMATORS.register(_name, f"agentkit.rl.advantages:{_name}")
 
 
@@ -143,6 +146,54 @@ def rloo(batch: Sequence[TurnRewards], groups: Sequence[Hashable]) -> list[list[
         for i in rows:
             others = (total - batch[i].total) / (len(rows) - 1) if len(rows) > 1 else batch[i].total
             out[i] = [batch[i].total - others] * len(batch[i].shaping)
+    return out
+
+
+def turn_rloo(batch: Sequence[TurnRewards], groups: Sequence[Hashable], gamma: float = 1.0) -> list[list[float]]:
+    r"""Per-turn advantages with a leave-one-out baseline per turn index, which stays unbiased when the policy
+    decides how many turns it takes.
+
+    .. math::
+        A_{ik} = G_{ik} - b_{ik},\qquad G_{ik} = \sum_{j \ge k} \gamma^{j-k} r_{ij},\qquad
+        b_{ik} = \operatorname{mean}_{m \ne i,\ T_m \ge k} G_{mk}\quad(0 \text{ if no other reached turn } k)
+
+    The bias this avoids (verl #7244): normalising each turn index's reward among the group and then summing the
+    normalised rewards to go, A_ik = Σ_{j≥k} (r_ij − mean_j r), subtracts one group mean per remaining turn, so the
+    baseline has T_i − k + 1 terms and depends on the trajectory's own stopping turn: an action-dependent baseline
+    that charges every "take another turn" decision the group's mean turn reward. Here a trajectory's own future
+    decides G_ik only; b_ik is built from the other trajectories' samples (each already at turn k, as trajectory i
+    is), independent of trajectory i's actions from turn k on, so E[∇log π · b] = 0. Trajectories that differ
+    only in how many turns they take (same rewards to go) get the same advantage (tested).
+
+    Args:
+        batch: each trajectory's rewards (``TurnRewards.turns``: shaping per turn, plus R on the last).
+        groups: each trajectory's group (its question).
+        gamma: discount per turn.
+
+    Returns:
+        Each trajectory's advantage per turn.
+
+    Examples:
+        >>> a = turn_rloo([TurnRewards(1.0, [0.5, -0.5]), TurnRewards(0.0), TurnRewards(1.0)], ["q", "q", "q"])
+        >>> a  # turn 1: G = 1, 0, 1 against the others' mean; turn 2: only the first got there (baseline 0)
+        [[0.5, 0.5], [-1.0], [0.5]]
+    """
+    check_batch(batch, groups)
+    togo = []
+    for r in batch:
+        g, acc = [0.0] * len(r.turns), 0.0
+        for k in reversed(range(len(r.turns))):
+            acc = r.turns[k] + gamma * acc
+            g[k] = acc
+        togo.append(g)
+    out: list[list[float]] = [[] for _ in batch]
+    for rows in by_group(groups).values():
+        for i in rows:
+            adv = []
+            for k, g in enumerate(togo[i]):
+                others = [togo[m][k] for m in rows if m != i and len(togo[m]) > k]
+                adv.append(g - (sum(others) / len(others) if others else 0.0))
+            out[i] = adv
     return out
 
 

@@ -80,8 +80,12 @@ def agent_dataset(tasks: Sequence[Any], tools: dict[str, Tool] | list[Tool], age
     return datasets.Dataset.from_list(rows)
 
 
-def token_advantages(trajs: Sequence[Trajectory], per_turn: Sequence[Sequence[float]], width: int) -> torch.Tensor:
-    """``[B, width]``: turn k's advantage on every token of turn k's model segment, 0 on tool tokens and padding."""
+def token_advantages(
+    trajs: Sequence[Trajectory], per_turn: Sequence[Sequence[float]], width: int, last_only: bool = False
+) -> torch.Tensor:
+    """``[B, width]``: turn k's value on every token of turn k's model segment (``last_only``: on its last token,
+    where a turn's reward sits), 0 on tool tokens and padding; a segment cut off at ``width`` keeps what fits (its
+    reward on its last kept token)."""
     out = torch.zeros(len(trajs), width)
     for row, (t, adv) in enumerate(zip(trajs, per_turn)):
         pos, turn = 0, -1
@@ -89,7 +93,11 @@ def token_advantages(trajs: Sequence[Trajectory], per_turn: Sequence[Sequence[fl
             n = len(seg.token_ids)
             if seg.kind == "model":
                 turn += 1
-                out[row, pos : pos + n] = adv[min(turn, len(adv) - 1)]
+                value = adv[min(turn, len(adv) - 1)]
+                if not last_only:
+                    out[row, pos : pos + n] = value
+                elif pos < width:
+                    out[row, min(pos + n, width) - 1] += value
             pos += n
     return out
 
@@ -218,26 +226,36 @@ class AgentGRPOTrainer(GRPOTrainer):
         self._rows = inputs
         out = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
-        trajs, rows = self._trajs, inputs
-        outcomes = [s["score"] for s in self._scores]
-        groups = gather_object([str(r["id"]) for r in rows])
-        if self.shaper is not None:
-            t0 = time.perf_counter()
-            pots = gather_object(self.shaper.potentials(trajs, [r["answers"] for r in rows]))
-            rewards, stats = self.shaper.shape(pots, gather_object(outcomes), self.state.global_step)
-            stats["seconds"] = time.perf_counter() - t0
-            for k, v in stats.items():
-                self._metrics[mode][f"tips/{k}"].append(v)
-        else:
-            rewards = [TurnRewards(r, [0.0] * n) for r, n in zip(outcomes, map(_model_turns, trajs))]
-            rewards = gather_object(rewards)
-        per_turn = estimate(self.estimator, rewards, groups, **self.estimator_options)
-        first = self.accelerator.process_index * len(rows)
-        local = per_turn[first : first + len(rows)]
-        width = out["completion_ids"].shape[1]
-        out["advantages"] = token_advantages(trajs, local, width).to(out["completion_ids"].device)
-        self._log_batch(mode, rewards, trajs)
+        rewards = self._turn_rewards(mode, inputs)
+        out["advantages"] = self._advantages(out, rewards, gather_object([str(r["id"]) for r in inputs]), mode)
+        self._log_batch(mode, rewards, self._trajs)
         return out
+
+    def _turn_rewards(self, mode: str, rows: list[dict[str, Any]]) -> list[TurnRewards]:
+        """Every trajectory's ``TurnRewards`` over all processes (in process order): the outcome, and TIPS'
+        shaping when there is a shaper (potentials scored locally, α over the gathered batch)."""
+        outcomes = [s["score"] for s in self._scores]
+        if self.shaper is None:
+            return gather_object([TurnRewards(r, [0.0] * n) for r, n in zip(outcomes, map(_model_turns, self._trajs))])
+        t0 = time.perf_counter()
+        pots = gather_object(self.shaper.potentials(self._trajs, [r["answers"] for r in rows]))
+        rewards, stats = self.shaper.shape(pots, gather_object(outcomes), self.state.global_step)
+        stats["seconds"] = time.perf_counter() - t0
+        for k, v in stats.items():
+            self._metrics[mode][f"tips/{k}"].append(v)
+        return rewards
+
+    def _local(self, gathered: list) -> list:
+        """This process's rows of a list gathered over all processes."""
+        first = self.accelerator.process_index * len(self._rows)
+        return gathered[first : first + len(self._rows)]
+
+    def _advantages(self, out: dict[str, Any], rewards: list[TurnRewards], groups: list[str], mode: str):
+        """``[B, T]`` advantages of this process's trajectories: the estimator over the whole batch, turn k's
+        advantage on every model token of turn k."""
+        per_turn = estimate(self.estimator, rewards, groups, **self.estimator_options)
+        width = out["completion_ids"].shape[1]
+        return token_advantages(self._trajs, self._local(per_turn), width).to(out["completion_ids"].device)
 
     def _log_batch(self, mode: str, rewards: list[TurnRewards], trajs: list[Trajectory]) -> None:
         names = ("outcome/em", "outcome/f1", "outcome/format", "tools/calls", "tools/turns")

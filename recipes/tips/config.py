@@ -14,6 +14,7 @@ from agentkit.engines.config import HFConfig, rollout_engine_problems
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 from agentkit.rl.advantages import ESTIMATORS
 from agentkit.rl.config import RLSettings
+from agentkit.rl.ppo import PPOSettings
 from agentkit.rl.rewards import OutcomeReward
 from agentkit.tips.shaping import ShapingConfig
 from agentkit.toollight.sft import SFTSettings
@@ -40,17 +41,19 @@ class TipsConfig:
     )
     sft_questions: PosInt = option(96, "questions whose ideal trajectories make the SFT set")
     sft_seed: int = option(300, "the SFT questions' seed")
-    methods: Annotated[list[Literal["grpo", "tips"]], at.MinLen(1)] = option(
+    methods: Annotated[list[Literal["grpo", "tips", "ppo", "tips_ppo"]], at.MinLen(1)] = option(
         ["grpo", "tips"],
-        "grpo (outcome reward, the grpo estimator) and/or tips (TIPS shaping, the tips_segment estimator)",
+        "grpo (outcome reward, the grpo estimator), tips (TIPS shaping, the tips_segment estimator), ppo (outcome "
+        "reward, a critic and GAE), tips_ppo (TIPS' shaped turn rewards into PPO's GAE)",
     )
     estimator: str | None = option(
-        None, "override every method's advantage estimator (dr_grpo, …; None: each method's own)"
+        None, "override the GRPO methods' advantage estimator (dr_grpo, rloo, turn_rloo, …; None: each method's own)"
     )
     seeds: Annotated[list[int], at.MinLen(1)] = option(
         [0], "one GRPO run per method and seed (sampling and data order)"
     )
-    rl: RLSettings = option(RLSettings(), "the GRPO settings and the rollout agent")
+    rl: RLSettings = option(RLSettings(), "the RL settings (GRPO's and PPO's) and the rollout agent")
+    ppo: PPOSettings = option(PPOSettings(), "the PPO methods' critic and GAE (rl.beta: their KL coefficient)")
     outcome: OutcomeReward = option(OutcomeReward(), "the outcome reward (format + EM or F1)")
     shaping: ShapingConfig = option(ShapingConfig(), "TIPS' turn potentials and their weight α")
     teacher: str = option(

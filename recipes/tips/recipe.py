@@ -1,9 +1,13 @@
-"""tips: TIPS (arXiv 2603.22293) against outcome-only GRPO, on multi-hop search questions, as one resumable recipe.
+"""tips: TIPS (arXiv 2603.22293) against outcome-only RL, with GRPO and with PPO, on multi-hop search questions, as
+one resumable recipe.
 
-    base ─ SFT (Tool-Light's stage, ideal search trajectories) ─┬─ grpo, seed s   (outcome reward, grpo)
-                                                                 └─ tips, seed s   (TIPS shaping, tips_segment)
+    base ─ SFT (Tool-Light's stage, ideal search trajectories) ─┬─ grpo, seed s      (outcome reward, grpo)
+                                                                 ├─ tips, seed s      (TIPS shaping, tips_segment)
+                                                                 ├─ ppo, seed s       (outcome reward, critic + GAE)
+                                                                 └─ tips_ppo, seed s  (TIPS shaping, critic + GAE)
 
-Every run starts from the same warm start, trains ``rl.steps`` GRPO steps with ``AgentGRPOTrainer`` (checkpoints
+Every run starts from the same warm start, trains ``rl.steps`` steps with ``AgentGRPOTrainer`` or
+``AgentPPOTrainer`` (checkpoints
 every ``rl.save_steps`` under ``state/rl/<run>``; ``--resume`` continues a run from its last checkpoint and skips
 finished runs) and is evaluated greedily on the held-out questions. The report compares the methods across seeds:
 EM / F1 (mean ± std), reward curves, |ΔΦ| and α, KL, gradient norm, and collapse events (a run whose batch
@@ -29,7 +33,8 @@ from agentkit.recipes.tips.config import TipsConfig
 from agentkit.rl.config import describe_machine, grpo_config
 from agentkit.tools.search import SearchTool
 
-METHOD_ESTIMATOR = {"grpo": "grpo", "tips": "tips_segment"}
+METHOD_ESTIMATOR = {"grpo": "grpo", "tips": "tips_segment"}  # ppo and tips_ppo: GAE with a critic
+SHAPED = {"tips", "tips_ppo"}
 
 
 class TipsRecipe(Recipe[TipsConfig]):
@@ -98,8 +103,9 @@ class TipsRecipe(Recipe[TipsConfig]):
         self.ctx.record("stages", {"sft": {"history": history, "examples": len(ds)}})
         return path
 
-    # ---- one GRPO run -------------------------------------------------------------------------------------
+    # ---- one RL run -------------------------------------------------------------------------------------
     def _rl(self, method: str, seed: int, start: Path, key: str) -> list[dict[str, Any]]:
+        from agentkit.rl.ppo import AgentPPOTrainer
         from agentkit.rl.trainer import AgentGRPOTrainer, TeacherRefresh, agent_dataset
 
         c, r = self.config, self.config.rl
@@ -107,25 +113,19 @@ class TipsRecipe(Recipe[TipsConfig]):
         agent = r.agent.with_sampling(seed=seed)
         data = agent_dataset(self.train_tasks, [self.tool], agent).shuffle(seed=seed)
         shaper, callbacks, teacher = None, [], None
-        if method == "tips":
+        if method in SHAPED:
             shaper, teacher = self._shaper(model, tok)
             if c.teacher == "lagged":
                 callbacks.append(TeacherRefresh(teacher, c.teacher_refresh))
         out = self.ctx.run_dir / "state" / "rl" / key
-        trainer = AgentGRPOTrainer(
-            model,
-            grpo_config(self.config.rl, out, seed, self.ctx.state.num_processes, self.ctx.quiet),
-            data,
-            processing_class=tok,
-            tools=[self.tool],
-            agent=agent,
-            engine=c.engine,
-            estimator=c.estimator or METHOD_ESTIMATOR[method],
-            shaper=shaper,
-            outcome=c.outcome,
-            callbacks=callbacks,
-            peft_config=_lora(r.lora_r),
-        )
+        common = dict(processing_class=tok, tools=[self.tool], agent=agent, engine=c.engine, shaper=shaper)
+        common.update(outcome=c.outcome, callbacks=callbacks, peft_config=_lora(r.lora_r))
+        args = grpo_config(self.config.rl, out, seed, self.ctx.state.num_processes, self.ctx.quiet)
+        if method in METHOD_ESTIMATOR:
+            estimator = c.estimator or METHOD_ESTIMATOR[method]
+            trainer = AgentGRPOTrainer(model, args, data, estimator=estimator, **common)
+        else:
+            trainer = AgentPPOTrainer(model, args, data, ppo=c.ppo, **common)
         resume = any(out.glob("checkpoint-*"))
         if resume and callbacks:
             from transformers.trainer_utils import get_last_checkpoint
@@ -228,6 +228,12 @@ class TipsRecipe(Recipe[TipsConfig]):
             "\n".join(lines)
             + f"\n\n{len(self.test_tasks)} held-out questions (distinct, none of them in the SFT or RL questions); each run: {r.steps} steps × {r.questions_per_step} "
             f"questions × G={r.group_size}, lr {r.learning_rate}, {r.loss_type} loss, β={r.beta}"
+            + (
+                f" (PPO: {c.ppo.critic} critic, vf_coef {c.ppo.vf_coef}, γ={c.ppo.gamma}, λ={c.ppo.lam}, "
+                f"KL {'in the reward' if c.ppo.kl_in_reward else 'in the loss'})"
+                if {"ppo", "tips_ppo"} & set(c.methods)
+                else ""
+            )
             + (f", LoRA r={r.lora_r}" if r.lora_r else "")
             + f". Training time, all runs: {sum(minutes):.0f} min on {describe_machine()}.\n\n"
             + "\n".join(per_run),
@@ -243,8 +249,10 @@ class TipsRecipe(Recipe[TipsConfig]):
             ("tips/delta_phi_abs", "mean |ΔΦ| (tips)"),
             ("grad_norm", "gradient norm"),
         ]
+        if any("ppo/value_loss" in h for rows in hist.values() for h in rows):
+            panels.append(("ppo/value_loss", "value loss (ppo)"))
         fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3))
-        colors = {"grpo": "tab:blue", "tips": "tab:orange"}
+        colors = {"grpo": "tab:blue", "tips": "tab:orange", "ppo": "tab:green", "tips_ppo": "tab:red"}
         for ax, (key, title) in zip(axes, panels):
             for run, rows in sorted(hist.items()):
                 pts = [(h["step"], h[key]) for h in rows if key in h]

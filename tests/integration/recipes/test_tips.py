@@ -76,3 +76,66 @@ def test_tips_under_accelerate_launch_two_processes(tmp_path):
     steps = [r for r in rows if r.get("run") == "tips-s0" and "tips/alpha" in r]
     assert [r["step"] for r in steps] == [1, 2]
     assert (out / "models" / "tips-s0" / "config.json").exists() and (out / "report.md").exists()
+
+
+def test_ppo_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch):
+    """ppo with a separate critic: the run dies in its second step, resumes from checkpoint-1 with the critic
+    saved there, and finishes; the report has the PPO row and the value-loss curve."""
+    from agentkit.rl.ppo import AgentPPOTrainer
+
+    real, loaded = AgentPPOTrainer._rollout, []
+
+    def rollout(self, prompts, crash=[True]):  # noqa: B006 - one crash per test
+        if self.state.global_step == 1 and crash[0]:
+            crash[0] = False
+            raise KeyboardInterrupt
+        return real(self, prompts)
+
+    real_load = AgentPPOTrainer._load_from_checkpoint
+
+    def load(self, path, model=None):
+        loaded.append(path)
+        return real_load(self, path, model)
+
+    monkeypatch.setattr(AgentPPOTrainer, "_rollout", rollout)
+    monkeypatch.setattr(AgentPPOTrainer, "_load_from_checkpoint", load)
+    out = tmp_path / "run"
+    sets = ["methods=[ppo]", "ppo.critic=separate"]
+    with pytest.raises(KeyboardInterrupt):
+        run_recipe("tips", sets, output_dir=str(out), preset="tiny", quiet=True)
+    assert (out / "state" / "rl" / "ppo-s0" / "checkpoint-1" / "critic.safetensors").is_file()
+    metrics, run_dir = run_recipe("tips", sets, output_dir=str(out), preset="tiny", resume=True, quiet=True)
+    assert loaded and loaded[0].endswith("checkpoint-1")
+    assert "ppo-s0/em" in metrics and "ppo/em_mean" in metrics
+    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if r.get("run") == "ppo-s0" and "ppo/value_loss" in r]
+    assert [r["step"] for r in steps][-2:] == [1, 2] and not any("tips/alpha" in r for r in steps)
+    report = (run_dir / "report.md").read_text()
+    assert "| ppo | 1 |" in report and "separate critic" in report
+
+
+def test_tips_ppo_under_accelerate_launch_two_processes(tmp_path):
+    """TIPS-PPO on two CPU processes (gloo): potentials and α over the gathered batch, advantages whitened over
+    both processes' tokens, the value head's gradients averaged by DDP."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(root / "configs/accelerate/cpu.yaml"),
+    ]
+    cmd += ["-m", "agentkit", "run", "tips", "--preset", "tiny", "--set", "methods=[tips_ppo]"]
+    cmd += ["--output-dir", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if r.get("run") == "tips_ppo-s0" and "ppo/value_loss" in r]
+    assert [r["step"] for r in steps] == [1, 2] and all("tips/alpha" in r for r in steps)
+    assert (out / "state" / "rl" / "tips_ppo-s0" / "checkpoint-2" / "critic.safetensors").is_file()
+    assert (out / "models" / "tips_ppo-s0" / "config.json").exists()

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from agentkit.errors import AgentkitError
-from agentkit.rl.advantages import ESTIMATORS, TurnRewards, dr_grpo, estimate, gae, grpo, rloo
+from agentkit.rl.advantages import ESTIMATORS, TurnRewards, dr_grpo, estimate, gae, grpo, rloo, turn_rloo
 
 
 def test_registered():
@@ -72,3 +72,51 @@ def test_gae_on_a_three_turn_trajectory_by_hand():
     assert adv1 == pytest.approx([g - v if m else 0.0 for g, v, m in zip(togo, values, model)])
     with pytest.raises(ValueError, match="differ in length"):
         gae([0.0], [0.0, 1.0], [True])
+
+
+def naive_per_turn_index(batch, groups):
+    """The biased construction verl #7244 describes: each turn index's reward centred among the group's
+    trajectories at that index, then summed to go (A_ik = Σ_{j≥k} (r_ij − mean_j r))."""
+    out = []
+    for r, group in zip(batch, groups):
+        peers = [b for b, g in zip(batch, groups) if g == group]
+        centred = []
+        for j, x in enumerate(r.turns):
+            at_j = [p.turns[j] for p in peers if len(p.turns) > j]
+            centred.append(x - sum(at_j) / len(at_j))
+        out.append([sum(centred[k:]) for k in range(len(centred))])
+    return out
+
+
+def test_turn_rloo_by_hand():
+    # q: a 3-turn trajectory (turns 0.2, 0.1, 0.7 → to go 1.0, 0.8, 0.7), a 2-turn (0.3, 0.0 → 0.3, 0.0), a 1-turn (1.0)
+    batch = [TurnRewards(1.0, [0.2, 0.1, -0.3]), TurnRewards(0.0, [0.3, 0.0]), TurnRewards(1.0)]
+    a = turn_rloo(batch, ["q"] * 3)
+    assert a[0] == pytest.approx([1.0 - (0.3 + 1.0) / 2, 0.8 - 0.0, 0.7 - 0.0])
+    assert a[1] == pytest.approx([0.3 - (1.0 + 1.0) / 2, 0.0 - 0.8])
+    assert a[2] == pytest.approx([1.0 - (1.0 + 0.3) / 2])
+    # discounted to go: turn 1 of the first is 0.2 + 0.5·0.1 + 0.25·0.7
+    assert turn_rloo(batch, ["q"] * 3, gamma=0.5)[0][0] == pytest.approx(0.425 - (0.3 + 1.0) / 2)
+    assert ESTIMATORS.get("turn_rloo") is turn_rloo
+
+
+def test_turn_count_alone_does_not_move_the_advantage():
+    """Two groups with the same outcomes, one answering at once and one after two tool turns whose (potential-
+    based) shaping telescopes to the same return: equal mean advantage, turn by turn and per trajectory. Within a
+    mixed group, the short and the long trajectories with equal returns get equal advantages too. The naive
+    per-turn-index construction fails both: it charges the long ones the group's mean turn reward per extra turn."""
+    short = [TurnRewards(1.0), TurnRewards(0.0), TurnRewards(1.0), TurnRewards(0.0)]
+    long = [TurnRewards(1.0, [0.3, 0.2, -0.5]), TurnRewards(0.0, [0.1, 0.4, -0.5])]
+    long += [TurnRewards(1.0, [0.2, 0.3, -0.5]), TurnRewards(0.0, [0.3, 0.2, -0.5])]
+    batch, groups = short + long, ["a"] * 4 + ["b"] * 4
+    a = turn_rloo(batch, groups)
+    first = [x[0] for x in a]
+    assert first[:4] == pytest.approx(first[4:])  # per trajectory: same outcome, same first-turn advantage
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    assert mean([x for row in a[:4] for x in row]) == pytest.approx(0.0)
+    assert mean([x for row in a[4:] for x in row]) == pytest.approx(0.0)
+    mixed = turn_rloo(short[:2] + long[:2], ["m"] * 4)
+    assert mixed[0][0] == pytest.approx(mixed[2][0]) and mixed[1][0] == pytest.approx(mixed[3][0])
+    assert mean([m[0] for m in mixed[:2]]) == pytest.approx(mean([m[0] for m in mixed[2:]]))
+    naive = naive_per_turn_index(short[:2] + long[:2], ["m"] * 4)
+    assert mean([m[0] for m in naive[:2]]) != pytest.approx(mean([m[0] for m in naive[2:]]), abs=0.05)
