@@ -175,6 +175,21 @@ def save_pretrained_dir(final: Path, model, tokenizer) -> Path:
     return atomic_dir(final, write)
 
 
+def weights_digest(model) -> str:
+    """sha256 over a model's tensors (names, dtypes, shapes and bytes, in name order): equal digests mean the
+    same weights bit for bit, e.g. a warm start rebuilt in a later session against the one a run recorded."""
+    import hashlib
+
+    import torch
+
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        t = t.detach().cpu().contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.view(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
 def _exchange(a: Path, b: Path) -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)

@@ -25,6 +25,7 @@ from agentkit.agent import rollout
 from agentkit.data.multihop import MultiHopKB
 from agentkit.data.tasks import split_held_out
 from agentkit.engines.config import HFConfig
+from agentkit.errors import AgentkitError
 from agentkit.files import save_pretrained_dir
 from agentkit.models import load_model
 from agentkit.plots import pyplot
@@ -63,7 +64,7 @@ class TipsRecipe(Recipe[TipsConfig]):
         c = self.config
         start = self._warm_start()
         metrics = self._evaluate("warm_start", start)
-        runs = [(m, s) for m in c.methods for s in c.seeds]
+        runs = [(m, s) for s in c.seeds for m in c.methods]  # seed by seed: a partial comparison stays paired
         for method, seed in runs:
             key = f"{method}-s{seed}"
             if not self.ctx.done("runs").get(key):
@@ -84,12 +85,18 @@ class TipsRecipe(Recipe[TipsConfig]):
         return final
 
     def _warm_start(self) -> Path:
-        """The tool-tuned model every run starts from: init_model, or the SFT stage run once."""
+        """The tool-tuned model every run starts from: init_model, or the SFT stage run once.
+
+        A run folder kept without its models (a committed comparison resumed in a later session) rebuilds the SFT
+        stage and goes on only if the rebuilt weights equal the recorded ones bit for bit (``weights_digest``):
+        the runs still to come then start from the same warm start as the finished ones."""
         c = self.config
         if c.init_model:
             return Path(c.init_model)
-        if self.ctx.done("stages").get("sft"):
+        recorded = self.ctx.done("stages").get("sft")
+        if recorded and (self._model_dir("sft") / "config.json").exists():
             return self._model_dir("sft")
+        from agentkit.files import weights_digest
         from agentkit.toollight.sft import to_sft_dataset, train_sft
         from agentkit.toollight.sft_data import make_trajectories
 
@@ -99,8 +106,17 @@ class TipsRecipe(Recipe[TipsConfig]):
         history, model = train_sft(
             model, tok, ds, c.sft, self.ctx.run_dir / "state" / "sft", progress=not self.ctx.quiet
         )
+        digest = weights_digest(model)
+        if recorded and recorded.get("digest") != digest:
+            raise AgentkitError(
+                f"sft: the rebuilt warm start differs from the one this run recorded (weights {digest[:12]} vs "
+                f"{str(recorded.get('digest'))[:12]}), so the runs still to come would not start where the "
+                "finished ones did",
+                "resume on the machine and versions that made the run, or start a new output directory",
+            )
         path = self._save(model, tok, "sft")
-        self.ctx.record("stages", {"sft": {"history": history, "examples": len(ds)}})
+        if not recorded:
+            self.ctx.record("stages", {"sft": {"history": history, "examples": len(ds), "digest": digest}})
         return path
 
     # ---- one RL run -------------------------------------------------------------------------------------

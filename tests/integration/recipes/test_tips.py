@@ -139,3 +139,22 @@ def test_tips_ppo_under_accelerate_launch_two_processes(tmp_path):
     assert [r["step"] for r in steps] == [1, 2] and all("tips/alpha" in r for r in steps)
     assert (out / "state" / "rl" / "tips_ppo-s0" / "checkpoint-2" / "critic.safetensors").is_file()
     assert (out / "models" / "tips_ppo-s0" / "config.json").exists()
+
+
+def test_a_run_kept_without_its_models_rebuilds_the_same_warm_start(tmp_path):
+    """A comparison committed without its models resumes in a later session: the SFT stage is trained again and
+    must equal the recorded weights bit for bit; a different warm start stops the run with the reason."""
+    import shutil
+
+    out = tmp_path / "run"
+    sets = ["methods=[grpo]", "rl.steps=1"]
+    run_recipe("tips", sets, output_dir=str(out), preset="tiny", quiet=True)
+    shutil.rmtree(out / "models")
+    shutil.rmtree(out / "state" / "sft")
+    metrics, _ = run_recipe("tips", sets, output_dir=str(out), preset="tiny", resume=True, quiet=True)
+    assert (out / "models" / "sft" / "config.json").exists() and "grpo-s0/em" in metrics
+    shutil.rmtree(out / "models")
+    with pytest.raises(AgentkitError, match="rebuilt warm start differs"):
+        run_recipe(
+            "tips", sets + ["sft.learning_rate=1e-3"], output_dir=str(out), preset="tiny", resume=True, force=True
+        )
