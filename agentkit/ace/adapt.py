@@ -3,10 +3,12 @@
 One step on a batch of questions:
 
 1. **generate** every answer with the playbook in context (all of it, or each question's top-k bullets);
-2. **judge**: the feedback function gives a verdict (or None) and a text; with labels the reflector also sees
-   the reference, label-free it sees only the feedback;
+2. **judge**: the feedback gives a verdict (or None) and a text; with labels the reflector also sees the
+   reference; label-free (the paper's setting) it sees only the feedback, and the feedback itself reads no
+   reference (``SelfConsistency``: agreement among fresh samples). Evaluation always scores with the task's
+   checker (``checker_feedback``), whatever adapted the playbook;
 3. **reflect** on every sample; a wrong one is answered again with the reflection as notes and reflected on
-   again, up to ``max_rounds`` reflections, stopping once right (official: 3);
+   again, up to ``max_rounds`` reflections, stopping once judged right (official: 3);
 4. **curate**: one curator call per sample; its operations, the reflections' bullet tags and the generator's
    citations (``used``) are merged as one batch (``agentkit.ace.deltas``: order-free, replayable) and
    committed as one version, tagged with the step;
@@ -31,25 +33,81 @@ from agentkit.ace.toolgen import ToolGenerator
 from agentkit.config import NonNegInt, PosInt
 from agentkit.eval.metrics import score_task, value_match
 
-# (task, sample) -> (verdict: True / False / None for "no verdict", feedback text for the reflector)
+# (task, sample) -> (verdict: True / False / None for "no verdict", feedback text for the reflector); or an object
+# whose judge(samples) sets every sample's correct and feedback at once (``SelfConsistency``)
 Feedback = Callable[[Any, Sample], tuple[bool | None, str]]
 
 
 def checker_feedback(task, s: Sample) -> tuple[bool | None, str]:
-    """A verifier's verdict (the task's scorer) and nothing more: what a unit test tells an agent. With
-    ``labels=False`` the reflector gets this and never the reference."""
+    """The task's scorer against the reference: what evaluation uses, and the labelled runs' verdict. It reads the
+    reference, so it is not label-free feedback."""
     ok = bool(s.answer) and score_task(task.metric, s.answer, task.answer)["correct"] == 1.0
     return ok, "A checker accepted the answer." if ok else "A checker rejected the answer."
+
+
+def judge(feedback, samples: list[Sample]) -> list[Sample]:
+    """Set every sample's ``correct`` and ``feedback`` by ``feedback`` (a per-sample function, or an object with
+    ``judge(samples)`` that sees the batch)."""
+    if hasattr(feedback, "judge"):
+        feedback.judge(samples)
+    else:
+        for s in samples:
+            s.correct, s.feedback = feedback(s.task, s)
+    return samples
+
+
+class SelfConsistency:
+    """Label-free verdicts by agreement (no reference is read): each answer is compared with ``n`` fresh answers
+    to the same question with the same context, sampled at ``temperature``; it is judged right when it agrees
+    (``value_match``: the same number) with more than half of the n + 1 answers, and the reflector is told how
+    many agreed. Self-consistency is the label-free signal of Wang et al. 2023; ACE's label-free runs use the
+    environment's execution feedback, which these question suites do not have beyond the tool's own errors (those
+    are in the trajectory the reflector reads).
+
+    Args:
+        generator: answers the copies (``Generator`` or ``ToolGenerator``; give it sampling at ``temperature``).
+        n: fresh answers per question.
+    """
+
+    def __init__(self, generator, n: int = 4):
+        self.generator, self.n = generator, n
+
+    def judge(self, samples: list[Sample]) -> None:
+        copies = [Sample(s.task) for s in samples for _ in range(self.n)]
+        contexts = [s.context for s in samples for _ in range(self.n)]
+        self.generator.answer(copies, contexts, known=set(), draws=self._draws(samples))
+        for i, s in enumerate(samples):
+            others = [c.answer for c in copies[i * self.n : (i + 1) * self.n]]
+            agree = 1 + sum(bool(s.answer) and bool(o) and _same(s.answer, o) for o in others)
+            s.correct = bool(s.answer) and agree > (self.n + 1) / 2
+            s.feedback = (
+                f"{agree} of {self.n + 1} independent attempts at this question gave this answer."
+                if s.answer
+                else "No answer was given."
+            )
+
+    def _draws(self, samples: list[Sample]) -> list[int]:
+        self._calls = getattr(self, "_calls", 0) + 1  # fresh draws each time: the same question asked again
+        return [1 + self._calls * 1000 * self.n + i for i in range(len(samples) * self.n)]
+
+
+def _same(a: str, b: str) -> bool:
+    """Two answers agree: the same number (``value_match`` with one as the gold), else the same text."""
+    from agentkit.eval.metrics import normalize_answer
+
+    if value_match(a, b) or value_match(b, a):
+        return True
+    return normalize_answer(a) == normalize_answer(b)
 
 
 @dataclass
 class AdaptConfig:
     """labels: the reflector sees the reference answer (False: label-free, feedback only). max_rounds: reflections
-    per wrong sample, each but the last followed by a new answer (official: 3). curate_correct: also curate
-    after right answers (official: every sample)."""
+    per wrong sample, each but the last followed by a new answer (the official code: 3). curate_correct: also
+    curate after right answers (official: every sample)."""
 
     labels: bool = True
-    max_rounds: PosInt = 1
+    max_rounds: PosInt = 3
     curate_correct: bool = True
     top_k: NonNegInt = 0
 
@@ -95,7 +153,11 @@ class Adapter:
         return [pb.to_text(ids) for ids in picks]
 
     def answer(
-        self, tasks: list[Any], notes: list[str] | None = None, samples: list[Sample] | None = None
+        self,
+        tasks: list[Any],
+        notes: list[str] | None = None,
+        samples: list[Sample] | None = None,
+        feedback: Feedback = checker_feedback,
     ) -> list[Sample]:
         """Answer and judge.
 
@@ -103,16 +165,15 @@ class Adapter:
             tasks: the questions (ignored when ``samples`` is given).
             notes: per sample, the reflector's notes to answer with (a new round).
             samples: samples to answer again, in place.
+            feedback: the judge (default the checker: evaluation; ``step`` passes the adapter's feedback).
 
         Returns:
-            The samples, each with its answer, the playbook bullets it used, and the feedback's verdict.
+            The samples, each with its answer, the playbook bullets it used, and the verdict.
         """
         samples = samples or [Sample(t) for t in tasks]
         ctx = self.contexts([s.task for s in samples])
         self.generator.answer(samples, ctx, notes, set(self.store.playbook.bullets))
-        for s in samples:
-            s.correct, s.feedback = self.feedback(s.task, s)
-        return samples
+        return judge(feedback, samples)
 
     def _reflect(self, samples: list[Sample]) -> None:
         pb = self.store.playbook
@@ -135,14 +196,14 @@ class Adapter:
             The step's accuracies (first and final), operations proposed, invalid and rejected, bullets added,
             what refinement did, the playbook's size and version.
         """
-        samples = self.answer(tasks)
+        samples = self.answer(tasks, feedback=self.feedback)
         first = [s.correct for s in samples]
         self._reflect(samples)
         for _ in range(1, self.cfg.max_rounds):
             wrong = [s for s in samples if s.correct is False and s.reflection]
             if not wrong:
                 break
-            self.answer([], [_notes(s.reflection) for s in wrong], wrong)
+            self.answer([], [_notes(s.reflection) for s in wrong], wrong, self.feedback)
             self._reflect(wrong)
         deltas = [d for s in samples for d in s.tags()]
         # the curator sees the counters after this step's tags

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from agentkit.ace.adapt import Feedback, _mean, checker_feedback, summary
+from agentkit.ace.adapt import Feedback, _mean, checker_feedback, judge, summary
 from agentkit.ace.roles import Generator, RoleConfig, RoleStats, Sample
 from agentkit.ace.toolgen import ToolGenerator
 
@@ -49,15 +49,14 @@ class Cheatsheet:
     def usage(self) -> dict[str, dict[str, int]]:
         return {"generator": vars(self.generator.stats).copy(), "rewriter": vars(self.rewriter).copy()}
 
-    def answer(self, tasks: list[Any]) -> list[Sample]:
+    def answer(self, tasks: list[Any], feedback: Feedback = checker_feedback) -> list[Sample]:
+        """Answer with the cheatsheet and judge (default the checker: evaluation; ``step`` uses its feedback)."""
         samples = [Sample(t) for t in tasks]  # the generator records the context it answered with
         self.generator.answer(samples, [self.text] * len(samples))
-        for s in samples:
-            s.correct, s.feedback = self.feedback(s.task, s)
-        return samples
+        return judge(feedback, samples)
 
     def step(self, tasks: list[Any], step: int) -> dict[str, Any]:
-        samples = self.answer(tasks)
+        samples = self.answer(tasks, self.feedback)
         lines = []
         for s in samples:
             verdict = {True: "correct", False: "wrong", None: "not judged"}[s.correct]

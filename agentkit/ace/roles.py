@@ -290,11 +290,17 @@ class Generator(JSONRole):
         return [{"role": "system", "content": self.system}, {"role": "user", "content": "\n\n".join(parts)}]
 
     def answer(
-        self, samples: list[Sample], contexts: list[str], notes: list[str] | None = None, known: set[str] | None = None
+        self,
+        samples: list[Sample],
+        contexts: list[str],
+        notes: list[str] | None = None,
+        known: set[str] | None = None,
+        draws: list[int] | None = None,
     ) -> None:
         """Answer every sample with its context (and notes on a previous attempt), in one batched call; fills
         ``context``, ``reasoning``, ``answer`` and (``known`` given) ``bullet_ids``. The interface
-        ``ToolGenerator`` shares."""
+        ``ToolGenerator`` shares. ``draws`` is accepted for it; here every chat of a call already draws with its
+        own seed."""
         notes = notes or [""] * len(samples)
         objs = self.call([self.chat(s.task.question, c, n) for s, c, n in zip(samples, contexts, notes)])
         for s, c, obj in zip(samples, contexts, objs):

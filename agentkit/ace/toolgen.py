@@ -46,14 +46,22 @@ class ToolGenerator:
         return "\n\n".join(parts)
 
     def answer(
-        self, samples: list[Sample], contexts: list[str], notes: list[str] | None = None, known: set[str] | None = None
+        self,
+        samples: list[Sample],
+        contexts: list[str],
+        notes: list[str] | None = None,
+        known: set[str] | None = None,
+        draws: list[int] | None = None,
     ) -> None:
+        """``Generator.answer``'s interface; ``draws``: each trajectory's sample index (its seed), so repeated
+        answers to one question differ."""
         notes = notes or [""] * len(samples)
+        draws = draws or [0] * len(samples)
         trajs = []
-        for s, c, n in zip(samples, contexts, notes):
+        for s, c, n, d in zip(samples, contexts, notes, draws):
             cfg = replace(self.agent, system_prompt=self.system(c, n, cite=known is not None))
             prompt = agent_prompt(s.task.question, self.tools, cfg)
-            trajs.append(Trajectory(s.task.id, prompt, self.engine.encode(prompt)))
+            trajs.append(Trajectory(s.task.id, prompt, self.engine.encode(prompt), meta={"sample": d}))
         continue_rollout(self.engine, trajs, self.tools, self.agent)
         for s, c, t in zip(samples, contexts, trajs):
             self._count(t)

@@ -47,13 +47,27 @@ class AceConfig:
         [0, 1, 2], "one run per method and seed (training order and questions)"
     )
     labels: bool = option(
-        True, "the reflector (DC's rewriter) sees the reference; false: label-free, the checker's verdict only"
+        True,
+        "the reflector (DC's rewriter) sees the reference and the checker judges; false: label-free, judged by label_free",
+    )
+    label_free: Literal["self_consistency", "checker"] = option(
+        "self_consistency",
+        "labels=false's judge: self_consistency (agreement with consistency_samples fresh answers; reads no "
+        "reference) or checker (the task's scorer: it reads the reference, as a unit test would)",
+    )
+    consistency_samples: Annotated[int, at.Interval(ge=1, le=16)] = option(
+        4, "label-free self-consistency: fresh answers each answer is compared with"
+    )
+    consistency_temperature: Annotated[float, at.Interval(gt=0, le=2)] = option(
+        0.7, "label-free self-consistency: the fresh answers' sampling temperature"
     )
     batch_size: PosInt = option(8, "questions per step; their deltas are merged as one batch")
     epochs: PosInt = option(1, "ace_offline: passes over the training questions")
     eval_every: NonNegInt = option(4, "ace_offline: validate every this many steps (0: only at the end)")
     window: PosInt = option(16, "ace_online: test questions answered before each adaptation")
-    max_rounds: Annotated[int, at.Interval(ge=1, le=10)] = option(1, "reflections per wrong answer (paper: up to 5)")
+    max_rounds: Annotated[int, at.Interval(ge=1, le=10)] = option(
+        3, "reflections per wrong answer, each but the last followed by a new answer (official code: 3; paper: up to 5)"
+    )
     top_k: NonNegInt = option(0, "0 sends the whole playbook to the generator, k > 0 its k nearest bullets")
     tool: bool = option(
         True,

@@ -25,7 +25,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from agentkit.ace.adapt import AdaptConfig, Adapter, summary
+from agentkit.ace.adapt import AdaptConfig, Adapter, SelfConsistency, checker_feedback, summary
 from agentkit.ace.cheatsheet import Cheatsheet
 from agentkit.ace.playbook import Playbook
 from agentkit.ace.refine import EmbeddingCache, Refiner
@@ -101,7 +101,26 @@ class AceRecipe(Recipe[AceConfig]):
         store = store or (PlaybookStore(path) if path.exists() else PlaybookStore.create(path, overwrite=True))
         refiner = Refiner(c.refine, self.count, self.cache)
         cfg = AdaptConfig(labels=c.labels, max_rounds=c.max_rounds, top_k=c.top_k)
-        return Adapter(*self._roles(), store, refiner, cfg)
+        gen, reflector, curator = self._roles()
+        return Adapter(gen, reflector, curator, store, refiner, cfg, self._feedback(gen))
+
+    def _feedback(self, gen):
+        """The adaptation's judge: the checker with labels (or label_free=checker); label-free, self-consistency
+        among fresh answers sampled at consistency_temperature, their cost counted as the generator's."""
+        c = self.config
+        if c.labels or c.label_free == "checker":
+            return checker_feedback
+        if self.tools:
+            twin = ToolGenerator(
+                self.engine, self.tools, self.agent.with_sampling(temperature=c.consistency_temperature)
+            )
+        else:
+            r = c.roles
+            twin = Generator(
+                self.engine, replace(r, sampling=replace(r.sampling, temperature=c.consistency_temperature))
+            )
+        twin.stats = gen.stats
+        return SelfConsistency(twin, c.consistency_samples)
 
     def _steps(self, key: str, jobs: list[tuple[int, list[Any]]], run_step, desc: str) -> list[dict[str, Any]]:
         """``run_step(step, tasks) -> metrics`` for every step not yet recorded; all steps' metrics, in order."""
@@ -131,7 +150,9 @@ class AceRecipe(Recipe[AceConfig]):
         done = self.ctx.done(f"steps-{key}")
         last = max(done, key=int) if done else None
         text = done[last]["text"] if last else ""
-        dc = Cheatsheet(gen, self.engine, c.roles, c.labels, text=text, max_tokens=c.refine.budget_tokens)
+        dc = Cheatsheet(
+            gen, self.engine, c.roles, c.labels, self._feedback(gen), text=text, max_tokens=c.refine.budget_tokens
+        )
 
         def step(i: int, tasks: list[Any]) -> dict[str, Any]:
             before = self._cost(dc.usage)

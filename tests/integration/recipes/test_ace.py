@@ -109,3 +109,28 @@ def test_ace_recipe_against_a_model_behind_an_openai_compatible_endpoint(tmp_pat
     assert runs["ace_offline-s0"]["tokens"] > 0
     _accuracies_are_the_answers_means(run_dir / "answers" / "ace_offline-s0.jsonl", metrics, "ace_offline")
     PlaybookStore(run_dir / "playbooks" / "ace_offline-s0.json").verify()
+
+
+def test_ace_label_free_adapts_on_agreement_and_is_scored_by_the_checker(tmp_path, monkeypatch):
+    """labels=false: the adapter's judge is self-consistency (fresh answers counted as the generator's cost), the
+    test is still scored against the references."""
+    from agentkit.ace.adapt import SelfConsistency
+
+    judged = []
+    real = SelfConsistency.judge
+    monkeypatch.setattr(
+        SelfConsistency, "judge", lambda self, samples: (judged.append(len(samples)), real(self, samples))
+    )
+    sets = ["methods=[ace_offline]", "labels=false", "consistency_samples=2"]
+    metrics, run_dir = run_recipe("ace", sets, output_dir=str(tmp_path / "run"), preset="tiny", quiet=True)
+    assert judged and judged[0] == 4  # the first batch of 4 questions
+    rows = [json.loads(x) for x in (run_dir / "answers" / "ace_offline-s0.jsonl").read_text().splitlines()]
+    from agentkit.data.suites import suite_tasks
+    from agentkit.eval.metrics import score_task
+
+    metric = {t.id: t.metric for t in suite_tasks("units", 8, seed=0)}  # the tiny preset's test questions
+    assert sorted(r["id"] for r in rows) == sorted(metric)
+    for r in rows:  # every test verdict is the checker's: the answer scored against the reference
+        checked = bool(r["answer"]) and score_task(metric[r["id"]], r["answer"], r["gold"])["correct"] == 1.0
+        assert r["correct"] == checked
+    _accuracies_are_the_answers_means(run_dir / "answers" / "ace_offline-s0.jsonl", metrics, "ace_offline")

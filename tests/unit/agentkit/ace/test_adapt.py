@@ -100,3 +100,48 @@ def test_label_free_reflection_sees_only_the_feedback(tmp_path):
         p[-1]["content"] for p in seen if "Answer given" in p[-1]["content"] and "Token budget" not in p[-1]["content"]
     ]
     assert reflector_prompts and all("Reference" not in p and "A checker" in p for p in reflector_prompts)
+
+
+class Copies:
+    """A generator whose fresh answers are given per question (by the samples' order)."""
+
+    def __init__(self, answers):
+        self.answers, self.seen = answers, []
+
+    def answer(self, samples, contexts, notes=None, known=None, draws=None):
+        self.seen.append((list(contexts), list(draws)))
+        per_q = {}
+        for s in samples:
+            i = per_q.get(s.task.id, 0)
+            s.answer = self.answers[s.task.id][i]
+            per_q[s.task.id] = i + 1
+
+
+def test_self_consistency_judges_by_agreement_and_never_reads_the_reference():
+    from agentkit.ace.adapt import SelfConsistency, judge
+    from agentkit.ace.roles import Sample
+
+    tasks = [Task(f"q{i}", "What is 6 x 7?", "99", "mul") for i in range(3)]  # a wrong reference: never read
+    fresh = Copies({"q0": ["42.0", "42", "41", "42"], "q1": ["42", "42", "42", "40"], "q2": ["1", "2", "3", "4"]})
+    samples = [Sample(t) for t in tasks]
+    for s, a, c in zip(samples, ["42", "41", ""], ["ctx0", "ctx1", "ctx2"]):
+        s.answer, s.context = a, c
+    sc = SelfConsistency(fresh, n=4)
+    judge(sc, samples)
+    assert [s.correct for s in samples] == [True, False, False]  # 4 of 5 agree; 1 of 5; no answer
+    assert samples[0].feedback.startswith("4 of 5") and samples[1].feedback.startswith("1 of 5")
+    contexts, draws = fresh.seen[0]
+    assert contexts[:4] == ["ctx0"] * 4 and len(set(draws)) == 12  # the same context, every copy its own draw
+    judge(sc, samples[:1])
+    assert set(fresh.seen[1][1]).isdisjoint(draws)  # asked again (a re-answer round), it draws afresh
+
+
+def test_label_free_adaptation_judges_by_consistency_and_evaluation_by_the_checker(tmp_path):
+    from agentkit.ace.adapt import SelfConsistency
+
+    a, _ = adapter(tmp_path, labels=False)
+    a.feedback = SelfConsistency(Copies({"q1": ["41"] * 4}), n=4)
+    m = a.step([Task("q1", "What is 6 x 7?", "42", "mul")], step=0)
+    assert m["accuracy_first"] == 1.0  # 41 agreed with every fresh answer: judged right, though it is wrong
+    (s,) = a.answer([Task("q1", "What is 6 x 7?", "42", "mul")])
+    assert s.correct is False and s.feedback.startswith("A checker")  # evaluation scores against the reference
