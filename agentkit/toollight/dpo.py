@@ -197,7 +197,7 @@ class DPOSettings:
     )
     warmup_ratio: Fraction = option(0.1, "share of the steps the learning rate warms up over")
     lora_r: NonNegInt = option(
-        0, "rank of LoRA adapters on all linear layers (the paper: 8), merged after the round (0: full fine-tuning)"
+        8, "rank of LoRA adapters on all linear layers (the paper's 8), merged after the round (0: full fine-tuning)"
     )
     seed: int = option(0, "the trainer's seed")
 
