@@ -36,9 +36,19 @@ class GameRLCommand(Command):
         e.add_argument("--out", required=True, help="folder to save the dataset to (datasets.load_from_disk reads it)")
         e.add_argument("--force", action="store_true", help="write into --out even if it holds other files")
         c = g.add_parser(
-            "code2logic", help="draft task templates for a game file with a model, validate them by running it"
+            "code2logic",
+            help="draft task templates for a game file with a model, validate them by running it; or first have "
+            "the model write the game from --description",
         )
-        c.add_argument("game_file", help="the game's Python file")
+        c.add_argument("game_file", nargs="?", help="the game's Python file (omit with --description)")
+        c.add_argument(
+            "--description",
+            default=None,
+            help="the game in words: the model writes its code first (Code2Logic's first step), validated by "
+            "running it; the first accepted draft goes on to templates (default: none, use game_file)",
+        )
+        c.add_argument("--name", default=None, help="with --description: the game's name (its file's stem)")
+        c.add_argument("--games", type=POS_INT, default=8, help="with --description: game drafts (default: 8)")
         add_engine_options(c, "the drafting model", base_url="base_url")
         c.add_argument(
             "--drafts", type=NONNEG_INT, default=16, help="templates drafted; 0: only --templates (default: 16)"
@@ -74,6 +84,10 @@ class GameRLCommand(Command):
         from agentkit.data.tasks import read_jsonl
         from agentkit.gamerl.code2logic import code2logic
 
+        if a.description is not None:
+            return _from_description(a)
+        if a.game_file is None:
+            raise AgentkitError("code2logic needs a game file or --description", "give one of them")
         if not Path(a.game_file).is_file():
             raise AgentkitError(f"{a.game_file}: no such file", "give the path of the game's Python file")
         try:
@@ -96,3 +110,26 @@ class GameRLCommand(Command):
         result.save(Path(a.out))
         print(json.dumps({"game": result.game, **result.counts}))
         return 0
+
+
+def _from_description(a: argparse.Namespace) -> int:
+    """``code2logic --description``: the model writes the game, then its templates."""
+    from agentkit.errors import AgentkitError
+    from agentkit.files import claim_output_dir
+    from agentkit.gamerl.gamegen import code2logic_from_description
+
+    if a.game_file is not None:
+        raise AgentkitError("give a game file or --description, not both", "drop one of them")
+    if not a.name:
+        raise AgentkitError("--description needs --name (the game's file stem)", "e.g. --name row_sort")
+    engine_cfg = engine_from_args(a)
+    claim_output_dir(a.out, "gamerl code2logic", a.force)
+    engine = engine_cfg.build()
+    try:
+        summary = code2logic_from_description(
+            engine, a.description, a.name, a.out, a.games, a.drafts, a.instances, a.seed
+        )
+    finally:
+        engine.close()
+    print(json.dumps(summary))
+    return 0
