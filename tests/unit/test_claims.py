@@ -73,7 +73,11 @@ def lookup(path: Path, key: str, col: int | None = None, nth: int = 0):
         if col is not None:
             return numbers[nth][col] if len(numbers) > nth and len(numbers[nth]) > col else None
         return [x for row in numbers for x in row]
-    obj = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
+    return dig(json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text()), key)
+
+
+def dig(obj, key: str):
+    """``a.b[2].c`` into nested dicts and lists."""
     for part in re.findall(r"[^.\[\]]+|\[\d+\]", key):
         obj = obj[int(part[1:-1])] if part.startswith("[") else obj[part]
     return obj
@@ -93,6 +97,14 @@ def resolve(claim: dict) -> list[float]:
             return [sum(xs) / len(xs)]
         a, b = xs
         return [{"ratio": a / b, "diff": a - b, "drop": 1 - a / b}[claim["op"]]]
+    if "each" in claim:  # a dotted path in every record of a .jsonl (one per seed): the mean over the records of
+        # the mean of the list's last ``tail`` share (a training curve's end)
+        ends = []
+        for line in path.read_text().splitlines():
+            xs = dig(json.loads(line), claim["each"])
+            n = max(1, round(len(xs) * claim["tail"]))
+            ends.append(sum(xs[-n:]) / n)
+        return [sum(ends) / len(ends)]
     value = lookup(path, claim["key"], claim.get("col"), claim.get("nth", 0))
     assert value is not None, f"{claim['file']}: no {claim['key']!r}"
     values = value if isinstance(value, list) else [value]
