@@ -117,8 +117,12 @@ class AgentPPOTrainer(AgentGRPOTrainer):
     # ---- the critic ---------------------------------------------------------------------------------------
     @contextmanager
     def _hidden_states(self):
-        """Collect the policy backbone's ``last_hidden_state`` of every forward inside the block."""
+        """Collect the policy backbone's ``last_hidden_state`` of every forward inside the block (for a value head;
+        a separate critic needs none, and nothing is kept)."""
         seen: list[torch.Tensor] = []
+        if self.ppo.critic != "head":
+            yield seen
+            return
         backbone = backbone_of(self.accelerator.unwrap_model(self.model))
         handle = backbone.register_forward_hook(lambda m, a, out: seen.append(out.last_hidden_state))
         try:
