@@ -28,3 +28,16 @@ def gone(*markers: str, seconds: float = 3.0) -> bool:
     while processes(*markers) and time.monotonic() < deadline:
         time.sleep(0.05)
     return not processes(*markers)
+
+
+def launch_two_processes(args: list[str], root, timeout: float = 600):
+    """``accelerate launch`` of ``python -m agentkit <args>`` on two CPU processes (gloo,
+    ``configs/accelerate/cpu.yaml`` under ``root``), run from ``root``: the finished ``CompletedProcess``, its
+    output captured as text."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    config = Path(root) / "configs" / "accelerate" / "cpu.yaml"
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config), "-m", "agentkit", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=root)

@@ -2,8 +2,6 @@
 a run interrupted mid-training resumes from its checkpoint with its curriculum; two processes under accelerate."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ from agentkit.errors import AgentkitError
 from agentkit.gamerl.reward import GameReward
 from agentkit.gamerl.trainer import GameGRPOTrainer
 from agentkit.runner import run_recipe
+from agentkit.testing.processes import launch_two_processes
 
 
 def test_gamerl_tiny_interrupted_and_resumed_with_its_curriculum(tmp_path, monkeypatch):
@@ -67,28 +66,9 @@ def test_gamerl_bad_config_fails_before_loading(tmp_path):
 
 def test_gamerl_under_accelerate_launch_two_processes(tmp_path):
     """Two CPU processes: each rolls out half of a step's questions; both move the curriculum alike."""
-    root = Path(__file__).resolve().parents[3]
     out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--config_file",
-        str(root / "configs/accelerate/cpu.yaml"),
-    ]
-    cmd += [
-        "-m",
-        "agentkit",
-        "run",
-        "gamerl",
-        "--preset",
-        "tiny",
-        "--set",
-        "level_questions=0",
-        "--output-dir",
-        str(out),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=root)
+    args = ["run", "gamerl", "--preset", "tiny", "--set", "level_questions=0", "--output-dir", str(out)]
+    proc = launch_two_processes(args, Path(__file__).resolve().parents[3])
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows if r.get("run") == "s0" and "reward" in r] == [1, 2]

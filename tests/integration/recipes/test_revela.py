@@ -2,8 +2,6 @@
 the report; the trained retriever served by the search tool server; bad configs; two accelerate processes."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import torch
 from agentkit.errors import AgentkitError
 from agentkit.revela.model import RevelaModel
 from agentkit.runner import run_recipe
+from agentkit.testing.processes import launch_two_processes
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -129,15 +128,8 @@ def test_without_the_plain_loss_the_run_logs_and_plots_the_inbatch_loss(tmp_path
 
 def test_revela_under_accelerate_launch_two_processes(tmp_path):
     out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--config_file",
-        str(ROOT / "configs/accelerate/cpu.yaml"),
-    ]
-    cmd += ["-m", "agentkit", "run", "revela", "--preset", "tiny", "--set", "steps=2", "--output-dir", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    args = ["run", "revela", "--preset", "tiny", "--set", "steps=2", "--output-dir", str(out)]
+    proc = launch_two_processes(args, ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows if r.get("run") == "seed-0"] == [1, 2]

@@ -2,12 +2,16 @@
 the report; a run interrupted mid-training resumes from its checkpoint and redoes nothing finished."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from agentkit.errors import AgentkitError
 from agentkit.rl.trainer import AgentGRPOTrainer
 from agentkit.runner import run_recipe
+from agentkit.testing.processes import launch_two_processes
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("lora", [0, 4])
@@ -56,21 +60,10 @@ def test_tips_bad_config_fails_before_loading(tmp_path):
 def test_tips_under_accelerate_launch_two_processes(tmp_path):
     """Two CPU processes (gloo): each rolls out half of a step's trajectories, the potentials and advantages are
     computed over the gathered batch, the main process writes the run."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[3]
     out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--config_file",
-        str(root / "configs/accelerate/cpu.yaml"),
-    ]
-    cmd += ["-m", "agentkit", "run", "tips", "--preset", "tiny", "--set", "methods=[tips]", "--output-dir", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=root)
+    proc = launch_two_processes(
+        ["run", "tips", "--preset", "tiny", "--set", "methods=[tips]", "--output-dir", str(out)], ROOT
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if r.get("run") == "tips-s0" and "tips/alpha" in r]
@@ -117,22 +110,9 @@ def test_ppo_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch):
 def test_tips_ppo_under_accelerate_launch_two_processes(tmp_path):
     """TIPS-PPO on two CPU processes (gloo): potentials and α over the gathered batch, advantages whitened over
     both processes' tokens, the value head's gradients averaged by DDP."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[3]
     out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--config_file",
-        str(root / "configs/accelerate/cpu.yaml"),
-    ]
-    cmd += ["-m", "agentkit", "run", "tips", "--preset", "tiny", "--set", "methods=[tips_ppo]"]
-    cmd += ["--output-dir", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=root)
+    args = ["run", "tips", "--preset", "tiny", "--set", "methods=[tips_ppo]", "--output-dir", str(out)]
+    proc = launch_two_processes(args, ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if r.get("run") == "tips_ppo-s0" and "ppo/value_loss" in r]
