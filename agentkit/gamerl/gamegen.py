@@ -153,13 +153,16 @@ class GameReport:
 
 
 def extract_code(text: str) -> str:
-    """The first fenced code block of a model's answer (```python … ```), else the whole text.
+    """The first fenced code block of a model's answer (```python … ```; a block cut off before its closing fence
+    runs to the end), else the whole text.
 
     Examples:
         >>> extract_code("Here:\\n```python\\nx = 1\\n```\\nDone.")
         'x = 1'
+        >>> extract_code("Here:\\n```python\\ny = 2\\n")
+        'y = 2'
     """
-    m = re.search(r"```(?:python|py)?\s*\n(.*?)```", text, re.S)
+    m = re.search(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", text, re.S)
     return (m.group(1) if m else text).strip()
 
 
