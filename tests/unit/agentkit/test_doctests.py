@@ -16,12 +16,17 @@ import agentkit.eval.ir_benchmarks
 import agentkit.eval.metrics as metrics
 import agentkit.eval.retrieval
 import agentkit.gamerl.dataset
+import agentkit.gamerl.gamegen
 import agentkit.gamerl.reward
 import agentkit.gamerl.verifiers
 import agentkit.registry
 import agentkit.revela.attention
 import agentkit.revela.data
+import agentkit.rl.advantages
+import agentkit.rl.value
 import agentkit.server.http
+import agentkit.tips.advantages
+import agentkit.tips.shaping
 import agentkit.tools.parsers
 import agentkit.tools.search
 
@@ -49,6 +54,11 @@ import agentkit.tools.search
         agentkit.eval.ir_benchmarks,
         agentkit.revela.attention,
         agentkit.revela.data,
+        agentkit.rl.advantages,
+        agentkit.rl.value,
+        agentkit.tips.advantages,
+        agentkit.tips.shaping,
+        agentkit.gamerl.gamegen,
     ],
 )
 def test_doctests(mod):
