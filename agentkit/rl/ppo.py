@@ -50,7 +50,9 @@ class PPOSettings:
     """PPO's critic and advantage settings (the optimisation and the rollouts are ``RLSettings``')."""
 
     critic: Literal["head", "separate"] = option(
-        "head", "head (a value head on the policy's backbone) or separate (a copy of the policy's backbone)"
+        "separate",
+        "separate (a copy of the policy's backbone with its own head: verl's, the TIPS paper's PPO) or head (a value "
+        "head on the policy's backbone; collapsed a LoRA policy in a pilot, docs/results/tips-ppo-head-pilot)",
     )
     vf_coef: NonNegFloat = option(0.1, "weight of the value loss (TRL's PPO: 0.1)")
     cliprange_value: PosFloat = option(0.2, "ε_V, the value clip around the rollout's values (TRL's PPO: 0.2)")
