@@ -95,6 +95,8 @@ def resolve(claim: dict) -> list[float]:
         xs = [float(x) for x in xs]
         if claim["op"] == "mean":
             return [sum(xs) / len(xs)]
+        if claim["op"] == "complement":  # e.g. the share of seeds that did not diverge
+            return [1 - xs[0]]
         a, b = xs
         return [{"ratio": a / b, "diff": a - b, "drop": 1 - a / b}[claim["op"]]]
     if "each" in claim:  # a dotted path in every record of a .jsonl (one per seed): the mean over the records of
