@@ -31,7 +31,7 @@ from agentkit.ace.roles import Curator, Generator, Reflector, RoleStats, Sample
 from agentkit.ace.store import PlaybookStore
 from agentkit.ace.toolgen import ToolGenerator
 from agentkit.config import NonNegInt, PosInt
-from agentkit.eval.metrics import score_task, value_match
+from agentkit.eval.metrics import normalize_answer, score_task, value_match
 
 # (task, sample) -> (verdict: True / False / None for "no verdict", feedback text for the reflector); or an object
 # whose judge(samples) sets every sample's correct and feedback at once (``SelfConsistency``)
@@ -71,6 +71,7 @@ class SelfConsistency:
 
     def __init__(self, generator, n: int = 4):
         self.generator, self.n = generator, n
+        self._calls = 0  # judgements so far: each draws fresh seeds (a question asked again in a later round)
 
     def judge(self, samples: list[Sample]) -> None:
         copies = [Sample(s.task) for s in samples for _ in range(self.n)]
@@ -87,14 +88,12 @@ class SelfConsistency:
             )
 
     def _draws(self, samples: list[Sample]) -> list[int]:
-        self._calls = getattr(self, "_calls", 0) + 1  # fresh draws each time: the same question asked again
+        self._calls += 1
         return [1 + self._calls * 1000 * self.n + i for i in range(len(samples) * self.n)]
 
 
 def _same(a: str, b: str) -> bool:
     """Two answers agree: the same number (``value_match`` with one as the gold), else the same text."""
-    from agentkit.eval.metrics import normalize_answer
-
     if value_match(a, b) or value_match(b, a):
         return True
     return normalize_answer(a) == normalize_answer(b)

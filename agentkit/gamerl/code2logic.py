@@ -146,20 +146,27 @@ def run_instance(sandbox, game_source: str, template: dict[str, Any], seed: int)
     two strings). The question and answer are the value of the call's result expression (``Sandbox.run(...,
     result=...)``): nothing the game or the template prints can stand in for them."""
     code = game_source + "\n" + _PRELUDE.format(seed=seed, setup=template["setup"])
-    expr = f"_c2l_result({template['question']!r}, {template['answer']!r})"
-    try:
-        res = sandbox.run(code, result=expr)
-    except Exception as e:  # noqa: BLE001 - the sandbox failing on one instance must not end the run
-        return {"seed": seed, "error": f"the sandbox failed: {type(e).__name__}: {e}"[:300]}
-    value = res.meta.get("value")
-    if not res.ok:
-        last = (res.output.strip().splitlines() or ["no output"])[-1]
-        return {"seed": seed, "error": last[:300]}
+    value, error = sandbox_value(sandbox, code, f"_c2l_result({template['question']!r}, {template['answer']!r})")
+    if error is not None:
+        return {"seed": seed, "error": error}
     if not (
         isinstance(value, dict) and isinstance(value.get("question"), str) and isinstance(value.get("answer"), str)
     ):
         return {"seed": seed, "error": "the result is not a question and an answer (strings)"}
     return {"seed": seed, "question": value["question"], "answer": value["answer"]}
+
+
+def sandbox_value(sandbox, code: str, expr: str) -> tuple[Any, str | None]:
+    """Run model-written ``code`` in the sandbox and hand back the value of ``expr`` over its result channel:
+    ``(value, None)``, or ``(None, why)`` in a line: the sandbox failing (``the sandbox failed: …``), or the code's
+    own error (the last line of its output). One call failing never ends the caller's run."""
+    try:
+        res = sandbox.run(code, result=expr)
+    except Exception as e:  # noqa: BLE001 - the sandbox failing on one call must not end the run
+        return None, f"the sandbox failed: {type(e).__name__}: {e}"[:300]
+    if not res.ok:
+        return None, (res.output.strip().splitlines() or ["no output"])[-1][:300]
+    return res.meta.get("value"), None
 
 
 def validate(sandbox, game_source: str, template: Any, game: str, instances: int = 8, seed: int = 0) -> TemplateReport:

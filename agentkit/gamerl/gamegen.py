@@ -28,9 +28,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from agentkit.gamerl.code2logic import Code2LogicResult, _sandbox_config, code2logic, sandbox_value
 
 GAME_INTERFACE = ("new_state", "legal_moves", "apply", "is_solved", "render", "solve")
 
@@ -234,14 +238,11 @@ def validate_game(
     """
     if not source.strip():
         return GameReport(source, False, "no code")
-    try:
-        res = sandbox.run(source + "\n" + _HARNESS, result=f"_c2l_game_check({instances}, {seed}, {playout}, {budget})")
-    except Exception as e:  # noqa: BLE001 - one draft failing the sandbox must not end the run
-        return GameReport(source, False, f"the sandbox failed: {type(e).__name__}: {e}"[:300])
-    if not res.ok:
-        last = (res.output.strip().splitlines() or ["no output"])[-1]
-        return GameReport(source, False, f"the code failed: {last}"[:300])
-    found = res.meta.get("value")
+    expr = f"_c2l_game_check({instances}, {seed}, {playout}, {budget})"
+    found, error = sandbox_value(sandbox, source + "\n" + _HARNESS, expr)
+    if error is not None:
+        shown = error if error.startswith("the sandbox failed") else f"the code failed: {error}"
+        return GameReport(source, False, shown[:300])
     if not (isinstance(found, dict) and isinstance(found.get("missing"), list)):
         return GameReport(source, False, "the harness returned no findings")
     reason = _verdict(found)
@@ -279,37 +280,24 @@ def code2logic_from_description(
     """
     from agentkit.errors import AgentkitError
     from agentkit.files import atomic_write
-    from agentkit.gamerl.code2logic import _sandbox_config, code2logic
     from agentkit.tools.sandbox import Sandbox
 
     if not re.fullmatch(r"[a-z][a-z0-9_]{0,39}", name):
         raise AgentkitError(f"game name {name!r}: lower case letters, digits and underscores only", "e.g. hanoi_3")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    own = sandbox is None
-    sandbox = sandbox or Sandbox(_sandbox_config())
-    try:
-        reports = [validate_game(sandbox, src, seed=seed) for src in write_games(engine, description, games, seed=seed)]
+    with nullcontext(sandbox) if sandbox is not None else Sandbox(_sandbox_config()) as sb:
+        reports = [validate_game(sb, src, seed=seed) for src in write_games(engine, description, games, seed=seed)]
         atomic_write(out / "games.jsonl", "".join(json.dumps(asdict(r)) + "\n" for r in reports))
-        summary: dict[str, Any] = {
-            "game": name,
-            "games": len(reports),
-            "games_accepted": sum(r.accepted for r in reports),
-        }
-        summary["game_reasons"] = {r.reason: sum(x.reason == r.reason for x in reports) for r in reports if r.reason}
         accepted = next((r for r in reports if r.accepted), None)
-        counts = dict.fromkeys(
-            ("templates", "templates_accepted", "templates_rejected", "tasks_accepted", "tasks_rejected"), 0
-        )
+        result = Code2LogicResult(name, [])  # no game, no templates: every count 0
         if accepted is not None:
             game_file = out / f"{name}.py"
             atomic_write(game_file, accepted.source + "\n")
-            result = code2logic(engine, game_file, templates, instances, (), seed, sandbox)
+            result = code2logic(engine, game_file, templates, instances, (), seed, sb)
             result.save(out)
-            counts = result.counts
-        summary.update(counts)
-        atomic_write(out / "summary.json", json.dumps(summary, indent=1))
-        return summary
-    finally:
-        if own:
-            sandbox.close()
+    summary = {"game": name, "games": len(reports), "games_accepted": sum(r.accepted for r in reports)}
+    summary["game_reasons"] = dict(Counter(r.reason for r in reports if r.reason))
+    summary.update(result.counts)
+    atomic_write(out / "summary.json", json.dumps(summary, indent=1))
+    return summary

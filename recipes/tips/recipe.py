@@ -247,7 +247,7 @@ class TipsRecipe(Recipe[TipsConfig]):
             + (
                 f" (PPO: {c.ppo.critic} critic, vf_coef {c.ppo.vf_coef}, γ={c.ppo.gamma}, λ={c.ppo.lam}, "
                 f"KL {'in the reward' if c.ppo.kl_in_reward else 'in the loss'})"
-                if {"ppo", "tips_ppo"} & set(c.methods)
+                if set(c.methods) - set(METHOD_ESTIMATOR)
                 else ""
             )
             + (f", LoRA r={r.lora_r}" if r.lora_r else "")
