@@ -1,4 +1,4 @@
-"""``agentkit gamerl export|code2logic``: write game datasets as HF datasets; turn a new game's code into tasks."""
+"""``agentkit gamerl export|levels|code2logic``: write game datasets as HF datasets; turn a new game's code into tasks."""
 
 from __future__ import annotations
 
@@ -35,6 +35,14 @@ class GameRLCommand(Command):
         )
         e.add_argument("--out", required=True, help="folder to save the dataset to (datasets.load_from_disk reads it)")
         e.add_argument("--force", action="store_true", help="write into --out even if it holds other files")
+        v = g.add_parser(
+            "levels",
+            help="what a level changes on the generators: mean board and analysis characters per game and level",
+        )
+        v.add_argument("games", nargs="?", default=None, help="comma-separated game names (default: every game)")
+        v.add_argument("--per-level", type=POS_INT, default=40, help="entries drawn per game and level (default: 40)")
+        v.add_argument("--seed", type=int, default=0, help="the draw (default: 0)")
+        v.add_argument("--out", default=None, help="also write the figures to this JSON file (default: print only)")
         c = g.add_parser(
             "code2logic",
             help="draft task templates for a game file with a model, validate them by running it; or first have "
@@ -81,6 +89,8 @@ class GameRLCommand(Command):
             hf.save_to_disk(a.out)
             print(f"{a.out}: {len(hf)} rows, columns {', '.join(hf.column_names)}")
             return 0
+        if a.action == "levels":
+            return _levels(a)
         from agentkit.data.tasks import read_jsonl
         from agentkit.gamerl.code2logic import code2logic
 
@@ -132,4 +142,29 @@ def _from_description(a: argparse.Namespace) -> int:
     finally:
         engine.close()
     print(json.dumps(summary))
+    return 0
+
+
+def _levels(a: argparse.Namespace) -> int:
+    """``levels``: the board and analysis sizes by level, as a Markdown table (and JSON with ``--out``)."""
+    from agentkit.errors import AgentkitError, did_you_mean
+    from pathlib import Path
+
+    from agentkit.files import atomic_write
+    from agentkit.gamerl.dataset import level_sizes
+    from agentkit.gamerl.games import GAMES
+
+    games = [x for x in a.games.split(",") if x] if a.games else sorted(GAMES.names())
+    for g in games:
+        if g not in GAMES:
+            raise AgentkitError(f"unknown game {g!r}", did_you_mean(g, GAMES.names()))
+    sizes = level_sizes(games, a.per_level, a.seed)
+    print("| game | board characters E / M / H | analysis characters E / M / H |\n|---|---|---|")
+    for g, by_level in sizes.items():
+        board = " / ".join(f"{v['board_chars']:.0f}" for v in by_level.values())
+        analysis = " / ".join(f"{v['analysis_chars']:.0f}" for v in by_level.values())
+        print(f"| {g} | {board} | {analysis} |")
+    if a.out:
+        record = {"per_level": a.per_level, "seed": a.seed, "games": sizes}
+        atomic_write(Path(a.out), json.dumps(record, indent=1) + "\n")
     return 0

@@ -208,6 +208,28 @@ def create_dataset(name: str, size: int = 500, seed: int = 0, **cfg):
     return GameDataset(name, size, seed, GameConfig(**cfg))
 
 
+def level_sizes(games: Sequence[str], per_level: int = 40, seed: int = 0) -> dict[str, dict[str, dict[str, float]]]:
+    """What a level changes on each game's generator: the mean characters of the board as the question writes it and
+    of the entry's analysis (its worked solution), over ``per_level`` entries a level.
+
+    Returns ``{game: {level: {"board_chars", "analysis_chars"}}}``.
+
+    >>> level_sizes(["tictactoe"], per_level=2)["tictactoe"]["Easy"]["board_chars"]
+    11.0
+    """
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name in games:
+        game = get_game(name)
+        out[name] = {}
+        for level in LEVELS:
+            entries = list(create_dataset(name, per_level, seed, level=level))
+            out[name][level] = {
+                "board_chars": sum(len(game.text(e["metadata"]["state"])) for e in entries) / per_level,
+                "analysis_chars": sum(len(e["metadata"]["analysis"]) for e in entries) / per_level,
+            }
+    return out
+
+
 # ---- export -------------------------------------------------------------------------------------------------------
 def to_hf(entries, images: bool = False):
     """A ``datasets.Dataset`` in GameQA's schema (``state``, ``verify`` and ``options`` as JSON text, so every row

@@ -202,6 +202,7 @@ BAD = [
     # gamerl: sizes and counts, engines without a server
     ("gamerl export maze --size 0 --out ex", "argument --size: must be >= 1"),
     ("gamerl export maze --size -3 --out ex", "argument --size: must be >= 1"),
+    ("gamerl levels sudokku", "unknown game 'sudokku'"),
     ("gamerl code2logic game.py --instances 0 --out c2l", "argument --instances: must be >= 1"),
     ("gamerl code2logic game.py --drafts -2 --out c2l", "argument --drafts: must be >= 0"),
     ("gamerl code2logic game.py --drafts 0 --out c2l", "--drafts 0 without --templates"),
