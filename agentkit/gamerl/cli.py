@@ -147,9 +147,9 @@ def _from_description(a: argparse.Namespace) -> int:
 
 def _levels(a: argparse.Namespace) -> int:
     """``levels``: the board and analysis sizes by level, as a Markdown table (and JSON with ``--out``)."""
-    from agentkit.errors import AgentkitError, did_you_mean
     from pathlib import Path
 
+    from agentkit.errors import AgentkitError, did_you_mean
     from agentkit.files import atomic_write
     from agentkit.gamerl.dataset import level_sizes
     from agentkit.gamerl.games import GAMES
