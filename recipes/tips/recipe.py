@@ -239,9 +239,12 @@ class TipsRecipe(Recipe[TipsConfig]):
                 f"| {k} | {metrics[k + '/em']:.3f} | {metrics[k + '/f1']:.3f} | {metrics[k + '/tool_calls']:.2f} | "
                 f"{metrics[k + '/answered']:.2f} | {mins:.1f} | {_collapsed(hist.get(k, []), metrics[k + '/em'], base)} |"
             )
+        paired, stats = self._paired(runs, metrics)
+        out.update(stats)
         self.ctx.add_section(
             "Held-out questions after RL (greedy agent)",
             "\n".join(lines)
+            + ("\n\n" + paired if paired else "")
             + f"\n\n{len(self.test_tasks)} held-out questions (distinct, none of them in the SFT or RL questions); each run: {r.steps} steps × {r.questions_per_step} "
             f"questions × G={r.group_size}, lr {r.learning_rate}, {r.loss_type} loss, β={r.beta}"
             + (
@@ -256,6 +259,37 @@ class TipsRecipe(Recipe[TipsConfig]):
         )
         self._plot(hist)
         return out
+
+    def _paired(self, runs: list[tuple[str, int]], metrics: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Each shaped method against its outcome-only twin (tips vs grpo, tips_ppo vs ppo) on the seeds both ran:
+        ``em_gap`` per pair, as a table and as metrics."""
+        lines, out = [], {}
+        for base, shaped in (("grpo", "tips"), ("ppo", "tips_ppo")):
+            seeds = sorted({s for m, s in runs if m == base} & {s for m, s in runs if m == shaped})
+            if not seeds:
+                continue
+            per_seed = {
+                m: [{q: r["em"] for q, r in self.ctx.done(f"eval_{m}-s{s}").items()} for s in seeds]
+                for m in (base, shaped)
+            }
+            g = em_gap(per_seed[base], per_seed[shaped])
+            out.update({f"{shaped}_vs_{base}/{k}": v for k, v in g.items()})
+            row = f"| {shaped} − {base} | {len(seeds)} | {g['em_delta']:+.3f} | "
+            if "welch_p" in g:
+                lo, hi = g["em_delta_seed_ci"]
+                row += f"[{lo:+.3f}, {hi:+.3f}] | t = {g['welch_t']:.2f}, p = {g['welch_p']:.3f} | "
+            else:
+                row += "— | — | "
+            lo, hi = g["em_delta_question_ci"]
+            lines.append(row + f"[{lo:+.3f}, {hi:+.3f}] |")
+        if not lines:
+            return "", out
+        head = [
+            "| comparison | seeds | EM gap | 95 % t interval over seeds (paired by seed) | Welch's t test on run means "
+            "| 95 % paired bootstrap over questions (seed means) |",
+            "|---|---|---|---|---|---|",
+        ]
+        return "\n".join(head + lines), out
 
     def _plot(self, hist: dict[str, list[dict[str, Any]]]) -> None:
         plt = pyplot()
@@ -285,6 +319,43 @@ class TipsRecipe(Recipe[TipsConfig]):
 
     def evaluate(self) -> dict[str, Any]:
         return {}
+
+
+def em_gap(base: list[dict[str, float]], shaped: list[dict[str, float]]) -> dict[str, Any]:
+    """The held-out EM gap of a shaped method over its outcome-only twin, three ways, each with what it can see.
+
+    ``base[i]`` and ``shaped[i]`` are seed i's runs, ``{question id: EM}`` over the same questions. The gap is the
+    mean over seeds of EM(shaped) − EM(base).
+
+    - ``em_delta_seed_ci``: the 95 % t interval of the per-seed differences, paired by seed (a seed fixes the RL
+      question draws for both): training randomness, wide at 3 seeds;
+    - ``welch_t``, ``welch_p``: Welch's t test on the two sets of run means (the first TIPS-GRPO result's statistic);
+    - ``em_delta_question_ci``: each question's EM averaged over the seeds, the 95 % paired-bootstrap interval over
+      questions (which questions were drawn; blind to seed-to-seed variation, so the narrower).
+
+    The first two need two seeds or more.
+
+    >>> g = em_gap([{"a": 0, "b": 1}, {"a": 0, "b": 0}], [{"a": 1, "b": 1}, {"a": 1, "b": 0}])
+    >>> g["em_delta"], [round(x, 3) for x in g["em_delta_seed_ci"]], g["em_delta_question_ci"]
+    (0.5, [0.5, 0.5], [0.0, 1.0])
+    """
+    from scipy import stats as st
+
+    from agentkit.eval.retrieval import paired_delta
+
+    run_em = [[statistics.mean(r.values()) for r in runs] for runs in (base, shaped)]
+    d = [y - x for x, y in zip(*run_em)]
+    out: dict[str, Any] = {"em_delta": statistics.mean(d)}
+    if len(d) > 1:
+        half = float(st.t.ppf(0.975, len(d) - 1)) * statistics.stdev(d) / len(d) ** 0.5
+        welch = st.ttest_ind(run_em[1], run_em[0], equal_var=False)
+        out["em_delta_seed_ci"] = [out["em_delta"] - half, out["em_delta"] + half]
+        out["welch_t"], out["welch_p"] = float(welch.statistic), float(welch.pvalue)
+    qs = sorted(base[0])
+    per_q = [[statistics.mean(r[q] for r in runs) for q in qs] for runs in (base, shaped)]
+    _, lo, hi = paired_delta(per_q[1], per_q[0])
+    out["em_delta_question_ci"] = [lo, hi]
+    return out
 
 
 def _collapsed(history: list[dict[str, Any]], em: float, base: float) -> bool:

@@ -48,6 +48,8 @@ def test_tips_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch, lora):
     assert len(grpo_steps) == 2 and not any("tips/alpha" in r for r in grpo_steps)
     report = (run_dir / "report.md").read_text()
     assert "| tips | 1 |" in report and "| grpo | 1 |" in report and "training.png" in report
+    assert metrics["tips_vs_grpo/em_delta"] == metrics["tips-s0/em"] - metrics["grpo-s0/em"]
+    assert "| tips − grpo | 1 |" in report  # the paired statistic, one seed: no interval over seeds
 
 
 def test_tips_bad_config_fails_before_loading(tmp_path):

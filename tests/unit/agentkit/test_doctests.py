@@ -19,6 +19,7 @@ import agentkit.gamerl.dataset
 import agentkit.gamerl.gamegen
 import agentkit.gamerl.reward
 import agentkit.gamerl.verifiers
+import agentkit.recipes.tips.recipe
 import agentkit.registry
 import agentkit.revela.attention
 import agentkit.revela.data
@@ -58,6 +59,7 @@ import agentkit.tools.search
         agentkit.rl.value,
         agentkit.tips.advantages,
         agentkit.tips.shaping,
+        agentkit.recipes.tips.recipe,
         agentkit.gamerl.gamegen,
     ],
 )
