@@ -112,4 +112,6 @@ def describe_machine() -> str:
 
     if torch.cuda.is_available():
         return torch.cuda.get_device_name(0)
-    return f"{os.cpu_count()} CPU cores, torch {torch.get_num_threads()} threads"
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = f"{usable} of {os.cpu_count()}" if usable != os.cpu_count() else f"{os.cpu_count()}"
+    return f"{cores} CPU cores, torch {torch.get_num_threads()} threads"
