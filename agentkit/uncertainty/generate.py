@@ -5,12 +5,14 @@ Models are given as specs, mixed freely: a catalog name or path (``smollm2-135m`
 ``OPENAI_API_KEY``); ``NAME=SPEC`` saves a model under NAME (``gemma-sft=outputs/…/models/gemma-sft``), and
 ``@ensemble.json`` stands for the models of an ensemble the ``uncertainty_ensemble`` recipe trained. Each model answers every question K times at ``temperature`` plus once greedily (the answer
 that is judged). Finished questions are appended to ``OUT.partial/<model>.jsonl`` as they complete, so an
-interrupted run resumes where it stopped; the final file is written atomically when every model is done.
+interrupted run resumes where it stopped; the final file is written atomically when every model is done, and
+``OUT.partial`` is then removed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -201,4 +203,5 @@ def generate(
         for t in tasks
     ]
     write_generations(out, rows)
+    shutil.rmtree(state)  # the final file holds everything; the resume state would only mislead a later run
     return out

@@ -239,11 +239,16 @@ def evaluate(p: Prepared, scores: dict[str, np.ndarray], cfg: ScoreConfig) -> di
             **{name: summarize(c[m], s[m], cfg.bins)["auroc"] for name, s in scores.items()},
         }
     rho = spearmanr(scores["AU"], scores["EU"]).statistic
+    model_accuracy = {  # each model's own answers judged as the reference's are (how far apart the ensemble is)
+        m: float(np.mean([judge(r, r.greedy.get(m) or r.samples[m][0], cfg.label, cfg.f1_threshold) for r in p.rows]))
+        for m in p.models
+    }
     return {
         "questions": len(c),
         "accuracy": float(c.mean()),
         "reference_model": p.reference,
         "models": p.models,
+        "model_accuracy": model_accuracy,
         "similarity": cfg.similarity,
         "skipped": {"count": p.skipped.count, "reasons": dict(p.skipped.reasons), "examples": p.skipped.examples},
         "estimators": {name: summarize(c, s, cfg.bins, cfg.bootstrap) for name, s in scores.items()},
@@ -330,6 +335,9 @@ def write_report(out: Path, res: dict[str, Any], cfg: ScoreConfig, source: str) 
         f"{res['questions']} questions; reference model `{res['reference_model']}` (accuracy "
         f"{res['accuracy']:.1%}); ensemble {', '.join(f'`{m}`' for m in res['models'])}; similarity "
         f"`{res['similarity']}`." + (f" Skipped rows: {res['skipped']['count']}." if res["skipped"]["count"] else ""),
+        "Each model's accuracy (its greedy answer, judged as the reference's): "
+        + ", ".join(f"`{m}` {a:.1%}" for m, a in res.get("model_accuracy", {}).items())
+        + ".",
         "",
         "| estimator | AUROC ↑ | PRR ↑ | AURAC ↑ | ECE ↓ |",
         "|---|---|---|---|---|",

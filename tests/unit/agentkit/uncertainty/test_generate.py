@@ -26,6 +26,7 @@ def test_generate_resumes_from_partial(tmp_path):
     assert [r.id for r in rows] == [t.id for t in tasks]
     assert rows[0].samples["tiny-random"] == ["KEPT", "KEPT"] and rows[0].greedy["tiny-random"] == "KEPT"
     assert all(len(r.samples["tiny-random"]) == 2 and r.reference for r in rows[1:])
+    assert not part.exists()  # done: the resume state goes
 
 
 def test_load_tasks_errors(tmp_path):

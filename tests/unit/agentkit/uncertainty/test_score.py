@@ -12,6 +12,7 @@ from agentkit.uncertainty.score import ScoreConfig, score
 def test_score_end_to_end_exact(gens, tmp_path):
     res = score(gens, ScoreConfig(similarity="exact"), tmp_path / "out", progress=False)
     assert res["questions"] == 6 and res["accuracy"] == pytest.approx(3 / 6)
+    assert res["model_accuracy"] == pytest.approx({"m0": 3 / 6, "m1": 5 / 6})  # first samples: no greedy answers
     assert set(res["estimators"]) == {"AU", "EU", "TU", "Lexical(ROUGE-L)", "NumSemSets", "EigValLaplacian", "Degree"}
     assert res["estimators"]["TU"]["auroc"] == pytest.approx(1.0)  # TU ranks all three errors first here
     assert res["estimators"]["TU"]["auroc"] > res["estimators"]["AU"]["auroc"]
