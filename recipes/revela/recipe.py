@@ -253,7 +253,14 @@ class RevelaRecipe(Recipe[RevelaConfig]):
         self.ctx.add_section(
             "Retrieval",
             f"Benchmark **{self.data.name}**: {len(self.data.corpus)} documents, {len(self.data.queries)} queries"
-            f" ({meta.get('note', '')}).\n\n" + "\n".join(rows),
+            f" ({meta.get('note', '')})."
+            + (  # pydoc is built from the running interpreter's stdlib, so its content follows the Python version
+                f" Built under Python {meta['python']} from {meta['source_pairs']} source pairs."
+                if "python" in meta and "source_pairs" in meta
+                else ""
+            )
+            + "\n\n"
+            + "\n".join(rows),
         )
         self._plot()
 

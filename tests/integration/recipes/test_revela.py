@@ -2,6 +2,7 @@
 the report; the trained retriever served by the search tool server; bad configs; two accelerate processes."""
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,7 @@ def test_interrupted_run_resumes_from_its_checkpoint(tiny_run):
     assert metrics["bm25/ndcg@10"] > 0.3  # lexical search on real docstrings works; the tiny model is random
     report = (run_dir / "report.md").read_text()
     assert "Revela, mean ± std over 1 seeds" in report and "training.png" in report
+    assert f"Built under Python {sys.version.split()[0]}" in report  # the pydoc build follows the interpreter
     for ref in ("untrained", "bm25"):  # the per-query gap and its interval agree with the means
         d, lo, hi = metrics[f"revela/delta_ndcg@10_vs_{ref}"]
         assert lo <= d <= hi and d == pytest.approx(metrics["revela/ndcg@10"] - metrics[f"{ref}/ndcg@10"], abs=2e-4)
