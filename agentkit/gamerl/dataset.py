@@ -214,8 +214,9 @@ def level_sizes(games: Sequence[str], per_level: int = 40, seed: int = 0) -> dic
 
     Returns ``{game: {level: {"board_chars", "analysis_chars"}}}``.
 
-    >>> level_sizes(["tictactoe"], per_level=2)["tictactoe"]["Easy"]["board_chars"]
-    11.0
+    >>> by_level = level_sizes(["tictactoe"], per_level=2)["tictactoe"]  # a 3×3 board at every level
+    >>> {level: sizes["board_chars"] for level, sizes in by_level.items()}
+    {'Easy': 11.0, 'Medium': 11.0, 'Hard': 11.0}
     """
     out: dict[str, dict[str, dict[str, float]]] = {}
     for name in games:
