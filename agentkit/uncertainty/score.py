@@ -56,6 +56,11 @@ class ScoreConfig:
     bootstrap: NonNegInt = 1000
 
 
+def answer_of(row: GenerationRow, model: str) -> str:
+    """The answer a model is judged on: its greedy answer, else its first sample."""
+    return row.greedy.get(model) or row.samples[model][0]
+
+
 def judge(row: GenerationRow, prediction: str, label: str, f1_threshold: float) -> float:
     gold = row.reference or ""
     if label == "auto":
@@ -140,8 +145,7 @@ def prepare(path: str | Path, cfg: ScoreConfig) -> Prepared:
                 mem.append(k)
         slots.append(ids)
         members.append(mem)
-        pred = row.greedy.get(ref) or row.samples[ref][0]
-        correct.append(judge(row, pred, cfg.label, cfg.f1_threshold))
+        correct.append(judge(row, answer_of(row, ref), cfg.label, cfg.f1_threshold))
         rows.append(row)
     if not rows:
         raise AgentkitError(
@@ -240,8 +244,7 @@ def evaluate(p: Prepared, scores: dict[str, np.ndarray], cfg: ScoreConfig) -> di
         }
     rho = spearmanr(scores["AU"], scores["EU"]).statistic
     model_accuracy = {  # each model's own answers judged as the reference's are (how far apart the ensemble is)
-        m: float(np.mean([judge(r, r.greedy.get(m) or r.samples[m][0], cfg.label, cfg.f1_threshold) for r in p.rows]))
-        for m in p.models
+        m: float(np.mean([judge(r, answer_of(r, m), cfg.label, cfg.f1_threshold) for r in p.rows])) for m in p.models
     }
     return {
         "questions": len(c),
