@@ -131,22 +131,6 @@ def score_run(
     return out
 
 
-def paired_delta(after: list[float], before: list[float], seed: int = 0) -> tuple[float, float, float]:
-    """Mean of after − before over paired queries, and its 95 % percentile-bootstrap interval (10,000 resamples).
-
-    >>> d, lo, hi = paired_delta([1.0, 0.5, 1.0, 0.0], [0.5, 0.5, 1.0, 0.0])
-    >>> d, lo <= d <= hi
-    (0.125, True)
-    """
-    from scipy.stats import bootstrap
-
-    diff = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
-    if not diff.any():
-        return 0.0, 0.0, 0.0
-    ci = bootstrap((diff,), np.mean, n_resamples=10_000, method="percentile", rng=np.random.default_rng(seed))
-    return float(diff.mean()), float(ci.confidence_interval.low), float(ci.confidence_interval.high)
-
-
 Encoder = Callable[[list[str], str], np.ndarray]  # (texts, "query" | "passage") -> L2-normalised [N, D]
 
 

@@ -6,22 +6,11 @@ plots of all 32 methods read the same way.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from agentkit.eval.stats import mean_std, t_interval
+
 Results = dict[str, dict[str, list[float]]]
-
-
-def mean_std(values: list[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (0 for a single value).
-
-    >>> mean_std([1.0, 2.0, 3.0])
-    (2.0, 1.0)
-    """
-    m = sum(values) / len(values)
-    if len(values) < 2:
-        return m, 0.0
-    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
 def fmt(values: list[float], digits: int = 3) -> str:
@@ -70,20 +59,10 @@ def paired(results: Results, baseline: str, metrics: list[str], digits: int = 3)
                 cells.append("–")
                 continue
             d = [y - x for x, y in zip(a, b)]
-            mu, sd = mean_std(d)
-            half = _t95(len(d) - 1) * sd / math.sqrt(len(d)) if len(d) > 1 else float("nan")
-            cells.append(
-                f"{mu:+.{digits}f} ± {sd:.{digits}f} [{mu - half:+.{digits}f}, {mu + half:+.{digits}f}] (n={len(d)})"
-            )
+            (mu, sd), (lo, hi) = mean_std(d), t_interval(d)
+            cells.append(f"{mu:+.{digits}f} ± {sd:.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}] (n={len(d)})")
         rows.append(f"| {method} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
-
-
-def _t95(df: int) -> float:
-    """The two-sided 95 % quantile of Student's t with ``df`` degrees of freedom."""
-    from scipy import stats
-
-    return float(stats.t.ppf(0.975, df))
 
 
 def means(results: Results, metrics: list[str], prefix: str = "") -> dict[str, float]:

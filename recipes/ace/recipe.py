@@ -36,6 +36,7 @@ from agentkit.agent.suites import suite_tool
 from agentkit.data.suites import suite_tasks
 from agentkit.data.tasks import split_held_out
 from agentkit.eval.metrics import value_match
+from agentkit.eval.stats import mean_std
 from agentkit.files import atomic_write
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
@@ -259,7 +260,6 @@ class AceRecipe(Recipe[AceConfig]):
     def _compare(self, runs: list[tuple[str, int]], results: dict[str, Any]) -> dict[str, Any]:
         c = self.config
         out: dict[str, Any] = {}
-        sd = lambda xs: statistics.stdev(xs) if len(xs) > 1 else 0.0  # noqa: E731
         lines = [
             "| method | runs | test accuracy (mean ± std) | value accuracy | context tokens at the end | model calls "
             "| tokens | JSON failures |",
@@ -269,12 +269,12 @@ class AceRecipe(Recipe[AceConfig]):
             rs = [results[f"{m}-s{s}"] for m, s in runs if m == method]
             acc = [r["test_accuracy"] for r in rs]
             val = [r.get("test_value_accuracy", 0.0) for r in rs]
-            out[f"{method}/accuracy_mean"], out[f"{method}/accuracy_std"] = statistics.mean(acc), sd(acc)
-            out[f"{method}/value_accuracy_mean"] = statistics.mean(val)
+            (acc_m, acc_s), (val_m, val_s) = mean_std(acc), mean_std(val)
+            out[f"{method}/accuracy_mean"], out[f"{method}/accuracy_std"] = acc_m, acc_s
+            out[f"{method}/value_accuracy_mean"] = val_m
             out[f"{method}/context_tokens"] = statistics.mean(r["context_tokens"] for r in rs)
             lines.append(
-                f"| {method} | {len(rs)} | {statistics.mean(acc):.3f} ± {sd(acc):.3f} | "
-                f"{statistics.mean(val):.3f} ± {sd(val):.3f} | "
+                f"| {method} | {len(rs)} | {acc_m:.3f} ± {acc_s:.3f} | {val_m:.3f} ± {val_s:.3f} | "
                 f"{out[f'{method}/context_tokens']:.0f} | {statistics.mean(r.get('calls', 0) for r in rs):.0f} | "
                 f"{statistics.mean(r.get('tokens', 0) for r in rs):,.0f} | "
                 f"{statistics.mean(r.get('json_failures', 0) for r in rs):.1f} |"

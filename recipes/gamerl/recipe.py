@@ -18,6 +18,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from agentkit.eval.stats import mean_std
 from agentkit.files import save_pretrained_dir
 from agentkit.gamerl.dataset import GameConfig, create_dataset
 from agentkit.gamerl.evaluate import chance, evaluate
@@ -193,19 +194,19 @@ class GameRLRecipe(Recipe[GameRLConfig]):
         c = self.config
         runs = self.ctx.done("runs")
         keys = [f"s{s}" for s in c.seeds]
-        sd = lambda xs: statistics.stdev(xs) if len(xs) > 1 else 0.0  # noqa: E731
         out: dict[str, float] = {}
         lines = ["| game | split | start | after GRPO (mean ± std) | change | per seed |", "|---|---|---|---|---|---|"]
         for g in [*self.eval_games, "in_domain", "held_out"]:
             if f"start/{g}" not in metrics:
                 continue
             after = [metrics[f"{k}/{g}"] for k in keys]
-            out[f"after/{g}_mean"], out[f"after/{g}_std"] = statistics.mean(after), sd(after)
+            m, s = mean_std(after)
+            out[f"after/{g}_mean"], out[f"after/{g}_std"] = m, s
             split = "—" if g in ("in_domain", "held_out") else "in-domain" if g in c.games else "held-out"
             name = f"**{g.replace('_', '-')} average**" if split == "—" else g
             lines.append(
-                f"| {name} | {split} | {metrics[f'start/{g}']:.3f} | {statistics.mean(after):.3f} ± {sd(after):.3f} | "
-                f"{statistics.mean(after) - metrics[f'start/{g}']:+.3f} | {' / '.join(f'{a:.3f}' for a in after)} |"
+                f"| {name} | {split} | {metrics[f'start/{g}']:.3f} | {m:.3f} ± {s:.3f} | "
+                f"{m - metrics[f'start/{g}']:+.3f} | {' / '.join(f'{a:.3f}' for a in after)} |"
             )
         hist = {k: runs[k]["history"] for k in keys if k in runs}
         minutes = {k: sum(h.get("step_time", 0.0) for h in v) / 60 for k, v in hist.items()}

@@ -24,7 +24,8 @@ import torch
 
 from agentkit.errors import AgentkitError
 from agentkit.eval.ir_benchmarks import load_benchmark
-from agentkit.eval.retrieval import bm25_run, dense_run, paired_delta, score_run
+from agentkit.eval.retrieval import bm25_run, dense_run, score_run
+from agentkit.eval.stats import mean_std, paired_delta
 from agentkit.files import atomic_dir, atomic_write
 from agentkit.plots import pyplot
 from agentkit.recipe import Recipe
@@ -204,8 +205,8 @@ class RevelaRecipe(Recipe[RevelaConfig]):
         trained = [res[f"seed-{s}"] for s in c.seeds]
         for k in METRIC_KEYS:
             vals = [r[k] for r in trained]
-            metrics[f"revela/{k}"] = round(statistics.fmean(vals), 4)
-            metrics[f"revela/{k}_std"] = round(statistics.pstdev(vals), 4) if len(vals) > 1 else 0.0
+            m, sd = mean_std(vals)
+            metrics[f"revela/{k}"], metrics[f"revela/{k}_std"] = round(m, 4), round(sd, 4)
         # Per query, the seeds' mean nDCG@10 against each reference: the gap and its paired-bootstrap 95 % interval
         per_q = [r.get("ndcg@10_per_query") for r in trained]
         if all(per_q):

@@ -26,6 +26,7 @@ from agentkit.data.multihop import MultiHopKB
 from agentkit.data.tasks import split_held_out
 from agentkit.engines.config import HFConfig
 from agentkit.errors import AgentkitError
+from agentkit.eval.stats import mean_std, paired_delta, t_interval
 from agentkit.files import save_pretrained_dir
 from agentkit.models import load_model
 from agentkit.plots import pyplot
@@ -217,13 +218,13 @@ class TipsRecipe(Recipe[TipsConfig]):
             f1 = [metrics[f"{k}/f1"] for k in keys]
             calls = [metrics[f"{k}/tool_calls"] for k in keys]
             collapses = sum(_collapsed(hist.get(k, []), metrics[f"{k}/em"], base) for k in keys)
-            sd = lambda xs: statistics.stdev(xs) if len(xs) > 1 else 0.0  # noqa: E731
-            out.update({f"{method}/em_mean": statistics.mean(em), f"{method}/em_std": sd(em)})
-            out.update({f"{method}/f1_mean": statistics.mean(f1), f"{method}/f1_std": sd(f1)})
+            (em_m, em_s), (f1_m, f1_s) = mean_std(em), mean_std(f1)
+            out.update({f"{method}/em_mean": em_m, f"{method}/em_std": em_s})
+            out.update({f"{method}/f1_mean": f1_m, f"{method}/f1_std": f1_s})
             out[f"{method}/collapses"] = collapses
             lines.append(
-                f"| {method} | {len(keys)} | {statistics.mean(em):.3f} ± {sd(em):.3f} | "
-                f"{statistics.mean(f1):.3f} ± {sd(f1):.3f} | {statistics.mean(calls):.2f} | {collapses} |"
+                f"| {method} | {len(keys)} | {em_m:.3f} ± {em_s:.3f} | {f1_m:.3f} ± {f1_s:.3f} | "
+                f"{statistics.mean(calls):.2f} | {collapses} |"
             )
         r = c.rl
         per_run = [
@@ -341,15 +342,12 @@ def em_gap(base: list[dict[str, float]], shaped: list[dict[str, float]]) -> dict
     """
     from scipy import stats as st
 
-    from agentkit.eval.retrieval import paired_delta
-
     run_em = [[statistics.mean(r.values()) for r in runs] for runs in (base, shaped)]
     d = [y - x for x, y in zip(*run_em)]
     out: dict[str, Any] = {"em_delta": statistics.mean(d)}
     if len(d) > 1:
-        half = float(st.t.ppf(0.975, len(d) - 1)) * statistics.stdev(d) / len(d) ** 0.5
         welch = st.ttest_ind(run_em[1], run_em[0], equal_var=False)
-        out["em_delta_seed_ci"] = [out["em_delta"] - half, out["em_delta"] + half]
+        out["em_delta_seed_ci"] = list(t_interval(d))
         out["welch_t"], out["welch_p"] = float(welch.statistic), float(welch.pvalue)
     qs = sorted(base[0])
     per_q = [[statistics.mean(r[q] for r in runs) for q in qs] for runs in (base, shaped)]

@@ -15,6 +15,7 @@ import agentkit.errors
 import agentkit.eval.ir_benchmarks
 import agentkit.eval.metrics as metrics
 import agentkit.eval.retrieval
+import agentkit.eval.stats
 import agentkit.gamerl.dataset
 import agentkit.gamerl.gamegen
 import agentkit.gamerl.reward
@@ -52,6 +53,7 @@ import agentkit.tools.search
         agentkit.tools.search,
         agentkit.server.http,
         agentkit.eval.retrieval,
+        agentkit.eval.stats,
         agentkit.eval.ir_benchmarks,
         agentkit.revela.attention,
         agentkit.revela.data,

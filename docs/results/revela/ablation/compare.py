@@ -11,7 +11,7 @@ import json
 import statistics
 from pathlib import Path
 
-from agentkit.eval.retrieval import paired_delta
+from agentkit.eval.stats import mean_std, paired_delta
 
 HERE = Path(__file__).parent
 RUNS = {  # name: (run folder, what differs from the default)
@@ -45,17 +45,18 @@ def main() -> None:
     for name, (mean_q, seeds, minilm) in have.items():
         vs_minilm = paired_delta(mean_q, minilm)
         vs_default = paired_delta(mean_q, base_q) if name != "default" else None
+        m, sd = mean_std(seeds)
         out[name] = {
             "run": RUNS[name][0],
-            "ndcg@10_mean": statistics.mean(seeds),
-            "ndcg@10_std": statistics.stdev(seeds),
+            "ndcg@10_mean": m,
+            "ndcg@10_std": sd,
             "ndcg@10_seeds": seeds,
             "delta_vs_minilm": vs_minilm,
             "delta_vs_default": vs_default,
         }
         fmt = lambda d: f"{d[0]:+.4f} [{d[1]:+.4f}, {d[2]:+.4f}]"  # noqa: E731
         lines.append(
-            f"| {RUNS[name][1]} | {statistics.mean(seeds):.4f} ± {statistics.stdev(seeds):.4f} | {fmt(vs_minilm)} | "
+            f"| {RUNS[name][1]} | {m:.4f} ± {sd:.4f} | {fmt(vs_minilm)} | "
             + (fmt(vs_default) if vs_default else "—")
             + " |"
         )
