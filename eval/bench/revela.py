@@ -16,9 +16,15 @@ backward:
   a dense Sim (every pair and every chunk, the worst case); target ≤ 1.5× ``plain``; ``revela_lm_logged``: the
   same with the plain loss computed and logged (``log_plain``, the recipe's default), so the recording pass runs
   the whole batch and the head;
+- ``revela_lm_kv_grad``: the LM side with the recording pass's keys/values kept in the graph (``kv_grad``, the
+  official code's): the recording pass keeps its activations and is back-propagated too;
 - ``revela_full``: the whole step, retriever included (two retriever passes: query halves and passages);
 - ``naive``: one LM forward per ordered pair (i, j ≠ i), chunk i attending to chunk j's cached K/V, the losses
   weighted by Sim_ij: the B(B−1) forwards a per-pair implementation needs.
+
+Memory, beside the times: ``saved_for_backward_mib``, what autograd keeps for the backward of each variant's
+forward (``saved_mib``: every tensor saved for backward, each storage once, the weights not counted), which is the
+activation memory a step adds to the model's.
 """
 
 from __future__ import annotations
@@ -54,6 +60,29 @@ def _ratio(times: dict[str, list[float]], name: str, base: str = "plain") -> flo
     return statistics.median(a / b for a, b in zip(times[name], times[base]))
 
 
+def saved_mib(forward: Callable[[], torch.Tensor], params: list[torch.Tensor]) -> float:
+    """MiB of the tensors autograd saves for backward while ``forward`` runs, each storage counted once, the
+    storages of ``params`` (the weights, which a step holds anyway) left out.
+
+    Examples:
+        >>> w = torch.ones(4, 4, requires_grad=True)
+        >>> saved_mib(lambda: (torch.ones(256, 4) @ w).sum(), [w]) * 2**20  # the input, 256 x 4 float32
+        4096.0
+    """
+    weights = {p.untyped_storage().data_ptr() for p in params}
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        s = t.untyped_storage()
+        if s.data_ptr() not in weights:
+            seen[s.data_ptr()] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        forward()
+    return sum(seen.values()) / 2**20
+
+
 def run(batch: int = 16, tokens: int = 64, repeats: int = 5, model: str = "smollm2-135m") -> dict:
     from transformers import AutoTokenizer
 
@@ -74,6 +103,7 @@ def run(batch: int = 16, tokens: int = 64, repeats: int = 5, model: str = "smoll
     labels = ids.masked_fill(mask == 0, -100)
     m = RevelaModel(retriever, lm, tau=1e-4, v_norm=True, log_plain=False)
     logged = RevelaModel(retriever, lm, tau=1e-4, v_norm=True, log_plain=True)
+    kv_grad = RevelaModel(retriever, lm, tau=1e-4, v_norm=True, log_plain=False, kv_grad=True)
     with torch.no_grad():
         sim_real = m.similarity(b)
     sim_dense = torch.full_like(sim_real, 1 / (batch - 1)).fill_diagonal_(0)
@@ -119,13 +149,20 @@ def run(batch: int = 16, tokens: int = 64, repeats: int = 5, model: str = "smoll
             "real": lm_side(sim_real),
             "logged": lm_side(sim_real, logged),
             "dense": lm_side(sim_dense),
+            "kv_grad": lm_side(sim_real, kv_grad),
             "full": full,
         },
         repeats,
     )
-    t_plain, t_plain_hf, t_real, t_logged, t_dense, t_full = (
-        statistics.median(t[n]) for n in ("plain", "hf", "real", "logged", "dense", "full")
+    t_plain, t_plain_hf, t_real, t_logged, t_dense, t_kv, t_full = (
+        statistics.median(t[n]) for n in ("plain", "hf", "real", "logged", "dense", "kv_grad", "full")
     )
+    weights = list(lm.parameters()) + list(retriever.parameters())
+    saved = {
+        "plain_lm_step": saved_mib(lambda: causal_lm_loss(lm, ids, mask), weights),
+        "revela_lm_step": saved_mib(lambda: m.lm_loss(b, sim_real)[0], weights),
+        "revela_lm_step_kv_grad": saved_mib(lambda: kv_grad.lm_loss(b, sim_real)[0], weights),
+    }
     t_naive = _time_once(naive)  # minutes long: timed once, after the others warmed every kernel
     return {
         "model": model,
@@ -140,11 +177,15 @@ def run(batch: int = 16, tokens: int = 64, repeats: int = 5, model: str = "smoll
         "revela_lm_step_s": round(t_real, 3),
         "revela_lm_step_plain_loss_logged_s": round(t_logged, 3),
         "revela_lm_step_dense_sim_s": round(t_dense, 3),
+        "revela_lm_step_kv_grad_s": round(t_kv, 3),
         "revela_full_step_s": round(t_full, 3),
         "naive_per_pair_step_s": round(t_naive, 3),
         "ratio_revela_lm_vs_plain": round(_ratio(t, "real"), 3),
         "ratio_revela_lm_logged_vs_plain": round(_ratio(t, "logged"), 3),
         "ratio_revela_lm_dense_vs_plain": round(_ratio(t, "dense"), 3),
+        "ratio_revela_lm_kv_grad_vs_plain": round(_ratio(t, "kv_grad"), 3),
+        "ratio_revela_lm_kv_grad_vs_revela_lm": round(_ratio(t, "kv_grad", "real"), 3),
+        "saved_for_backward_mib": {k: round(v, 2) for k, v in saved.items()},
         "ratio_revela_full_vs_plain": round(_ratio(t, "full"), 3),
         "ratio_hf_loss_vs_plain": round(_ratio(t, "hf"), 3),
         "round_seconds": {n: [round(x, 3) for x in ts] for n, ts in t.items()},
@@ -165,7 +206,8 @@ def main(batch: int = 16, tokens: int = 64, repeats: int = 5, out: str | None = 
     print(
         f"\nRevela step on {batch} chunks (≤ {tokens} tokens): LM side {res['ratio_revela_lm_vs_plain']}x a plain LM "
         f"step (target ≤ 1.5x; {res['ratio_revela_lm_logged_vs_plain']}x with the plain loss logged, "
-        f"{res['ratio_revela_lm_dense_vs_plain']}x with every pair weighted), "
+        f"{res['ratio_revela_lm_dense_vs_plain']}x with every pair weighted, "
+        f"{res['ratio_revela_lm_kv_grad_vs_plain']}x with kv_grad), "
         f"{res['ratio_revela_full_vs_plain']}x with the retriever; the naive per-pair way takes "
         f"{res['ratio_naive_vs_revela_lm']}x the LM side"
     )

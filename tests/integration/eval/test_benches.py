@@ -83,6 +83,11 @@ def test_revela_bench_on_the_tiny_model():
     for k in ("plain_lm_step_s", "plain_lm_step_hf_loss_s", "revela_lm_step_s", "revela_full_step_s"):
         assert res[k] > 0
     assert res["revela_lm_step_plain_loss_logged_s"] > 0 and len(res["round_seconds"]["logged"]) == 1
+    assert res["revela_lm_step_kv_grad_s"] > 0
+    # kv_grad keeps the recording pass's activations for backward: more saved than without it, and the plain
+    # step (one pass over the batch) saves less than either Revela pass pair
+    saved = res["saved_for_backward_mib"]
+    assert saved["revela_lm_step_kv_grad"] > saved["revela_lm_step"] > 0 and saved["plain_lm_step"] > 0
     # one forward pass for the batch against one per (query, document) pair: 15.7x here on the tiny model, loaded
     assert res["ratio_naive_vs_revela_lm"] > 2, res["ratio_naive_vs_revela_lm"]
 

@@ -12,6 +12,7 @@ import agentkit.engines.base
 import agentkit.engines.hf
 import agentkit.engines.sampling
 import agentkit.errors
+import agentkit.eval.bench.revela
 import agentkit.eval.ir_benchmarks
 import agentkit.eval.metrics as metrics
 import agentkit.eval.retrieval
@@ -54,6 +55,7 @@ import agentkit.tools.search
         agentkit.server.http,
         agentkit.eval.retrieval,
         agentkit.eval.stats,
+        agentkit.eval.bench.revela,
         agentkit.eval.ir_benchmarks,
         agentkit.revela.attention,
         agentkit.revela.data,
