@@ -14,8 +14,8 @@ sums over the model's own tokens only, for the policy and the reference alike.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt, option
@@ -181,14 +181,23 @@ def masked_dpo_trainer_cls():
     return MaskedDPOTrainer
 
 
-@dataclass
+FULL_LR = 7e-6  # the paper's
+LORA_LR = 2e-4  # moves a LoRA r=8 policy about as far in a round as FULL_LR moves the full weights (measured)
+
+
+@dataclasses.dataclass
 class DPOSettings:
     """One DPO round with TRL's DPOTrainer. With LoRA the adapters are merged after the round, so the merged
     model is the next round's policy and reference either way."""
 
     beta: PosFloat = option(0.1, "the sigmoid loss's β (paper 0.1)")
-    epochs: NonNegFloat = option(1.0, "passes over the round's pairs")
-    learning_rate: PosFloat = option(7e-6, "AdamW's learning rate")
+    epochs: NonNegFloat = option(3.0, "passes over the round's pairs (the paper's 3)")
+    learning_rate: PosFloat | None = option(
+        None,
+        "AdamW's learning rate (None: 2e-4 with LoRA, the paper's 7e-6 with full fine-tuning; the paper's 7e-6 with "
+        "LoRA is for its thousands of pairs, and on a round of ~33 pairs it leaves the policy unchanged: "
+        "docs/toollight.md)",
+    )
     batch_size: PosInt = option(4, "pairs per device per step")
     grad_accum: PosInt = option(1, "micro-batches per optimizer step")
     max_length: PosInt = option(
@@ -200,6 +209,16 @@ class DPOSettings:
         8, "rank of LoRA adapters on all linear layers (the paper's 8), merged after the round (0: full fine-tuning)"
     )
     seed: int = option(0, "the trainer's seed")
+
+    def lr(self) -> float:
+        """The learning rate in force.
+
+        >>> DPOSettings().lr(), DPOSettings(lora_r=0).lr(), DPOSettings(learning_rate=1e-5).lr()
+        (0.0002, 7e-06, 1e-05)
+        """
+        if self.learning_rate is not None:
+            return self.learning_rate
+        return LORA_LR if self.lora_r else FULL_LR
 
 
 def train_dpo(model, tokenizer, dataset, settings: DPOSettings, output_dir: str | Path, progress: bool = True):
@@ -219,6 +238,7 @@ def train_dpo(model, tokenizer, dataset, settings: DPOSettings, output_dir: str 
     """
     from trl import DPOConfig
 
+    settings = dataclasses.replace(settings, learning_rate=settings.lr())
     args = DPOConfig(
         **trainer_args(settings, len(dataset), output_dir, progress), beta=settings.beta, loss_type=["sigmoid"]
     )

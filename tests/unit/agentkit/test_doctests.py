@@ -30,6 +30,7 @@ import agentkit.rl.value
 import agentkit.server.http
 import agentkit.tips.advantages
 import agentkit.tips.shaping
+import agentkit.toollight.dpo
 import agentkit.tools.parsers
 import agentkit.tools.search
 
@@ -65,6 +66,7 @@ import agentkit.tools.search
         agentkit.tips.shaping,
         agentkit.recipes.tips.recipe,
         agentkit.gamerl.gamegen,
+        agentkit.toollight.dpo,
     ],
 )
 def test_doctests(mod):
