@@ -58,7 +58,9 @@ def main() -> None:
         }
         with out.open("a") as f:
             f.write(json.dumps(row) + "\n")
-        print(name, {k: row[k] for k in ("last_epoch_margin", "last_epoch_accuracy", "last_epoch_loss")}, file=sys.stderr)
+        print(
+            name, {k: row[k] for k in ("last_epoch_margin", "last_epoch_accuracy", "last_epoch_loss")}, file=sys.stderr
+        )
 
 
 if __name__ == "__main__":
