@@ -194,9 +194,9 @@ class DPOSettings:
     epochs: NonNegFloat = option(3.0, "passes over the round's pairs (the paper's 3)")
     learning_rate: PosFloat | None = option(
         None,
-        "AdamW's learning rate (None: 2e-4 with LoRA, the paper's 7e-6 with full fine-tuning; the paper's 7e-6 with "
-        "LoRA is for its thousands of pairs, and on a round of ~33 pairs it leaves the policy unchanged: "
-        "docs/toollight.md)",
+        f"AdamW's learning rate (None: {LORA_LR:g} with LoRA, the paper's {FULL_LR:g} with full fine-tuning; the "
+        f"paper's {FULL_LR:g} with LoRA is for its thousands of pairs, and on a round of ~33 pairs it leaves the "
+        "policy unchanged: docs/toollight.md)",
     )
     batch_size: PosInt = option(4, "pairs per device per step")
     grad_accum: PosInt = option(1, "micro-batches per optimizer step")
