@@ -14,9 +14,10 @@ chosen here with no test question: validation questions come from the seeded sui
 
 Rule, fixed before the runs: the rate with the highest validation accuracy (both suites pooled); a tie goes to the
 larger rate (it moves the policy more, which the method is for). The grid first had 2e-5 where 1e-4 is now: once
-5e-5 had left the validation score where SFT had it, a smaller rate could tell nothing, so the grid went up. Writes ``validation.jsonl``: per setting the
-validation summary (accuracy, tool calls, Efficiency, tokens, answered per suite), the last epoch's reward margin,
-and the per-question rows. Resumes per setting.
+5e-5 had left the validation score where SFT had it, a smaller rate could tell nothing, so the grid went up.
+
+Writes ``validation.jsonl``: per setting the validation summary (accuracy, tool calls, Efficiency, tokens, answered
+per suite), the last epoch's reward margin, and the per-question rows. Resumes per setting.
 """
 
 import json
