@@ -32,6 +32,18 @@ from agentkit.toollight.sft_data import make_trajectories
 from agentkit.tools import build_tools
 
 
+def suite_groups(kb, tools: dict, n_arith: int, n_easy: int, n_mh: int, seed: int) -> list[Group]:
+    """The seeded suites as the recipe's two groups: ``n_arith`` hard and ``n_easy`` easy arithmetic questions with
+    the python tool, ``n_mh`` multi-hop questions over ``kb`` (a ``MultiHopKB``) with the search tool."""
+    from agentkit.data.suites import suite_tasks
+
+    arith = suite_tasks("arithmetic", n_arith, seed) + suite_tasks("arithmetic-easy", n_easy, seed)
+    return [
+        Group("arithmetic", arith, [tools["python"]]),
+        Group("multihop", suite_tasks("multihop", n_mh, seed, kb), [tools["search"]]),
+    ]
+
+
 class ToolLightRecipe(Recipe[ToolLightConfig]):
     name = "toollight"
     config_cls = ToolLightConfig
@@ -50,7 +62,6 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         self.titles: dict[str, str] = {}
         if c.questions is None:
             from agentkit.data.multihop import MultiHopKB
-            from agentkit.data.suites import suite_tasks
 
             kb = MultiHopKB.build(c.kb_seed)
             corpus = kb.corpus()
@@ -58,11 +69,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
             self.tools = build_tools(["python", "search"], corpus, top_k=c.search_top_k)
 
             def groups(n_arith: int, n_easy: int, n_mh: int, seed: int) -> list[Group]:
-                arith = suite_tasks("arithmetic", n_arith, seed) + suite_tasks("arithmetic-easy", n_easy, seed)
-                return [
-                    Group("arithmetic", arith, [self.tools["python"]]),
-                    Group("multihop", suite_tasks("multihop", n_mh, seed, kb), [self.tools["search"]]),
-                ]
+                return suite_groups(kb, self.tools, n_arith, n_easy, n_mh, seed)
 
             self.test = groups(c.test_arithmetic, 0, c.test_multihop, c.test_seed)
             held = [t for g in self.test for t in g.tasks]

@@ -30,9 +30,9 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from agentkit.data.multihop import MultiHopKB
-from agentkit.data.suites import suite_tasks
 from agentkit.data.tasks import split_held_out
 from agentkit.recipes.toollight.config import ToolLightConfig
+from agentkit.recipes.toollight.recipe import suite_groups
 from agentkit.toollight.dpo import DPOSettings, load_pairs, train_dpo
 from agentkit.toollight.rounds import Group, evaluate, summarise
 from agentkit.tools import build_tools
@@ -53,10 +53,6 @@ def questions(c: ToolLightConfig):
     kb = MultiHopKB.build(c.kb_seed)
     tools = build_tools(["python", "search"], kb.corpus(), top_k=c.search_top_k)
 
-    def tasks(n_arith: int, n_easy: int, n_mh: int, seed: int):
-        arith = suite_tasks("arithmetic", n_arith, seed) + suite_tasks("arithmetic-easy", n_easy, seed)
-        return arith, suite_tasks("multihop", n_mh, seed, kb)
-
     used = [
         t
         for n, seed in (
@@ -64,15 +60,11 @@ def questions(c: ToolLightConfig):
             ((c.train_arithmetic, c.train_easy, c.train_multihop), c.train_seed),
             ((c.pool_arithmetic, c.pool_easy, c.pool_multihop), c.pool_seed),
         )
-        for ts in tasks(*n, seed)
-        for t in ts
+        for g in suite_groups(kb, tools, *n, seed)
+        for t in g.tasks
     ]
-    arith, mh = tasks(c.test_arithmetic, 0, c.test_multihop, VAL_SEED)
-    groups = [
-        Group("arithmetic", split_held_out(arith, used)[0], [tools["python"]]),
-        Group("multihop", split_held_out(mh, used)[0], [tools["search"]]),
-    ]
-    return groups, tools
+    val = suite_groups(kb, tools, c.test_arithmetic, 0, c.test_multihop, VAL_SEED)
+    return [Group(g.name, split_held_out(g.tasks, used)[0], g.tools) for g in val], tools
 
 
 def main() -> None:
