@@ -9,7 +9,9 @@ comparison rests on.
 
   wide at three seeds, and honest about it.
 - Over **questions** (which items were drawn): the per-item differences with the 95 % percentile-bootstrap interval
-  of their mean (10,000 resamples). Blind to seed-to-seed variation, so the narrower of the two.
+  of their mean (10,000 resamples). Blind to seed-to-seed variation, so the narrower of the two. For right/wrong
+  items, also the exact McNemar test: of the items that changed, as many would go either way if the two models
+  were equally good.
 
 Spreads are sample standard deviations (``n − 1``) everywhere, and 0 for one value.
 """
@@ -65,3 +67,20 @@ def paired_delta(after: Sequence[float], before: Sequence[float], seed: int = 0)
         return 0.0, 0.0, 0.0
     ci = bootstrap((diff,), np.mean, n_resamples=10_000, method="percentile", rng=np.random.default_rng(seed))
     return float(diff.mean()), float(ci.confidence_interval.low), float(ci.confidence_interval.high)
+
+
+def mcnemar_exact(gained: int, lost: int) -> float:
+    """Two-sided exact McNemar p-value for two models on the same right/wrong items: ``gained`` items right only
+    after, ``lost`` right only before. Under equal accuracy each changed item goes either way with probability
+    1/2, so the p-value is the two-sided binomial test of ``gained`` in ``gained + lost`` (1 when none changed).
+
+    >>> mcnemar_exact(4, 0)  # 2 · (1/2)^4
+    0.125
+    >>> mcnemar_exact(3, 3), mcnemar_exact(0, 0)
+    (1.0, 1.0)
+    """
+    if gained + lost == 0:
+        return 1.0
+    from scipy.stats import binomtest
+
+    return float(binomtest(gained, gained + lost, 0.5).pvalue)

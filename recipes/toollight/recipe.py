@@ -20,6 +20,7 @@ from typing import Any
 from agentkit.agent.trajectory import from_dataset, load_jsonl, to_dataset
 from agentkit.data.tasks import load_task_file, split_held_out
 from agentkit.eval.metrics import necessity
+from agentkit.eval.stats import mcnemar_exact, paired_delta
 from agentkit.files import atomic_dir, atomic_write, save_pretrained_dir
 from agentkit.models import load_model
 from agentkit.plots import pyplot
@@ -321,9 +322,32 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
                 )
                 self.ctx.log({f"{k}/necessity": nec[suite][s]["normalised"]})
         self.ctx.add_section("Agent after each stage (held-out questions, greedy)", "\n".join(lines))
+        if "sft" in evals:
+            self._paired("sft", [s for s in stages if s.startswith("dpo-")], evals, suites)
         self._plot(stages, suites, metrics)
         hist = self.ctx.done("stages")
         self._plot_losses({s: h["history"] for s, h in hist.items()})
+
+    def _paired(self, base: str, stages: list[str], evals: dict, suites: list[str]) -> None:
+        """Each stage against ``base``, question by question: questions gained and lost, the accuracy difference
+        with its 95 % bootstrap interval over questions, and the exact McNemar p-value."""
+        lines = [
+            f"| stage | suite | gained | lost | accuracy − {base} | 95 % interval (questions) | exact McNemar p |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for s in stages:
+            for suite in suites:
+                qs = [q for q, r in evals[base].items() if r["suite"] == suite and q in evals[s]]
+                after = [float(evals[s][q]["correct"]) for q in qs]
+                before = [float(evals[base][q]["correct"]) for q in qs]
+                gained = sum(a > b for a, b in zip(after, before))
+                lost = sum(a < b for a, b in zip(after, before))
+                d, lo, hi = paired_delta(after, before)
+                p = mcnemar_exact(gained, lost)
+                k = f"{s}/{suite}/vs_{base}"
+                self.ctx.log({f"{k}/gained": gained, f"{k}/lost": lost, f"{k}/delta": d, f"{k}/mcnemar_p": p})
+                lines.append(f"| {s} | {suite} | {gained} | {lost} | {d:+.3f} | [{lo:+.3f}, {hi:+.3f}] | {p:.3f} |")
+        self.ctx.add_section(f"Each DPO stage against {base}, question by question", "\n".join(lines))
 
     def _plot(self, stages, suites, metrics) -> None:
         plt = pyplot()

@@ -36,6 +36,11 @@ def test_toollight_recipe_tiny_and_resume(tmp_path):
     assert any("dpo-1/pairs" in m for m in logged)
     report = (run_dir / "report.md").read_text()
     assert "| dpo-2 | multihop |" in report
+    # each DPO stage against SFT, question by question, from the same records
+    sft, dpo2 = (read_records(run_dir / "state" / f"eval_{s}.jsonl") for s in ("sft", "dpo-2"))
+    gained = sum(dpo2[q]["correct"] > r["correct"] for q, r in sft.items() if r["suite"] == "multihop")
+    assert [m["dpo-2/multihop/vs_sft/gained"] for m in logged if "dpo-2/multihop/vs_sft/gained" in m] == [gained]
+    assert "| dpo-2 | multihop | " in report.split("question by question")[1]
     again, _ = run_recipe("toollight", [], output_dir=str(run_dir), preset="tiny", resume=True, quiet=True)
     # resumed from the recorded stages and evaluations: the same figures (NaN: efficiency without calls)
     assert again.keys() == metrics.keys()
