@@ -69,19 +69,16 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
             self.titles = {d["id"]: d["title"] for d in corpus}
             self.tools = build_tools(["python", "search"], corpus, top_k=c.search_top_k)
 
-            def groups(n_arith: int, n_easy: int, n_mh: int, seed: int) -> list[Group]:
-                return suite_groups(kb, self.tools, n_arith, n_easy, n_mh, seed)
-
-            self.test = groups(c.test_arithmetic, 0, c.test_multihop, c.test_seed)
+            self.test = suite_groups(kb, self.tools, c.test_arithmetic, 0, c.test_multihop, c.test_seed)
             held = [t for g in self.test for t in g.tasks]
             # no test question in SFT or in the DPO pool (two seeds over one world can draw the same question)
             self.sft_groups = [
                 Group(g.name, split_held_out(g.tasks, held)[0], g.tools)
-                for g in groups(c.train_arithmetic, c.train_easy, c.train_multihop, c.train_seed)
+                for g in suite_groups(kb, self.tools, c.train_arithmetic, c.train_easy, c.train_multihop, c.train_seed)
             ]
             self.pool = [
                 Group(g.name, split_held_out(g.tasks, held)[0], g.tools)
-                for g in groups(c.pool_arithmetic, c.pool_easy, c.pool_multihop, c.pool_seed)
+                for g in suite_groups(kb, self.tools, c.pool_arithmetic, c.pool_easy, c.pool_multihop, c.pool_seed)
             ]
             return
 
