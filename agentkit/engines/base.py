@@ -188,11 +188,13 @@ class ContextLengthError(ValueError):
 
 @dataclass
 class Scored:
-    """Teacher-forced continuation: its token ids and per-token logprobs (and entropies if asked)."""
+    """Teacher-forced continuation: its token ids and per-token logprobs (and entropies, and the k most likely
+    tokens at each position, best first, if asked)."""
 
     token_ids: list[int]
     logprobs: list[float]
     entropies: list[float] | None = None
+    top_logprobs: list[dict[int, float]] | None = None
 
 
 @runtime_checkable
@@ -286,7 +288,11 @@ class Engine(Protocol):
         ...
 
     def score(
-        self, contexts: list[Prompt], continuations: list[str | list[int]], entropy: bool = False
+        self,
+        contexts: list[Prompt],
+        continuations: list[str | list[int]],
+        entropy: bool = False,
+        top_logprobs: int = 0,
     ) -> list[Scored]:
         """Teacher-forced log-probabilities of each continuation after its context.
 
@@ -294,9 +300,11 @@ class Engine(Protocol):
             contexts: one prompt per continuation (read as ``encode`` reads it).
             continuations: text (tokenized without special tokens) or token ids.
             entropy: also return each position's entropy of the next-token distribution.
+            top_logprobs: also return the k most likely tokens at each position with their logprobs, best first
+                (what a server's ``echo`` with ``logprobs=k`` reports for the prompt).
 
         Returns:
-            One ``Scored`` per continuation: its ids and their logprobs (and entropies).
+            One ``Scored`` per continuation: its ids and their logprobs (and entropies, and top-k alternatives).
         """
         ...
 

@@ -561,7 +561,11 @@ class HFEngine(LocalTokenizer):
     # ---- scoring ------------------------------------------------------------------------------------------
     @torch.inference_mode()
     def score(
-        self, contexts: list[Prompt], continuations: list[str | list[int]], entropy: bool = False
+        self,
+        contexts: list[Prompt],
+        continuations: list[str | list[int]],
+        entropy: bool = False,
+        top_logprobs: int = 0,
     ) -> list[Scored]:
         """Teacher forcing: log p(c_t | context, c_<t) for every token of each continuation.
 
@@ -570,6 +574,7 @@ class HFEngine(LocalTokenizer):
         """
         if len(contexts) != len(continuations):
             raise ValueError("contexts and continuations must have the same length")
+        want = (entropy, top_logprobs)  # what each row's Scored carries besides its logprobs
         ctx = [self.encode(c) for c in contexts]
         cont = self.continuation_ids(continuations)
         results: list[Scored | None] = [None] * len(ctx)
@@ -580,13 +585,13 @@ class HFEngine(LocalTokenizer):
             single = [t.rows[0] for t in trunks if len(t.rows) == 1]
             if shared and growing_only(make_cache(self.model.config)):
                 for trunk in shared:
-                    self._score_trunk(trunk, entropy, results)
+                    self._score_trunk(trunk, want, results)
             elif shared:  # sliding-window layers keep only the window in a cache: one masked pass instead
-                self._score_packed(shared, entropy, results)
-        self._score_rows(ctx, cont, single, entropy, results)
+                self._score_packed(shared, want, results)
+        self._score_rows(ctx, cont, single, want, results)
         return results  # type: ignore[return-value]
 
-    def _score_rows(self, ctx, cont, rows: list[int], entropy: bool, results: list) -> None:
+    def _score_rows(self, ctx, cont, rows: list[int], want: tuple[bool, int], results: list) -> None:
         """Score ``rows`` one padded sequence each (context + continuation)."""
         order = sorted(rows, key=lambda i: -len(cont[i]))
         vocab = self.model.config.get_text_config().vocab_size
@@ -602,9 +607,9 @@ class HFEngine(LocalTokenizer):
             logp = logits[:, :-1].float().log_softmax(-1)  # kept index j predicts position L-K+j
             for r, i in enumerate(batch):
                 c = len(cont[i])
-                results[i] = _scored(logp[r, k - 1 - c : k - 1], cont[i], entropy)
+                results[i] = _scored(logp[r, k - 1 - c : k - 1], cont[i], *want)
 
-    def _score_trunk(self, trunk: Trunk, entropy: bool, results: list) -> None:
+    def _score_trunk(self, trunk: Trunk, want: tuple[bool, int], results: list) -> None:
         """Rows whose contexts are prefixes of ``trunk.ids``: one causal pass over the trunk keeps its keys/values
         (attention's fast path, no mask), then all rows' continuations go in one batched pass over copies of that
         cache, each row seeing the trunk up to its own context and its own earlier tokens (a mask over the cache).
@@ -649,14 +654,14 @@ class HFEngine(LocalTokenizer):
         slot = {i: b for b, (i, _, _) in enumerate(rows)}
         for i, ln, c in zip(trunk.rows, trunk.ctx_lens, trunk.conts):
             if not c:
-                results[i] = Scored(token_ids=[], logprobs=[], entropies=[] if entropy else None)
+                results[i] = _scored(first[:0], c, *want)
                 continue
             parts = [first[firsts.index(ln - 1)][None]]
             if i in slot:
                 parts.append(rest[slot[i], : len(c) - 1])
-            results[i] = _scored(torch.cat(parts), c, entropy)
+            results[i] = _scored(torch.cat(parts), c, *want)
 
-    def _score_packed(self, trunks: list[Trunk], entropy: bool, results: list) -> None:
+    def _score_packed(self, trunks: list[Trunk], want: tuple[bool, int], results: list) -> None:
         """Score rows whose contexts nest: one packed forward per trunk (``agentkit.engines.packed``), the
         ``[B, Q, Q]`` masks and the hidden states of the positions read kept within the scoring budget."""
         cfg = self.model.config.get_text_config()
@@ -686,7 +691,7 @@ class HFEngine(LocalTokenizer):
             at = 0
             for trunk, rows in zip(batch, reads):
                 for i, cont, idx in zip(trunk.rows, trunk.conts, rows):
-                    results[i] = _scored(logp[at : at + len(idx)], cont, entropy)
+                    results[i] = _scored(logp[at : at + len(idx)], cont, *want)
                     at += len(idx)
 
     def _mask(self, allowed: torch.Tensor, dtype):
@@ -723,12 +728,17 @@ class GenerationJob:
         return self._result  # type: ignore[return-value]
 
 
-def _scored(logp: torch.Tensor, cont: list[int], entropy: bool) -> Scored:
-    """A continuation's ``Scored`` from the log-probabilities ``[len(cont), V]`` that predict its tokens."""
+def _scored(logp: torch.Tensor, cont: list[int], entropy: bool, top: int = 0) -> Scored:
+    """A continuation's ``Scored`` from the log-probabilities ``[len(cont), V]`` that predict its tokens (and
+    the ``top`` most likely tokens at each position, best first)."""
     tok = torch.tensor(cont, device=logp.device, dtype=torch.long)
     lp = logp.gather(-1, tok[:, None])[:, 0].tolist() if cont else []
     ent = (-(logp.exp() * logp).sum(-1)).tolist() if entropy else None
-    return Scored(token_ids=cont, logprobs=lp, entropies=ent)
+    tops = None
+    if top:
+        vals, ids = logp.topk(min(top, logp.shape[-1]), dim=-1)
+        tops = [dict(zip(i, v)) for i, v in zip(ids.tolist(), vals.tolist())]
+    return Scored(token_ids=cont, logprobs=lp, entropies=ent, top_logprobs=tops)
 
 
 def _length_groups(lengths: list[int], overhead: int = 48) -> list[list[int]]:

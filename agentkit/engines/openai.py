@@ -282,11 +282,7 @@ class OpenAIEngine(LocalTokenizer):
         not from a dict keyed by token string: different tokens can decode to the same string."""
         ids = [_token_id(t) for t in tokens]
         ents = [topk_entropy([lp for _, lp in a][:k]) for a in alts] if p.entropy else None
-        # k alternatives may have been asked for the entropy: keep the top_logprobs best
-        tops = [
-            {_token_id(t) if self.token_ids else t: lp for t, lp in sorted(a, key=lambda x: -x[1])[: p.top_logprobs]}
-            for a in alts
-        ]
+        tops = [self._best(a, p.top_logprobs) for a in alts]
         return Completion(
             text=text,
             token_ids=ids,
@@ -297,8 +293,17 @@ class OpenAIEngine(LocalTokenizer):
             top_logprobs=tops if p.top_logprobs else None,
         )
 
+    def _best(self, alts: list[tuple[str, float]], k: int) -> dict:
+        """The ``k`` best of a position's (token string, logprob) alternatives, best first (more may have been
+        asked for the entropy), keyed by token id where the upstream returns ids."""
+        return {_token_id(t) if self.token_ids else t: lp for t, lp in sorted(alts, key=lambda x: -x[1])[:k]}
+
     def score(
-        self, contexts: list[Prompt], continuations: list[str | list[int]], entropy: bool = False
+        self,
+        contexts: list[Prompt],
+        continuations: list[str | list[int]],
+        entropy: bool = False,
+        top_logprobs: int = 0,
     ) -> list[Scored]:
         """Teacher forcing through ``echo``: the context's and continuation's ids are sent as one prompt, and the
         prompt logprobs of the continuation's positions come back."""
@@ -312,8 +317,10 @@ class OpenAIEngine(LocalTokenizer):
                 prompt=a + b,
                 max_tokens=0,
                 echo=True,
-                logprobs=self.entropy_top_k if entropy else 1,
+                logprobs=max(self.entropy_top_k if entropy else 1, top_logprobs),
                 temperature=0,
+                # the alternatives' ids, where the server gives them (vLLM, agentkit)
+                extra_body={"return_tokens_as_token_ids": True} if self.token_ids and top_logprobs else None,
             )
             lp = r.choices[0].logprobs
             tops = lp.top_logprobs or [{}] * len(lp.tokens)
@@ -322,6 +329,9 @@ class OpenAIEngine(LocalTokenizer):
                 token_ids=b,
                 logprobs=[lp.token_logprobs[i] for i in keep],
                 entropies=[topk_entropy(list((tops[i] or {}).values())) for i in keep] if entropy else None,
+                top_logprobs=[self._best(list((tops[i] or {}).items()), top_logprobs) for i in keep]
+                if top_logprobs
+                else None,
             )
 
         return self._map(one, list(zip(ctx, cont)))

@@ -134,7 +134,11 @@ class VisionEngine(LocalTokenizer):
         pass
 
     def score(
-        self, contexts: list[Prompt], continuations: list[str | list[int]], entropy: bool = False
+        self,
+        contexts: list[Prompt],
+        continuations: list[str | list[int]],
+        entropy: bool = False,
+        top_logprobs: int = 0,
     ) -> list[Scored]:
         raise NotImplementedError("VisionEngine does not score continuations; score text with HFEngine")
 

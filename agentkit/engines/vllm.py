@@ -166,7 +166,11 @@ class VLLMEngine(LocalTokenizer):
         return out
 
     def score(
-        self, contexts: list[Prompt], continuations: list[str | list[int]], entropy: bool = False
+        self,
+        contexts: list[Prompt],
+        continuations: list[str | list[int]],
+        entropy: bool = False,
+        top_logprobs: int = 0,
     ) -> list[Scored]:
         """Teacher forcing through ``prompt_logprobs``, reading vLLM's prefix cache where it is safe.
 
@@ -178,7 +182,7 @@ class VLLMEngine(LocalTokenizer):
         """
         ctx_ids = [self.encode(c) for c in contexts]
         cont_ids = self.continuation_ids(continuations)
-        k = self.entropy_top_k if entropy else 1
+        k = max(self.entropy_top_k if entropy else 1, top_logprobs)
         # detokenize=False: vLLM leaves a cached position's entry unset, and decoding it would fail
         cached = self._vllm.SamplingParams(
             max_tokens=1, prompt_logprobs=k, temperature=0, skip_reading_prefix_cache=False, detokenize=False
@@ -212,6 +216,8 @@ class VLLMEngine(LocalTokenizer):
                     token_ids=b,
                     logprobs=[s[t].logprob for s, t in zip(steps, b)],
                     entropies=[topk_entropy([x.logprob for x in s.values()]) for s in steps] if entropy else None,
+                    # vLLM adds the scored token to its top k when it is not among them: keep the k best
+                    top_logprobs=[_best(s, top_logprobs) for s in steps] if top_logprobs else None,
                 )
             )
         return out
@@ -336,3 +342,9 @@ def _keeping_parallel_groups():
         yield
     finally:
         core.cleanup_dist_env_and_memory = teardown
+
+
+def _best(step: dict, k: int) -> dict[int, float]:
+    """The ``k`` most likely of a position's vLLM ``Logprob`` entries, as token id → logprob, best first."""
+    ranked = sorted(step.items(), key=lambda kv: -kv[1].logprob)[:k]
+    return {t: lp.logprob for t, lp in ranked}

@@ -121,7 +121,7 @@ class DetokenizeRequest(_Lenient):
 
 
 class CompletionRequest(_Sampling):
-    prompt: str | list[str] | list[int]
+    prompt: str | list[str] | list[int] | list[list[int]]  # as OpenAI's legacy API and vLLM take it
     echo: bool = False
     logprobs: int | None = Field(None, ge=0, le=20)
 
@@ -129,7 +129,8 @@ class CompletionRequest(_Sampling):
         return self.logprobs or 0
 
     def prompts(self) -> list[str | list[int]]:
-        """The prompts of the request: one text, one list of token ids, or a list of texts."""
+        """The prompts of the request: one text, one list of token ids, or a list of texts or of token-id lists
+        (what lm-evaluation-harness's ``local-completions`` sends)."""
         if isinstance(self.prompt, str) or (self.prompt and isinstance(self.prompt[0], int)):
             return [self.prompt]
         return list(self.prompt)

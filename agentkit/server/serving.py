@@ -342,8 +342,8 @@ class BatchedEngine:
         for fut in list(self._inflight):
             self.batcher.cancel(fut)
 
-    def score(self, contexts, continuations, entropy: bool = False):
+    def score(self, contexts, continuations, entropy: bool = False, top_logprobs: int = 0):
         if self.cancelled:
             raise Cancelled("the request was cancelled")
         with self.batcher.lock:
-            return self.engine.score(contexts, continuations, entropy)
+            return self.engine.score(contexts, continuations, entropy, top_logprobs)

@@ -107,12 +107,20 @@ def check_logprobs_and_entropy(engine, ref, tol: float, top: int = 5) -> dict[st
     return {"entropy_abs_error": sum(err) / len(err), "entropy_rel_error": sum(rel) / max(1, len(rel))}
 
 
-def check_score(engine, ref, tol: float) -> None:
+def check_score(engine, ref, tol: float, top: int = 3) -> None:
+    """Teacher-forced logprobs equal the reference's; asked for ``top``, each position carries the k most likely
+    tokens, best first, with the reference's logprobs (ids are not compared: near-ties may swap)."""
     ctxs, conts = [TEXTS[0], CHAT], [" Paris, a city.", "Paris."]
     for got, want in zip(engine.score(ctxs, conts), ref.score(ctxs, conts)):
         assert got.token_ids == want.token_ids
         assert max(abs(a - b) for a, b in zip(got.logprobs, want.logprobs)) <= tol
         assert all(math.isfinite(x) and x <= 0 for x in got.logprobs)
+    for got, want in zip(engine.score(ctxs, conts, top_logprobs=top), ref.score(ctxs, conts, top_logprobs=top)):
+        assert got.top_logprobs is not None and len(got.top_logprobs) == len(got.token_ids)
+        for alts, ref_alts, lp in zip(got.top_logprobs, want.top_logprobs, got.logprobs):
+            vals = list(alts.values())
+            assert len(vals) == top and vals == sorted(vals, reverse=True) and vals[0] >= lp - tol
+            assert max(abs(a - b) for a, b in zip(vals, ref_alts.values())) <= tol
 
 
 def check_stats(engine) -> None:

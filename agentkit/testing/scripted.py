@@ -33,7 +33,7 @@ class ScriptedEngine(LocalTokenizer):
         """The script does not depend on weights; counted, so tests can see a trainer sync them."""
         self.loads += 1
 
-    def score(self, contexts, continuations, entropy: bool = False):
+    def score(self, contexts, continuations, entropy: bool = False, top_logprobs: int = 0):
         raise NotImplementedError("a scripted engine does not score")
 
     def close(self) -> None:

@@ -1,5 +1,5 @@
-"""``POST /v1/completions``: text completions of one or more prompts (text or token ids), with vLLM's ``echo`` and
-prompt scoring."""
+"""``POST /v1/completions``: text completions of one or more prompts (texts or token-id lists), with vLLM's ``echo``
+and prompt scoring."""
 
 from __future__ import annotations
 
@@ -28,8 +28,9 @@ router = APIRouter(route_class=CheckedJSONRoute, responses=ERRORS)
 @router.post("/v1/completions", response_model=CompletionResponse, response_model_exclude_unset=True)
 async def create_completion(req: CompletionRequest, request: Request, serving: Serving) -> CompletionResponse:
     """Text completions. ``echo``: each choice's text and logprobs start with the prompt's (prompt logprobs by
-    teacher forcing, the first token's None), then the completion's, as vLLM returns them; with ``max_tokens=0``
-    only the prompt is scored (teacher scoring)."""
+    teacher forcing, with ``logprobs=k`` the k most likely tokens at each position plus the prompt's own; the
+    first token has neither), then the completion's, as vLLM returns them; with ``max_tokens=0`` only the prompt
+    is scored (teacher scoring)."""
     serving.check_model(req.model)
     serving.check_n(req.n)
     prompts = req.prompts()
@@ -39,8 +40,9 @@ async def create_completion(req: CompletionRequest, request: Request, serving: S
             f"{len(prompts)} prompts; this server takes at most {serving.limits.max_prompts} per request",
             param="prompt",
         )
-    if prompts and isinstance(prompts[0], list):
-        serving.check_ids(prompts[0], "prompt")
+    for p in prompts:
+        if isinstance(p, list):
+            serving.check_ids(p, "prompt")
     params = req.to_sampling_params(default_max=16, constraint=constraint_of(req))
     encoded = [serving.engine.encode(p) if p else [] for p in prompts]
     if not encoded or not all(encoded):
@@ -53,7 +55,7 @@ async def create_completion(req: CompletionRequest, request: Request, serving: S
         outs = await serving.generate(request, encoded, params, "structured_outputs")
     else:  # prompt scoring alone: an empty completion per sample
         outs = [[Completion("", [], [], "length", len(e), top_logprobs=[]) for _ in range(params.n)] for e in encoded]
-    echoed = await run_in_threadpool(_prompt_logprobs, serving, encoded) if req.echo else None
+    echoed = await run_in_threadpool(_prompt_logprobs, serving, encoded, req.logprobs or 0) if req.echo else None
     choices = []
     for k, cs in enumerate(outs):
         for c in cs:
@@ -74,14 +76,15 @@ def _choice(
     index: int,
     c: Completion,
     prompt: list[int],
-    prompt_logprobs: list[float | None] | None,
+    echoed: tuple[list[float | None], list[dict[int, float]]] | None,
 ) -> CompletionChoice:
-    """One choice; with ``echo`` (``prompt_logprobs`` given) its text, tokens and logprobs begin with the prompt's."""
+    """One choice; with ``echo`` (``echoed``: the prompt's logprobs and alternatives) its text, tokens and
+    logprobs begin with the prompt's."""
     engine, as_ids = serving.engine, req.return_tokens_as_token_ids
     ids, lps, text = list(c.token_ids), list(c.logprobs), c.text
     tops = list(c.top_logprobs or [{}] * len(ids))
-    if prompt_logprobs is not None:
-        ids, lps, tops = prompt + ids, prompt_logprobs + lps, [{}] * len(prompt) + tops
+    if echoed is not None:
+        ids, lps, tops = prompt + ids, echoed[0] + lps, echoed[1] + tops
         text = engine.decode(prompt, skip_special_tokens=False) + text
     logprobs = None
     if req.logprobs is not None:
@@ -96,11 +99,18 @@ def _choice(
     return CompletionChoice(index=index, text=text, logprobs=logprobs, finish_reason=c.finish_reason)
 
 
-def _prompt_logprobs(serving: OpenAIServing, encoded: list[list[int]]) -> list[list[float | None]]:
-    """log p(token i | tokens < i) for each prompt; the first token has none."""
+def _prompt_logprobs(
+    serving: OpenAIServing, encoded: list[list[int]], k: int
+) -> list[tuple[list[float | None], list[dict[int, float]]]]:
+    """For each prompt, log p(token i | tokens < i) and, with ``k``, the k most likely tokens at i plus token i
+    itself (vLLM's form: k or k + 1 entries); the first token has neither."""
     with serving.batcher.lock:
-        scored = serving.engine.score([ids[:1] for ids in encoded], [ids[1:] for ids in encoded])
-    return [[None, *s.logprobs] for s in scored]
+        scored = serving.engine.score([ids[:1] for ids in encoded], [ids[1:] for ids in encoded], top_logprobs=k)
+    out = []
+    for ids, s in zip(encoded, scored):
+        tops = [{**t, tok: lp} for t, tok, lp in zip(s.top_logprobs, ids[1:], s.logprobs)] if k else []
+        out.append(([None, *s.logprobs], [{}] + (tops or [{}] * len(s.logprobs))))
+    return out
 
 
 def _offsets(tokens: list[str]) -> list[int]:

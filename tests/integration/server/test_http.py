@@ -199,6 +199,41 @@ def test_completions_and_echo_scoring(client, engine):
     assert lp.token_logprobs[len(ids) :] == pytest.approx(plain.choices[0].logprobs.token_logprobs, abs=1e-4)
 
 
+def test_completions_as_lm_eval_sends_them(client, engine):
+    """lm-evaluation-harness's ``local-completions`` scores with ``prompt`` as a list of token-id lists, ``echo``,
+    ``max_tokens=1`` and ``logprobs=1``, and reads every echoed position's ``top_logprobs`` (vLLM's form: the k
+    most likely tokens plus the prompt's own; ``null`` only for the first)."""
+    a, b = engine.encode("the context and more"), engine.encode("a second prompt")
+    r = client.completions.create(model="tiny", prompt=[a, b], max_tokens=1, echo=True, logprobs=1, temperature=0)
+    assert len(r.choices) == 2
+    for ids, ch in zip((a, b), sorted(r.choices, key=lambda c: c.index)):
+        lp = ch.logprobs
+        scored = engine.score([ids[:1]], [ids[1:]], top_logprobs=1)[0]
+        assert lp.token_logprobs[1 : len(ids)] == pytest.approx(scored.logprobs, abs=1e-4)
+        assert lp.top_logprobs[0] is None and all(isinstance(t, dict) for t in lp.top_logprobs[1:])
+        for t, tok, best, own in zip(
+            lp.top_logprobs[1 : len(ids)], lp.tokens[1:], scored.top_logprobs, scored.logprobs
+        ):
+            assert t[tok] == pytest.approx(own, abs=1e-4)  # the prompt's own token is always there
+            assert max(t.values()) == pytest.approx(max(best.values()), abs=1e-4)  # and the most likely one
+            assert len(t) in (1, 2)
+        # lm-eval's greedy check: the prompt token is the most likely exactly where the engine's argmax is it
+        greedy = [max(t, key=t.get) == tok for t, tok in zip(lp.top_logprobs[1 : len(ids)], lp.tokens[1:])]
+        assert greedy == [next(iter(t)) == i for t, i in zip(scored.top_logprobs, ids[1:])]
+    # the same prompts as texts give the same echoed figures
+    t = client.completions.create(
+        model="tiny", prompt="the context and more", max_tokens=0, echo=True, logprobs=1, temperature=0
+    )
+    assert t.choices[0].logprobs.token_logprobs[1:] == pytest.approx(
+        sorted(r.choices, key=lambda c: c.index)[0].logprobs.token_logprobs[1 : len(a)], abs=1e-4
+    )
+    # malformed token-id lists are a 400 in OpenAI's shape, naming the prompt
+    for bad in ([[1, 2], "text"], [[]], [[-1, 2]]):
+        with pytest.raises(openai.BadRequestError) as err:
+            client.completions.create(model="tiny", prompt=bad, max_tokens=1)
+        assert err.value.status_code == 400
+
+
 def _call(url, method: str, path: str, body: bytes | None = None, key="sk-test"):
     req = urllib.request.Request(
         url + path,

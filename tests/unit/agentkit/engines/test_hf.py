@@ -114,7 +114,7 @@ def test_length_grouped_prefill_matches_single_prompts(tiny_engine, prefix):
 def test_score_matches_manual_forward(tiny_engine):
     ctxs = ["short", "a much longer context string", [{"role": "user", "content": "hi"}]]
     conts = [" continuation", " x", "reply text"]
-    scored = tiny_engine.score(ctxs, conts, entropy=True)
+    scored = tiny_engine.score(ctxs, conts, entropy=True, top_logprobs=3)
     for ctx, cont, s in zip(ctxs, conts, scored):
         c_ids = tiny_engine.encode(ctx)
         t_ids = tiny_engine.tokenizer(cont, add_special_tokens=False).input_ids
@@ -123,6 +123,10 @@ def test_score_matches_manual_forward(tiny_engine):
         assert s.token_ids == t_ids
         assert torch.allclose(torch.tensor(s.logprobs), want, atol=1e-4)
         assert torch.allclose(torch.tensor(s.entropies), -(logp.exp() * logp).sum(-1), atol=1e-4)
+        vals, ids = logp.topk(3, dim=-1)  # the 3 most likely tokens at each position, best first
+        assert [list(t) for t in s.top_logprobs] == ids.tolist()
+        assert torch.allclose(torch.tensor([list(t.values()) for t in s.top_logprobs]), vals, atol=1e-4)
+    assert tiny_engine.score(ctxs[:1], conts[:1])[0].top_logprobs is None  # not asked, not computed
 
 
 def test_score_nested_contexts_packed(tiny_engine):
@@ -133,11 +137,12 @@ def test_score_nested_contexts_packed(tiny_engine):
     conts = [[40, 41, 42], [43], [44, 45], [], [46, 47]]
     plain = tiny_engine.variant(share_prefix=False)
     before = tiny_engine.scored_tokens
-    got = tiny_engine.score(ctxs, conts, entropy=True)
-    want = plain.score(ctxs, conts, entropy=True)
+    got = tiny_engine.score(ctxs, conts, entropy=True, top_logprobs=2)
+    want = plain.score(ctxs, conts, entropy=True, top_logprobs=2)
     for g, w in zip(got, want):
         assert g.token_ids == w.token_ids
         assert g.logprobs == pytest.approx(w.logprobs, abs=1e-4)
+        assert [list(t) for t in g.top_logprobs] == [list(t) for t in w.top_logprobs]
         assert g.entropies == pytest.approx(w.entropies, abs=1e-4)
     # the trunk once, then the continuation tokens fed after it (a continuation's last token is only predicted),
     # and the lone row in full
@@ -146,9 +151,10 @@ def test_score_nested_contexts_packed(tiny_engine):
     from agentkit.engines.packed import group_trunks
 
     packed: list = [None] * len(ctxs)
-    tiny_engine._score_packed([t for t in group_trunks(ctxs, conts) if len(t.rows) > 1], True, packed)
+    tiny_engine._score_packed([t for t in group_trunks(ctxs, conts) if len(t.rows) > 1], (True, 2), packed)
     for g, w in zip(packed[:4], want[:4]):
         assert g.logprobs == pytest.approx(w.logprobs, abs=1e-4)
+        assert [list(t) for t in g.top_logprobs] == [list(t) for t in w.top_logprobs]
         assert g.entropies == pytest.approx(w.entropies, abs=1e-4)
 
 
