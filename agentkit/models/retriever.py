@@ -167,6 +167,40 @@ class Retriever(nn.Module):
         (d / SPEC_FILE).write_text(json.dumps(self.spec, indent=1))
         return d
 
+    def export_sentence_transformers(self, directory: str | Path) -> Path:
+        """This retriever as a plain sentence-transformers model, for tools that load one: LoRA merged into the
+        weights, the same pooling (mean, or the last token with the tokenizer appending EOS), L2 normalisation, and
+        the prefixes as the prompts ``query`` and ``passage``, so that
+        ``SentenceTransformer(directory).encode(texts, prompt_name="query")`` equals ``encode(texts, "query")``."""
+        import copy
+        import tempfile
+
+        from sentence_transformers import SentenceTransformer
+        from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+        backbone = copy.deepcopy(self._st_backbone() if self.sentence else self.backbone)
+        if hasattr(backbone, "merge_and_unload"):  # a PEFT model: the adapter folded into the weights
+            backbone = backbone.merge_and_unload()
+        prompts = {"query": self.spec["query_prefix"], "passage": self.spec["passage_prefix"]}
+        if self.sentence:
+            st = copy.deepcopy(self.st)
+            setattr(st[0], "model" if hasattr(st[0], "model") else "auto_model", backbone)
+            modules = list(st)
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                backbone.save_pretrained(tmp)
+                tok = copy.deepcopy(self.tokenizer)
+                _append_eos(tok)
+                tok.save_pretrained(tmp)
+                first = Transformer(tmp, max_seq_length=self.spec["max_length"])
+            modules = [first, Pooling(first.get_embedding_dimension(), "lasttoken")]
+        if not any(isinstance(m, Normalize) for m in modules):
+            modules.append(Normalize())
+        out = SentenceTransformer(modules=modules, prompts=prompts, device="cpu")
+        out.max_seq_length = self.spec["max_length"]
+        out.save(str(directory))
+        return Path(directory)
+
     @classmethod
     def load(cls, directory: str | Path) -> Retriever:
         """A retriever saved by ``save``; a plain model name or directory loads untrained (no LoRA)."""
@@ -189,3 +223,22 @@ class Retriever(nn.Module):
             else:
                 r.backbone = PeftModel.from_pretrained(r.backbone, str(d / "adapter"))
         return r.eval()
+
+
+def _append_eos(tok) -> None:
+    """Make a fast tokenizer end every text with EOS (after truncation, which then keeps one place for it), pad on
+    the right with EOS when it has no pad token, and read texts as plain text: what ``Retriever.tokenize`` does by
+    hand for EOS pooling."""
+    from tokenizers import processors
+
+    eos = (tok.eos_token, tok.eos_token_id)
+    steps = [
+        processors.TemplateProcessing(single=f"$A {eos[0]}", pair=f"$A {eos[0]} $B {eos[0]}", special_tokens=[eos])
+    ]
+    if tok.backend_tokenizer.post_processor is not None:
+        steps.insert(0, tok.backend_tokenizer.post_processor)
+    tok.backend_tokenizer.post_processor = processors.Sequence(steps)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "right"
+    tok.chat_template = None  # sentence-transformers would wrap a text in it as a chat message

@@ -41,3 +41,22 @@ def test_lora_retriever_saves_and_loads(tmp_path):
         back = Retriever.load(r.save(tmp_path / base))
         np.testing.assert_allclose(back.encode(["parse a config file", "sort a list"], "passage"), before, atol=1e-5)
         assert (tmp_path / base / "adapter").is_dir()
+
+
+def test_exported_sentence_transformers_model_encodes_the_same(tmp_path):
+    """``export_sentence_transformers``: ``SentenceTransformer(dir)`` loads it with no agentkit code and encodes
+    queries and passages (prompt names) as the retriever does, LoRA merged, for both poolings; a text cut at
+    ``max_length`` keeps its EOS."""
+    from sentence_transformers import SentenceTransformer
+
+    texts = ["how do I install a package", "the quick brown fox jumps over the lazy dog " * 6, "x"]
+    for base in ("tiny-random", "minilm-l6"):  # EOS pooling over a causal LM; a sentence model's mean pooling
+        r = Retriever(base, lora_r=4, seed=1, max_length=24)
+        with torch.no_grad():
+            for n, p in r.named_parameters():
+                if "lora_B" in n:
+                    p.normal_(0, 0.05)
+        st = SentenceTransformer(str(r.export_sentence_transformers(tmp_path / base)), device="cpu")
+        assert not any(n.startswith("base_model") or "lora_" in n for n, _ in st.named_parameters())
+        for kind in ("query", "passage"):
+            np.testing.assert_allclose(st.encode(texts, prompt_name=kind), r.encode(texts, kind), atol=1e-5)
