@@ -106,9 +106,10 @@ class ChatCompletionRequest(_Sampling):
 
 
 class TokenizeRequest(_Lenient):
-    """vLLM's ``POST /tokenize``: a text ``prompt`` or chat ``messages`` (through the chat template)."""
+    """vLLM's ``POST /tokenize``: a text ``prompt`` or chat ``messages`` (through the chat template). ``model`` may
+    be left out, as vLLM allows (lm-evaluation-harness's remote tokenizer sends none)."""
 
-    model: str
+    model: str | None = None
     prompt: str | None = None
     messages: list[ChatMessage] | None = None
     add_special_tokens: bool | None = None  # default: True for a prompt, False for messages (as vLLM)
@@ -116,7 +117,7 @@ class TokenizeRequest(_Lenient):
 
 
 class DetokenizeRequest(_Lenient):
-    model: str
+    model: str | None = None
     tokens: list[int]
 
 
@@ -194,6 +195,19 @@ class TokenizeResponse(_Out):
 
 class DetokenizeResponse(_Out):
     prompt: str
+
+
+class TokenizerInfoResponse(_Out):
+    """vLLM's ``GET /tokenizer_info``: what a client needs to tokenize as the server does (lm-evaluation-harness's
+    ``tokenizer_backend=remote`` reads it, then calls ``/tokenize`` and ``/detokenize``)."""
+
+    tokenizer_class: str
+    eos_token: str | None
+    bos_token: str | None
+    pad_token: str | None
+    unk_token: str | None
+    chat_template: str | None
+    model_max_length: int | None
 
 
 class UsageInfo(_Out):

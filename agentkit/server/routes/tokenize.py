@@ -1,5 +1,5 @@
 """vLLM's ``POST /tokenize`` and ``POST /detokenize``: text (or a chat through its template) to the engine's token
-ids and back."""
+ids and back (``GET /tokenizer_info`` is with the other GET routes, in ``models``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ router = APIRouter(route_class=CheckedJSONRoute, responses=ERRORS)
 @router.post("/tokenize", response_model=TokenizeResponse, response_model_exclude_unset=True)
 async def tokenize(req: TokenizeRequest, serving: Serving) -> TokenizeResponse:
     """A prompt's (or a chat's) token ids as the engine encodes them."""
-    serving.check_model(req.model)
+    if req.model is not None:
+        serving.check_model(req.model)
     engine = serving.engine
     if (req.prompt is None) == (req.messages is None):
         raise RequestError(400, "give either prompt or messages", param="prompt")
@@ -32,6 +33,7 @@ async def tokenize(req: TokenizeRequest, serving: Serving) -> TokenizeResponse:
 @router.post("/detokenize", response_model=DetokenizeResponse, response_model_exclude_unset=True)
 async def detokenize(req: DetokenizeRequest, serving: Serving) -> DetokenizeResponse:
     """Token ids back to text (special tokens kept)."""
-    serving.check_model(req.model)
+    if req.model is not None:
+        serving.check_model(req.model)
     serving.check_ids(req.tokens, "tokens")
     return DetokenizeResponse(prompt=serving.engine.decode(req.tokens, skip_special_tokens=False))

@@ -1,7 +1,8 @@
 """lm-evaluation-harness's ``local-completions`` against ``agentkit serve`` on the embedded model, unchanged: it
 sends token-id lists with ``echo``, ``max_tokens=1`` and ``logprobs=1`` and reads every echoed position's
 ``top_logprobs``; the log-likelihoods and greedy flags it gets equal those of its own ``hf`` backend on the same
-weights, on a local multiple-choice task file."""
+weights, on a local multiple-choice task file. Its tokenizer is the model's own files, or the server's
+(``tokenizer_backend`` left to ``auto``: lm-eval finds ``/tokenizer_info`` and ``/tokenize`` and uses them)."""
 
 import json
 
@@ -53,17 +54,16 @@ def test_local_completions_equals_lm_evals_own_hf_backend(tmp_path, smol_engine,
     tm = TaskManager(include_path=str(tmp_path))
     path = resolve("smollm2-135m")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-lm-eval")  # what local-completions sends as its bearer token
+    args = "model=smollm2-135m,base_url={url}/v1/completions,num_concurrent=1,max_retries=1,"
     with serve_in_thread(create_app(smol_engine, "smollm2-135m", api_key="sk-lm-eval")) as url:
-        served, served_acc = _evaluate(
-            lm_eval,
-            tm,
-            "local-completions",
-            f"model=smollm2-135m,base_url={url}/v1/completions,tokenizer_backend=huggingface,tokenizer={path},"
-            "tokenized_requests=True,num_concurrent=1,max_retries=1",
-        )
+        runs = [
+            _evaluate(lm_eval, tm, "local-completions", args.format(url=url) + tokenizer)
+            for tokenizer in (f"tokenizer_backend=huggingface,tokenizer={path}", "auth_token=sk-lm-eval")
+        ]
     own, own_acc = _evaluate(lm_eval, tm, "hf", f"pretrained={path},dtype=float32,device=cpu")
-    assert len(served) == len(QUESTIONS) and all(len(r) == 4 for r in served)
-    for got, want in zip(served, own):
-        assert [ll for ll, _ in got] == pytest.approx([ll for ll, _ in want], rel=1e-4, abs=1e-4)
-        assert [g for _, g in got] == [g for _, g in want]  # greedy: read from the echoed top_logprobs
-    assert served_acc == own_acc
+    for served, served_acc in runs:
+        assert len(served) == len(QUESTIONS) and all(len(r) == 4 for r in served)
+        for got, want in zip(served, own):
+            assert [ll for ll, _ in got] == pytest.approx([ll for ll, _ in want], rel=1e-4, abs=1e-4)
+            assert [g for _, g in got] == [g for _, g in want]  # greedy: read from the echoed top_logprobs
+        assert served_acc == own_acc

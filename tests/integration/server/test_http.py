@@ -199,6 +199,22 @@ def test_completions_and_echo_scoring(client, engine):
     assert lp.token_logprobs[len(ids) :] == pytest.approx(plain.choices[0].logprobs.token_logprobs, abs=1e-4)
 
 
+def test_tokenizer_as_lm_eval_reads_it(server, engine):
+    """vLLM's ``GET /tokenizer_info`` and ``/tokenize`` / ``/detokenize`` without a ``model`` (what lm-eval's
+    remote tokenizer sends) give the engine's own tokenizer."""
+    got, info = _call(server[0], "GET", "/tokenizer_info")
+    tok = engine.tokenizer
+    assert got == 200 and info["eos_token"] == tok.eos_token and info["chat_template"] == tok.chat_template
+    assert info["model_max_length"] == engine.max_model_len and info["tokenizer_class"] == type(tok).__name__
+    body = json.dumps({"prompt": "the context", "add_special_tokens": False}).encode()
+    got, ids = _call(server[0], "POST", "/tokenize", body)
+    assert got == 200 and ids["tokens"] == engine.tokenize("the context")
+    got, text = _call(server[0], "POST", "/detokenize", json.dumps({"tokens": ids["tokens"]}).encode())
+    assert got == 200 and text["prompt"] == "the context"
+    got, err = _call(server[0], "POST", "/tokenize", json.dumps({"model": "nope", "prompt": "x"}).encode())
+    assert got == 404 and err["error"]["code"] == "model_not_found"  # a model named must still exist
+
+
 def test_completions_as_lm_eval_sends_them(client, engine):
     """lm-evaluation-harness's ``local-completions`` scores with ``prompt`` as a list of token-id lists, ``echo``,
     ``max_tokens=1`` and ``logprobs=1``, and reads every echoed position's ``top_logprobs`` (vLLM's form: the k
@@ -411,6 +427,8 @@ def test_auth_error_and_unknown_fields(server, client):
     ):
         got, answer = _call(server[0], "POST", path, json.dumps(body).encode(), "no")
         assert got == 401 and answer["error"]["code"] == "invalid_api_key"
+    got, answer = _call(server[0], "GET", "/tokenizer_info", None, "no")
+    assert got == 401 and answer["error"]["code"] == "invalid_api_key"
     # unknown fields (client extra_body) are accepted
     r = client.chat.completions.create(
         model="tiny", messages=MSG, max_tokens=2, extra_body={"top_k": 5, "something_new": 1}
@@ -433,6 +451,7 @@ def test_openapi_lists_each_routes_request_and_response_schema(server):
         ("post", "/detokenize"): ("DetokenizeRequest", "DetokenizeResponse"),
         ("get", "/v1/models"): (None, "ModelList"),
         ("get", "/health"): (None, "HealthResponse"),
+        ("get", "/tokenizer_info"): (None, "TokenizerInfoResponse"),
     }
     for (method, path), (request, response) in expected.items():
         op = spec["paths"][path][method]
