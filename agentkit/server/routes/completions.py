@@ -108,8 +108,8 @@ def _prompt_logprobs(
         scored = serving.engine.score([ids[:1] for ids in encoded], [ids[1:] for ids in encoded], top_logprobs=k)
     out = []
     for ids, s in zip(encoded, scored):
-        tops = [{**t, tok: lp} for t, tok, lp in zip(s.top_logprobs, ids[1:], s.logprobs)] if k else []
-        out.append(([None, *s.logprobs], [{}] + (tops or [{}] * len(s.logprobs))))
+        tops = [{**t, tok: lp} for t, tok, lp in zip(s.top_logprobs, ids[1:], s.logprobs)] if k else [{}] * len(ids[1:])
+        out.append(([None, *s.logprobs], [{}, *tops]))
     return out
 
 
