@@ -21,8 +21,9 @@ class ServeCommand(Command):
     name = "serve"
     help = "OpenAI-compatible API over an engine and agents"
     description = (
-        "Serve GET /v1/models, POST /v1/chat/completions (streaming, tools, logprobs), POST /v1/completions and "
-        "vLLM's POST /tokenize and /detokenize. With --agent tir, the model 'agentkit/tir' runs the tool loop "
+        "Serve GET /v1/models, POST /v1/chat/completions (streaming, tools, logprobs), POST /v1/completions, "
+        "OpenAI's Responses API (POST /v1/responses; GET, DELETE and cancel on stored responses) and vLLM's "
+        "POST /tokenize and /detokenize. With --agent tir, the model 'agentkit/tir' runs the tool loop "
         "server-side. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or AGENTKIT_API_KEY) every "
         "route but /health needs 'Authorization: Bearer KEY'."
     )
@@ -43,6 +44,20 @@ class ServeCommand(Command):
         parser.add_argument("--tools", default="python", help="agent tools, comma-separated: python,search")
         parser.add_argument("--corpus", help="search tool: JSONL of {id, title, text}")
         add_server_options(parser, port=8000)
+        parser.add_argument(
+            "--responses-store",
+            default="~/.cache/agentkit/responses.db",
+            help="the Responses API's SQLite file of stored responses (':memory:': kept until the server stops)",
+        )
+        parser.add_argument(
+            "--responses-max", type=POS_INT, default=10_000, help="most stored responses (oldest go first)"
+        )
+        parser.add_argument(
+            "--responses-max-mb", type=POS_FLOAT, default=256.0, help="most MB of stored responses (oldest go first)"
+        )
+        parser.add_argument(
+            "--responses-ttl-days", type=POS_FLOAT, default=30.0, help="days a stored response stays readable"
+        )
         for f in dataclasses.fields(ServeLimits):  # one flag per limit, its help and default from the dataclass
             kind = (NONNEG_FLOAT if f.name == "hold_s" else POS_FLOAT) if f.type in (float, "float") else POS_INT
             parser.add_argument("--" + f.name.replace("_", "-"), type=kind, default=f.default, help=f.metadata["help"])
@@ -62,12 +77,15 @@ class ServeCommand(Command):
         known = {f.name for f in dataclasses.fields(ENGINES.get(args.engine))}
         defaults = serving_gpu if torch.cuda.is_available() and known >= serving_gpu.keys() else {}
         engine_cfg = engine_from_args(args, **defaults)  # every option checked before anything loads
+        responses = _response_store(args)
         store = _ace_store(Path(args.playbook)) if args.agent == "ace" else None  # a bad playbook: no model loaded
         tools = _agent_tools(args) if args.agent == "tir" else None  # every argument checked before the model loads
         engine = engine_cfg.build()
         services = {"agentkit/ace": _ace_service(args, engine, store)} if args.agent == "ace" else None
         limits = ServeLimits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ServeLimits)})
-        app = create_app(engine, args.model, api_key=key, tools=tools, services=services, limits=limits)
+        app = create_app(
+            engine, args.model, api_key=key, tools=tools, services=services, limits=limits, responses=responses
+        )
         extra = " and agentkit/tir" if tools else " and agentkit/ace" if services else ""
         print(f"serving {args.model}{extra} on http://{args.host}:{args.port}/v1", flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
@@ -84,6 +102,22 @@ def _check(args: argparse.Namespace) -> None:
         raise AgentkitError("--agent ace needs --playbook FILE", "a playbook JSON file (with --learn it may be new)")
     if args.agent == "ace" and not args.learn and not Path(args.playbook).is_file():
         raise AgentkitError(f"{args.playbook} does not exist", "pass an existing playbook, or --learn to start one")
+
+
+def _response_store(args: argparse.Namespace):
+    """The Responses API's store, opened (and so checked) before any model loads."""
+    import sqlite3
+
+    from agentkit.server.response_store import ResponseStore
+
+    try:
+        return ResponseStore(
+            args.responses_store, args.responses_max, args.responses_max_mb, args.responses_ttl_days * 86400
+        )
+    except (OSError, sqlite3.Error) as e:
+        raise AgentkitError(
+            f"--responses-store {args.responses_store}: {e}", "give a writable file path, or ':memory:'"
+        ) from None
 
 
 def _ace_store(path: Path):

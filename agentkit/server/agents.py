@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from agentkit.agent import rollout
+from agentkit.agent import AgentConfig, rollout
+from agentkit.agent.trajectory import Trajectory
 from agentkit.engines.base import Completion
 from agentkit.server.base import OpenAIServing
 from agentkit.server.chat import agent_conversation, chat_response
@@ -54,6 +57,37 @@ async def run_service(serving: OpenAIServing, request: Request, req: ChatComplet
 
 async def run_agent(serving: OpenAIServing, request: Request, req: ChatCompletionRequest):
     """The tool loop on the request's question, with its sampling (``max_turns``: an extension field, 1 to 16)."""
+    if req.stream:  # progress events go out while the loop runs
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue = asyncio.Queue()
+        emit = lambda e: loop.call_soon_threadsafe(events.put_nowait, e)  # noqa: E731
+        work, bengine = start_agent(serving, req, emit)
+        return StreamingResponse(_agent_stream(serving, req, bengine, work, events), media_type="text/event-stream")
+    work, bengine = start_agent(serving, req)
+    trajs = await serving.wait(request, work, bengine.cancel)
+    return _agent_response(serving, req, bengine, trajs)
+
+
+def start_agent(
+    serving: OpenAIServing,
+    req: ChatCompletionRequest,
+    emit: Callable[[dict[str, Any]], None] | None = None,
+    max_tool_calls: int | None = None,
+) -> tuple[asyncio.Future, BatchedEngine]:
+    """The tool loop on ``req``'s question started in a worker thread over the batched engine: (its future
+    trajectories, the engine, whose ``cancel`` stops it). ``emit`` is told of each turn and tool call."""
+    question, cfg = agent_settings(serving, req, max_tool_calls)
+    tools, bengine = serving.agents[req.model], BatchedEngine(serving.batcher)
+    # anyio's thread pool (40 threads), not asyncio's default executor (cpu + 4: 6 agents at once here)
+    return asyncio.ensure_future(run_in_threadpool(rollout, bengine, [question], tools, cfg, emit)), bengine
+
+
+def agent_settings(
+    serving: OpenAIServing, req: ChatCompletionRequest, max_tool_calls: int | None = None
+) -> tuple[str, AgentConfig]:
+    """(the question, the loop's settings) of a request to an agent model: the server's ``agent_config`` with the
+    request's sampling, ``max_turns`` (an extension field, 1 to 16), ``max_tool_calls`` (at most the server's), its
+    earlier turns as examples and its system text after the agent's. Request errors are raised here."""
     _refuse_formats(req)
     cfg = serving.agent_config
     params = req.to_sampling_params(default_max=cfg.sampling.max_tokens)
@@ -61,26 +95,16 @@ async def run_agent(serving: OpenAIServing, request: Request, req: ChatCompletio
     if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or not 1 <= turns <= MAX_TURNS):
         raise RequestError(400, f"max_turns must be an integer from 1 to {MAX_TURNS}", param="max_turns")
     question, history, system = agent_conversation(req.messages)
-    cfg = dataclasses.replace(
+    return question, dataclasses.replace(
         cfg,
         sampling=dataclasses.replace(
             params, seed=params.seed if params.seed is not None else cfg.sampling.seed, entropy=cfg.sampling.entropy
         ),
         max_turns=turns or cfg.max_turns,
+        max_tool_calls=min(max_tool_calls, cfg.max_tool_calls) if max_tool_calls else cfg.max_tool_calls,
         examples=[*cfg.examples, *history],
         system_prompt=f"{cfg.system_prompt}\n\n{system}" if system else cfg.system_prompt,
     )
-    tools, bengine = serving.agents[req.model], BatchedEngine(serving.batcher)
-    if req.stream:  # progress events go out while the loop runs
-        loop = asyncio.get_running_loop()
-        events: asyncio.Queue = asyncio.Queue()
-        emit = lambda e: loop.call_soon_threadsafe(events.put_nowait, e)  # noqa: E731
-        work = asyncio.ensure_future(run_in_threadpool(rollout, bengine, [question], tools, cfg, emit))
-        return StreamingResponse(_agent_stream(serving, req, bengine, work, events), media_type="text/event-stream")
-    # anyio's thread pool (40 threads), not asyncio's default executor (cpu + 4: 6 agents at once here)
-    work = asyncio.ensure_future(run_in_threadpool(rollout, bengine, [question], tools, cfg))
-    trajs = await serving.wait(request, work, bengine.cancel)
-    return _agent_response(serving, req, bengine, trajs)
 
 
 async def _agent_stream(serving, req, bengine, work, events: asyncio.Queue):
@@ -100,18 +124,22 @@ async def _agent_stream(serving, req, bengine, work, events: asyncio.Queue):
 
 
 def _agent_response(serving, req, bengine, trajs) -> ChatCompletionResponse:
-    outs, traces = [], []
-    for t in trajs:
-        final = t.answer if t.answer is not None else t.segments[-1].text if t.segments else ""
-        outs.append(Completion(final, t.completion_ids, [], "stop", len(t.prompt_ids)))
-        traces.append(
-            {
-                "finish": t.finish,
-                "tool_calls": t.tool_calls,
-                "answer": t.answer,
-                "trace": [{"kind": s.kind, "text": s.text, "tool": s.tool, "ok": s.ok} for s in t.segments],
-            }
-        )
+    outs = [Completion(final_text(t), t.completion_ids, [], "stop", len(t.prompt_ids)) for t in trajs]
     plain = req.model_copy(update={"logprobs": False, "tools": None})
     usage = UsageInfo.of(bengine.usage["prompt_tokens"], bengine.usage["completion_tokens"])
-    return chat_response(plain, "", outs, 0, serving.engine, req.model, usage, agentkit=traces)
+    return chat_response(plain, "", outs, 0, serving.engine, req.model, usage, agentkit=[trace(t) for t in trajs])
+
+
+def final_text(t: Trajectory) -> str:
+    """What an agent model answers: the trajectory's answer, else its last segment's text."""
+    return t.answer if t.answer is not None else t.segments[-1].text if t.segments else ""
+
+
+def trace(t: Trajectory) -> dict[str, Any]:
+    """The ``agentkit`` extension field of an agent's answer: how the loop ended and each segment."""
+    return {
+        "finish": t.finish,
+        "tool_calls": t.tool_calls,
+        "answer": t.answer,
+        "trace": [{"kind": s.kind, "text": s.text, "tool": s.tool, "ok": s.ok} for s in t.segments],
+    }

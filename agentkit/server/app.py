@@ -16,6 +16,7 @@ from agentkit.engines.base import ContextLengthError
 from agentkit.server.base import OpenAIServing
 from agentkit.server.http import install_error_handlers, openai_error, require_bearer_key
 from agentkit.server.protocol import ChatCompletionChunk
+from agentkit.server.response_store import ResponseStore
 from agentkit.server.routes import ROUTERS
 from agentkit.server.serving import ServeLimits
 
@@ -30,6 +31,7 @@ def create_app(
     window_s: float = 0.01,
     services: dict[str, Any] | None = None,
     limits: ServeLimits | None = None,
+    responses: ResponseStore | None = None,
 ) -> FastAPI:
     """The app serving ``engine`` as ``model_name``.
 
@@ -44,6 +46,7 @@ def create_app(
         services: more agent models, name → an object with ``answer(engine, question, system, extension) ->
             (text, extension out, usage)`` (``agentkit.ace.serve``).
         limits: what one request may ask (``ServeLimits``: prompts, n, body size and depth, jobs at once).
+        responses: the Responses API's store (default: in memory, lost at exit; ``agentkit serve`` keeps a file).
 
     Returns:
         the FastAPI app; ``app.state.serving`` is its ``OpenAIServing``, ``app.state.batcher`` its batcher.
@@ -57,6 +60,7 @@ def create_app(
         services=services,
         limits=limits,
         window_s=window_s,
+        responses=responses,
     )
     app.state.serving, app.state.batcher = serving, serving.batcher
     app.state.body_limits = (serving.limits.max_body_bytes, serving.limits.max_json_depth)

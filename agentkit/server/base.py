@@ -19,6 +19,7 @@ from fastapi import Depends, Request
 from agentkit.agent import AgentConfig
 from agentkit.engines.base import Completion, SamplingParams
 from agentkit.server.http import RequestError
+from agentkit.server.response_store import ResponseStore
 from agentkit.server.serving import Batcher, Cancelled, ServeLimits
 
 
@@ -34,6 +35,7 @@ class OpenAIServing:
             (text, extension out, usage)``, run in a worker thread over the batched engine (``agentkit.ace.serve``).
         limits: what one request may ask (``ServeLimits``).
         window_s: how long the batcher waits for more requests when the engine is idle.
+        responses: where the Responses API stores responses (default: an in-memory ``ResponseStore``).
     """
 
     def __init__(
@@ -46,11 +48,14 @@ class OpenAIServing:
         services: dict[str, Any] | None = None,
         limits: ServeLimits | None = None,
         window_s: float = 0.01,
+        responses: ResponseStore | None = None,
     ):
         self.engine, self.model_name = engine, model_name
         self.agents, self.services = agents or {}, services or {}
         self.agent_config = agent_config or AgentConfig(max_wall_s=600.0)  # a request's agent gives up after 10 min
         self.limits = limits or ServeLimits()
+        self.responses = responses or ResponseStore(":memory:")
+        self.background: dict[str, asyncio.Task] = {}  # background responses still running, by id
         self.batcher = Batcher(engine, window_s=window_s, max_jobs=self.limits.max_jobs, hold_s=self.limits.hold_s)
         self.max_len: int | None = getattr(engine, "max_model_len", None)
         tokenizer = getattr(engine, "tokenizer", None)

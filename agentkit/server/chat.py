@@ -90,6 +90,13 @@ def forced_functions(req: ChatCompletionRequest) -> list[FunctionDef]:
     return named
 
 
+def constraint_param(req: ChatCompletionRequest) -> str | None:
+    """The field whose constraint a chat request's completion follows (what a ``grammar_error`` names)."""
+    if req.tools and req.tool_choice not in (None, "auto", "none"):
+        return "tools"
+    return "structured_outputs" if req.structured_outputs is not None else "response_format"
+
+
 def call_schema(functions: list[FunctionDef]) -> dict[str, Any]:
     """JSON schema of one hermes call to any of ``functions``.
 

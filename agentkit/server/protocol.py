@@ -333,3 +333,169 @@ class CompletionResponse(_Out):
     model: str
     choices: list[CompletionChoice]
     usage: UsageInfo
+
+
+# ------------------------------------------------------------------------------------- the Responses API
+
+
+class ResponsesRequest(_Lenient):
+    """``POST /v1/responses`` (OpenAI's Responses API as vLLM serves it). ``input`` is a text or a list of items:
+    messages (``{"role", "content"}``, content a text or ``input_text`` / ``output_text`` parts), ``function_call``
+    and ``function_call_output`` items, and earlier output items (``reasoning`` items are skipped). ``seed`` is a
+    vLLM extension."""
+
+    model: str
+    input: str | list[dict[str, Any]]
+    instructions: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] = "auto"
+    parallel_tool_calls: bool = True
+    text: dict[str, Any] | None = None
+    max_output_tokens: int | None = Field(None, ge=1)
+    max_tool_calls: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    top_logprobs: int | None = Field(None, ge=0, le=20)
+    include: list[str] | None = None
+    store: bool = True
+    background: bool = False
+    previous_response_id: str | None = None
+    stream: bool = False
+    metadata: dict[str, str] | None = None
+    user: str | None = None
+    seed: int | None = None
+    truncation: Literal["disabled", "auto"] | None = None
+
+
+class OutputText(_Out):
+    type: Literal["output_text"] = "output_text"
+    text: str
+    annotations: list[dict[str, Any]] = Field(default_factory=list)
+    logprobs: list[dict[str, Any]] | None = None
+
+
+class MessageItem(_Out):
+    type: Literal["message"] = "message"
+    id: str
+    status: Literal["in_progress", "completed", "incomplete"]
+    role: Literal["assistant"] = "assistant"
+    content: list[OutputText]
+
+
+class FunctionCallItem(_Out):
+    type: Literal["function_call"] = "function_call"
+    id: str
+    call_id: str
+    name: str
+    arguments: str
+    status: Literal["in_progress", "completed", "incomplete"]
+
+
+class CodeInterpreterLogs(_Out):
+    type: Literal["logs"] = "logs"
+    logs: str
+
+
+class CodeInterpreterCallItem(_Out):
+    """The agent model's python tool: one call, its code and the sandbox's output."""
+
+    type: Literal["code_interpreter_call"] = "code_interpreter_call"
+    id: str
+    code: str | None
+    container_id: str
+    outputs: list[CodeInterpreterLogs] | None
+    status: Literal["in_progress", "interpreting", "completed", "incomplete", "failed"]
+
+
+class FileSearchResult(_Out):
+    text: str
+
+
+class FileSearchCallItem(_Out):
+    """The agent model's search tool: one query and the passages it returned (as one result)."""
+
+    type: Literal["file_search_call"] = "file_search_call"
+    id: str
+    queries: list[str]
+    status: Literal["in_progress", "searching", "completed", "incomplete", "failed"]
+    results: list[FileSearchResult] | None = None
+
+
+class McpCallItem(_Out):
+    """Any other tool of the agent model (an MCP server's, say): its name, arguments and output."""
+
+    type: Literal["mcp_call"] = "mcp_call"
+    id: str
+    server_label: str
+    name: str
+    arguments: str
+    output: str | None
+    error: str | None
+    status: Literal["in_progress", "completed", "incomplete", "failed"]
+
+
+OutputItem = MessageItem | FunctionCallItem | CodeInterpreterCallItem | FileSearchCallItem | McpCallItem
+
+
+class ResponseUsage(_Out):
+    input_tokens: int
+    input_tokens_details: dict[str, int] = Field(default_factory=lambda: {"cached_tokens": 0, "cache_write_tokens": 0})
+    output_tokens: int
+    output_tokens_details: dict[str, int] = Field(default_factory=lambda: {"reasoning_tokens": 0})
+    total_tokens: int
+
+    @classmethod
+    def of(cls, input_tokens: int, output_tokens: int) -> ResponseUsage:
+        return cls(
+            input_tokens=input_tokens,
+            input_tokens_details={"cached_tokens": 0, "cache_write_tokens": 0},
+            output_tokens=output_tokens,
+            output_tokens_details={"reasoning_tokens": 0},
+            total_tokens=input_tokens + output_tokens,
+        )
+
+
+class ResponseObject(_Out):
+    """A response of the Responses API (what ``POST /v1/responses`` and ``GET /v1/responses/{id}`` answer)."""
+
+    id: str
+    object: Literal["response"] = "response"
+    created_at: int
+    status: Literal["queued", "in_progress", "completed", "incomplete", "cancelled", "failed"]
+    model: str
+    output: list[OutputItem]
+    instructions: str | None
+    tools: list[dict[str, Any]]
+    tool_choice: str | dict[str, Any]
+    parallel_tool_calls: bool
+    temperature: float | None
+    top_p: float | None
+    max_output_tokens: int | None
+    max_tool_calls: int | None
+    previous_response_id: str | None
+    text: dict[str, Any]
+    truncation: str
+    store: bool
+    background: bool
+    metadata: dict[str, str]
+    user: str | None
+    error: dict[str, Any] | None
+    incomplete_details: dict[str, Any] | None
+    usage: ResponseUsage | None
+    agentkit: list[dict[str, Any]] | dict[str, Any] | None = Field(
+        None, description="agent models: the trajectory's trace (the tool loop)"
+    )
+
+
+class ResponseDeleted(_Out):
+    id: str
+    object: Literal["response.deleted"] = "response.deleted"
+    deleted: bool
+
+
+class InputItemList(_Out):
+    object: Literal["list"] = "list"
+    data: list[dict[str, Any]]
+    first_id: str | None
+    last_id: str | None
+    has_more: bool

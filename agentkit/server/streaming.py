@@ -59,14 +59,14 @@ def stream_chunks(resp: ChatCompletionResponse, include_usage: bool):
     for ch in resp.choices:
         i, msg = ch.index, ch.message
         yield out.delta(i, role="assistant", content="")
-        for piece in _pieces(msg.content or ""):
+        for piece in pieces(msg.content or ""):
             yield out.delta(i, content=piece)
         for k, call in enumerate(msg.tool_calls or []):
             head = DeltaToolCall(
                 index=k, id=call.id, type="function", function=DeltaFunction(name=call.function.name, arguments="")
             )
             yield out.delta(i, tool_calls=[head])
-            for piece in _pieces(call.function.arguments):
+            for piece in pieces(call.function.arguments):
                 yield out.delta(i, tool_calls=[DeltaToolCall(index=k, function=DeltaFunction(arguments=piece))])
         yield out.delta(i, ch.finish_reason)
     if include_usage:
@@ -82,7 +82,7 @@ def respond(req, resp: ChatCompletionResponse):
     return StreamingResponse(stream_chunks(resp, req.include_usage()), media_type="text/event-stream")
 
 
-def _pieces(text: str, size: int = 8) -> list[str]:
+def pieces(text: str, size: int = 8) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 

@@ -166,6 +166,8 @@ BAD = [
     ("serve --agent tir --tools search", "the search tool needs a --corpus"),
     ("serve --agent tir --tools search --corpus none.jsonl", "--corpus none.jsonl does not exist"),
     ("serve --tools search", "--tools and --corpus need --agent tir"),
+    ("serve --responses-store /proc/nosuch/r.db", "--responses-store /proc/nosuch/r.db"),
+    ("serve --responses-ttl-days 0", "argument --responses-ttl-days: must be > 0"),
     ("tool-server search", "the search server needs --corpus"),
     ("tool-server python --cpu-s 0", "argument --cpu-s: must be > 0"),
     ("tool-server python --max-concurrency 0", "argument --max-concurrency: must be >= 1"),

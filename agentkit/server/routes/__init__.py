@@ -2,8 +2,8 @@
 ``OpenAIServing`` as ``serving: Serving`` and a typed request body checked by ``CheckedJSONRoute``."""
 
 from agentkit.server.protocol import ErrorResponse
-from agentkit.server.routes import chat, completions, models, tokenize
+from agentkit.server.routes import chat, completions, models, responses, tokenize
 
-ROUTERS = [models.router, tokenize.router, chat.router, completions.router]
+ROUTERS = [models.router, tokenize.router, chat.router, completions.router, responses.router, responses.stored]
 
 __all__ = ["ROUTERS", "ErrorResponse"]

@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 
 from agentkit.server import agents
 from agentkit.server.base import OpenAIServing, Serving, grammar_error
-from agentkit.server.chat import chat_response, to_messages
+from agentkit.server.chat import chat_response, constraint_param, to_messages
 from agentkit.server.http import CheckedJSONRoute
 from agentkit.server.protocol import ChatCompletionRequest, ChatCompletionResponse, UsageInfo
 from agentkit.server.routes.errors import ERRORS
@@ -46,7 +46,7 @@ async def create_chat_completion(req: ChatCompletionRequest, request: Request, s
     )
     if req.stream and not (req.tools and req.tool_choice != "none"):
         return StreamingResponse(_live_stream(serving, req, ids, params), media_type="text/event-stream")
-    (outs,) = await serving.generate(request, [ids], params, _constraint_param(req))
+    (outs,) = await serving.generate(request, [ids], params, constraint_param(req))
     return respond(req, chat_response(req, prefill, outs, len(ids), engine, req.model))
 
 
@@ -86,10 +86,3 @@ async def _live_events(req: ChatCompletionRequest, prompt_tokens: int, n: int, f
     if out.include_usage:
         yield out.usage(UsageInfo.of(prompt_tokens, sum(c.completion_tokens for c in outs)))
     yield DONE
-
-
-def _constraint_param(req: ChatCompletionRequest) -> str | None:
-    """The field whose constraint a chat request's completion follows."""
-    if req.tools and req.tool_choice not in (None, "auto", "none"):
-        return "tools"
-    return "structured_outputs" if req.structured_outputs is not None else "response_format"
