@@ -79,8 +79,8 @@ def create_app(
 
 
 def _described(default_openapi):
-    """FastAPI's API description, completed: the stream's ``ChatCompletionChunk`` events as the schema of
-    ``text/event-stream`` answers, and no 422 answers (a body that does not validate is a 400 here, as OpenAI's)."""
+    """FastAPI's API description, completed: the stream's ``ChatCompletionChunk`` events as the schema of the
+    chat routes' ``text/event-stream`` answers, and no 422 answers (a body that does not validate is a 400 here, as OpenAI's)."""
 
     def openapi() -> dict[str, Any]:
         spec = default_openapi()
@@ -88,11 +88,11 @@ def _described(default_openapi):
             return spec  # completed on an earlier call (FastAPI keeps the description)
         chunk = ChatCompletionChunk.model_json_schema(ref_template="#/components/schemas/{model}")
         spec["components"]["schemas"].update(chunk.pop("$defs", {}), ChatCompletionChunk=chunk)
-        for route in spec["paths"].values():
+        for path, route in spec["paths"].items():
             for op in route.values():
                 op["responses"].pop("422", None)
                 stream = op["responses"].get("200", {}).get("content", {}).get("text/event-stream")
-                if stream is not None:
+                if stream is not None and path != "/v1/responses":  # its events: openai's ResponseStreamEvent
                     stream["schema"] = {"$ref": "#/components/schemas/ChatCompletionChunk"}
         for unused in ("HTTPValidationError", "ValidationError"):
             spec["components"]["schemas"].pop(unused, None)

@@ -267,3 +267,78 @@ def test_fuzzed_completion_requests_are_never_500(client, body):
 def test_fuzzed_token_requests_are_never_500(client, body):
     _never_500(client, "/tokenize", body)
     _never_500(client, "/detokenize", body)
+
+
+ITEM = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.one_of(
+            st.sampled_from(["message", "function_call", "function_call_output", "reasoning", "code_interpreter_call"]),
+            VALUE,
+        ),
+        "role": st.one_of(st.sampled_from(["user", "assistant", "system", "developer", "tool"]), VALUE),
+        "content": st.one_of(
+            st.text(max_size=20),
+            VALUE,
+            st.lists(
+                st.fixed_dictionaries({"type": st.sampled_from(["input_text", "input_image", "x"]), "text": VALUE})
+            ),
+        ),
+        "call_id": st.one_of(st.sampled_from(["c1", "c2"]), VALUE),
+        "name": st.one_of(st.just("f"), VALUE),
+        "arguments": st.one_of(st.just("{}"), VALUE),
+        "output": st.one_of(st.text(max_size=10), VALUE),
+    },
+)
+RESPONSES_BODY = st.fixed_dictionaries(
+    {"model": st.one_of(st.just("tiny"), st.just("tiny"), VALUE)},
+    optional={
+        "input": st.one_of(st.text(max_size=20), st.lists(ITEM, max_size=4), VALUE),
+        "instructions": st.one_of(st.text(max_size=10), VALUE),
+        "tools": st.one_of(
+            VALUE,
+            st.lists(
+                st.fixed_dictionaries(
+                    {"type": st.one_of(st.sampled_from(["function", "code_interpreter"]), VALUE)},
+                    optional={
+                        "name": st.one_of(st.just("f"), VALUE),
+                        "parameters": st.one_of(VALUE, st.just({"type": "object"})),
+                    },
+                ),
+                max_size=2,
+            ),
+        ),
+        "tool_choice": st.one_of(
+            st.sampled_from(["auto", "none", "required"]), VALUE, st.fixed_dictionaries({"type": VALUE, "name": VALUE})
+        ),
+        "text": st.one_of(
+            VALUE,
+            st.fixed_dictionaries(
+                {
+                    "format": st.one_of(
+                        VALUE,
+                        st.fixed_dictionaries(
+                            {"type": st.sampled_from(["text", "json_object", "json_schema", "xml"]), "schema": VALUE}
+                        ),
+                    )
+                }
+            ),
+        ),
+        "max_output_tokens": st.one_of(st.integers(-1, 4), VALUE),
+        "temperature": st.one_of(st.floats(0, 2), VALUE),
+        "top_p": st.one_of(st.floats(0, 1), VALUE),
+        "store": VALUE,
+        "stream": st.booleans(),
+        "background": VALUE,
+        "previous_response_id": VALUE,
+        "include": st.one_of(st.just(["message.output_text.logprobs"]), VALUE),
+        "top_logprobs": st.one_of(st.integers(-1, 21), VALUE),
+    },
+)
+
+
+@FUZZ
+@given(body=RESPONSES_BODY)
+def test_fuzzed_responses_requests_are_never_500(client, body):
+    body.setdefault("max_output_tokens", 2)  # generation is not under test; the tiny model's default is 256
+    _never_500(client, "/v1/responses", body)

@@ -452,6 +452,11 @@ def test_openapi_lists_each_routes_request_and_response_schema(server):
         ("get", "/v1/models"): (None, "ModelList"),
         ("get", "/health"): (None, "HealthResponse"),
         ("get", "/tokenizer_info"): (None, "TokenizerInfoResponse"),
+        ("post", "/v1/responses"): ("ResponsesRequest", "ResponseObject"),
+        ("get", "/v1/responses/{response_id}"): (None, "ResponseObject"),
+        ("get", "/v1/responses/{response_id}/input_items"): (None, "InputItemList"),
+        ("delete", "/v1/responses/{response_id}"): (None, "ResponseDeleted"),
+        ("post", "/v1/responses/{response_id}/cancel"): (None, "ResponseObject"),
     }
     for (method, path), (request, response) in expected.items():
         op = spec["paths"][path][method]
