@@ -10,6 +10,7 @@ from pathlib import Path
 from agentkit.argtypes import NONNEG_FLOAT, NONNEG_INT, POS_FLOAT, POS_INT
 from agentkit.command import Command, add_engine_options, add_server_options, engine_from_args, server_key
 from agentkit.errors import AgentkitError
+from agentkit.tools.stream_parsers import REASONING_PARSERS
 
 
 def _server_logging() -> None:
@@ -44,6 +45,12 @@ class ServeCommand(Command):
         parser.add_argument("--tools", default="python", help="agent tools, comma-separated: python,search")
         parser.add_argument("--corpus", help="search tool: JSONL of {id, title, text}")
         add_server_options(parser, port=8000)
+        parser.add_argument(
+            "--reasoning-parser",
+            choices=list(REASONING_PARSERS),
+            help="split <think>…</think> reasoning from replies into reasoning_content (vLLM's parsers: qwen3, "
+            "the tags in the reply; deepseek_r1, the opening tag in the prompt) (default: none, replies as they are)",
+        )
         parser.add_argument(
             "--responses-store",
             default="~/.cache/agentkit/responses.db",
@@ -84,7 +91,14 @@ class ServeCommand(Command):
         services = {"agentkit/ace": _ace_service(args, engine, store)} if args.agent == "ace" else None
         limits = ServeLimits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ServeLimits)})
         app = create_app(
-            engine, args.model, api_key=key, tools=tools, services=services, limits=limits, responses=responses
+            engine,
+            args.model,
+            api_key=key,
+            tools=tools,
+            services=services,
+            limits=limits,
+            responses=responses,
+            reasoning_parser=args.reasoning_parser,
         )
         extra = " and agentkit/tir" if tools else " and agentkit/ace" if services else ""
         print(f"serving {args.model}{extra} on http://{args.host}:{args.port}/v1", flush=True)

@@ -32,6 +32,7 @@ def create_app(
     services: dict[str, Any] | None = None,
     limits: ServeLimits | None = None,
     responses: ResponseStore | None = None,
+    reasoning_parser: str | None = None,
 ) -> FastAPI:
     """The app serving ``engine`` as ``model_name``.
 
@@ -47,6 +48,8 @@ def create_app(
             (text, extension out, usage)`` (``agentkit.ace.serve``).
         limits: what one request may ask (``ServeLimits``: prompts, n, body size and depth, jobs at once).
         responses: the Responses API's store (default: in memory, lost at exit; ``agentkit serve`` keeps a file).
+        reasoning_parser: split replies' think-tag reasoning into ``reasoning_content`` (``qwen3``,
+            ``deepseek_r1``: vLLM's ``--reasoning-parser``); None: replies are content as they are.
 
     Returns:
         the FastAPI app; ``app.state.serving`` is its ``OpenAIServing``, ``app.state.batcher`` its batcher.
@@ -61,6 +64,7 @@ def create_app(
         limits=limits,
         window_s=window_s,
         responses=responses,
+        reasoning_parser=reasoning_parser,
     )
     app.state.serving, app.state.batcher = serving, serving.batcher
     app.state.body_limits = (serving.limits.max_body_bytes, serving.limits.max_json_depth)

@@ -21,6 +21,7 @@ from agentkit.engines.base import Completion, SamplingParams
 from agentkit.server.http import RequestError
 from agentkit.server.response_store import ResponseStore
 from agentkit.server.serving import Batcher, Cancelled, ServeLimits
+from agentkit.tools.stream_parsers import REASONING_PARSERS
 
 
 class OpenAIServing:
@@ -36,6 +37,7 @@ class OpenAIServing:
         limits: what one request may ask (``ServeLimits``).
         window_s: how long the batcher waits for more requests when the engine is idle.
         responses: where the Responses API stores responses (default: an in-memory ``ResponseStore``).
+        reasoning_parser: how replies' reasoning is split off (``qwen3``, ``deepseek_r1``; None: not at all).
     """
 
     def __init__(
@@ -49,12 +51,16 @@ class OpenAIServing:
         limits: ServeLimits | None = None,
         window_s: float = 0.01,
         responses: ResponseStore | None = None,
+        reasoning_parser: str | None = None,
     ):
         self.engine, self.model_name = engine, model_name
         self.agents, self.services = agents or {}, services or {}
         self.agent_config = agent_config or AgentConfig(max_wall_s=600.0)  # a request's agent gives up after 10 min
         self.limits = limits or ServeLimits()
         self.responses = responses or ResponseStore(":memory:")
+        if reasoning_parser is not None and reasoning_parser not in REASONING_PARSERS:
+            raise ValueError(f"unknown reasoning parser {reasoning_parser!r}; known: {', '.join(REASONING_PARSERS)}")
+        self.reasoning_parser = reasoning_parser
         self.background: dict[str, asyncio.Task] = {}  # background responses still running, by id
         self.batcher = Batcher(engine, window_s=window_s, max_jobs=self.limits.max_jobs, hold_s=self.limits.hold_s)
         self.max_len: int | None = getattr(engine, "max_model_len", None)

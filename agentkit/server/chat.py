@@ -2,8 +2,11 @@
 
 Client-side tools: the tool list is described to the model in a system message in the hermes format, and
 ``<tool_call>{…}</tool_call>`` in its output becomes ``message.tool_calls`` with ``finish_reason="tool_calls"``.
-A named ``tool_choice`` (or ``"required"``) pre-fills ``<tool_call>`` and constrains the rest to a call whose
-arguments follow the function's schema; ``response_format`` and ``structured_outputs`` constrain plain replies.
+A named ``tool_choice`` pre-fills ``<tool_call>`` and constrains the rest to a call whose arguments follow the
+function's schema; ``"required"`` constrains the reply to a JSON array of such calls (one or more, as vLLM does;
+one with ``parallel_tool_calls=false``). ``response_format`` and ``structured_outputs`` constrain plain replies.
+A reply is parsed by ``ReplyParser`` (reasoning in think tags with a reasoning parser, then tool calls), delta by
+delta when streamed and whole otherwise, by the same code (``agentkit.tools.stream_parsers``).
 """
 
 from __future__ import annotations
@@ -22,20 +25,15 @@ from agentkit.server.protocol import (
     ChatCompletionResponse,
     ChatMessage,
     ChoiceLogprobs,
+    FunctionCall,
     FunctionDef,
     TokenLogprob,
     ToolCall,
     TopLogprob,
     UsageInfo,
 )
-from agentkit.tools.parsers import (
-    call_from_json,
-    format_hermes_call,
-    hermes_tools_prompt,
-    parse_hermes_calls,
-    parse_openai_tool_calls,
-    to_openai,
-)
+from agentkit.tools.parsers import format_hermes_call, hermes_tools_prompt, parse_openai_tool_calls
+from agentkit.tools.stream_parsers import ReasoningStream, ToolCallStream
 
 
 def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str, Constraint | None]:
@@ -62,6 +60,11 @@ def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str, 
             0 if msgs[0]["role"] != "system" else 1,
             {"role": "system", "content": hermes_tools_prompt([t.function.model_dump() for t in req.tools])},
         )
+    if forced and req.tool_choice == "required":
+        calls = {"type": "array", "minItems": 1, "items": call_schema(forced)}
+        if not req.parallel_tool_calls:
+            calls["maxItems"] = 1
+        return msgs, "", _checked(Constraint.schema(calls), "tools")
     if forced:
         return msgs, "<tool_call>", _checked(Constraint.schema(call_schema(forced)), "tools")
     return msgs, "", constraint_of(req)
@@ -175,23 +178,86 @@ def _logprobs(engine, c: Completion, as_ids: bool) -> ChoiceLogprobs:
     return ChoiceLogprobs(content=[entry(t, lp, top) for t, lp, top in zip(c.token_ids, c.logprobs, tops)])
 
 
-def choice_message(req: ChatCompletionRequest, prefill: str, c: Completion, engine, index: int) -> ChatChoice:
-    """One choice of the response: the text, or the tool calls parsed from it (``finish_reason`` "tool_calls")."""
-    message = AssistantMessage(content=prefill + c.text)
-    finish = c.finish_reason
-    if req.tools and req.tool_choice != "none":
-        known = {t.function.name for t in req.tools}
-        if prefill and c.finish_reason == "stop":  # a forced call: the completion is exactly its JSON, which may
-            content, calls = "", [call_from_json(c.text, known)]  # hold "</tool_call>" inside a string
-        else:
-            content, calls = parse_hermes_calls(prefill + c.text, known=known)
-        good = [x for x in calls if x.error is None]
-        if good:
-            if not req.parallel_tool_calls:
-                good = good[:1]
-            message = AssistantMessage(content=content or None, tool_calls=[ToolCall(**to_openai(x)) for x in good])
-            finish = "tool_calls"
+class ReplyParser:
+    """One reply's text → reasoning, content and tool calls, delta by delta (``feed``, then ``finish``): events
+    ``("reasoning", text)``, ``("content", text)``, ``("call", k, id, name)``, ``("arguments", k, text)``.
+
+    Reasoning is split off first (``reasoning_parser``; not in a constrained reply, which has none), then tool
+    calls are parsed from the rest when the request has tools (``tool_choice="required"``: the JSON array form).
+    Without either, the text is content as it is."""
+
+    def __init__(self, req: ChatCompletionRequest, prefill: str = "", reasoning_parser: str | None = None):
+        tools_on = bool(req.tools) and req.tool_choice != "none"
+        constrained = (
+            bool(forced_functions(req)) or req.response_format is not None or req.structured_outputs is not None
+        )
+        self.reasoning = ReasoningStream(reasoning_parser) if reasoning_parser and not constrained else None
+        self.tools = (
+            ToolCallStream(
+                {t.function.name for t in req.tools},
+                array=req.tool_choice == "required",
+                max_calls=None if req.parallel_tool_calls else 1,
+            )
+            if tools_on
+            else None
+        )
+        self._prefill = prefill
+        self.events: list[tuple] = []  # every event so far
+
+    def feed(self, delta: str) -> list[tuple]:
+        delta, self._prefill = self._prefill + delta, ""
+        out = self._split(self.reasoning.feed(delta) if self.reasoning else [("content", delta)])
+        self.events += out
+        return out
+
+    def finish(self) -> list[tuple]:
+        out = self._split(self.reasoning.finish() if self.reasoning else [])
+        out += self.tools.finish() if self.tools else []
+        self.events += out
+        return out
+
+    def text(self, kind: str) -> str:
+        """All the ``content`` or ``reasoning`` so far."""
+        return "".join(e[1] for e in self.events if e[0] == kind)
+
+    def _split(self, events: list[tuple]) -> list[tuple]:
+        if self.tools is None:
+            return [e for e in events if e[1]]
+        return [x for e in events for x in (self.tools.feed(e[1]) if e[0] == "content" else [e])]
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """The reply's valid tool calls (after ``finish``)."""
+        return [
+            ToolCall(id=c.id, function=FunctionCall(name=c.name, arguments=c.arguments))
+            for c in (self.tools.calls if self.tools else [])
+        ]
+
+
+def choice_message(
+    req: ChatCompletionRequest,
+    prefill: str,
+    c: Completion,
+    engine,
+    index: int,
+    reasoning_parser: str | None = None,
+    parser: ReplyParser | None = None,
+) -> ChatChoice:
+    """One choice of the response: the text, or the tool calls parsed from it (``finish_reason`` "tool_calls"),
+    with ``reasoning_content`` when a reasoning parser found reasoning. ``parser``: the one that parsed ``c`` as
+    it streamed, finished (its calls keep the ids they streamed with)."""
+    if parser is None:
+        parser = ReplyParser(req, prefill, reasoning_parser)
+        parser.feed(c.text)
+        parser.finish()
+    content, reasoning, calls = parser.text("content"), parser.text("reasoning"), parser.calls
+    message = (
+        AssistantMessage(content=content or None, tool_calls=calls) if calls else AssistantMessage(content=content)
+    )
+    if reasoning:
+        message.reasoning_content = reasoning
     logprobs = _logprobs(engine, c, req.return_tokens_as_token_ids) if req.logprobs else None
+    finish = "tool_calls" if calls else c.finish_reason
     return ChatChoice(index=index, message=message, finish_reason=finish, logprobs=logprobs)
 
 
@@ -203,6 +269,7 @@ def chat_response(
     engine,
     model: str,
     usage: UsageInfo | None = None,
+    reasoning_parser: str | None = None,
     **extra: Any,
 ) -> ChatCompletionResponse:
     """The response to ``req`` from its completions (``usage`` by default: the prompt once, every completion's
@@ -211,7 +278,7 @@ def chat_response(
         id="chatcmpl-" + uuid.uuid4().hex,
         created=int(time.time()),
         model=model,
-        choices=[choice_message(req, prefill, c, engine, i) for i, c in enumerate(outs)],
+        choices=[choice_message(req, prefill, c, engine, i, reasoning_parser) for i, c in enumerate(outs)],
         usage=usage or UsageInfo.of(prompt_tokens, sum(c.completion_tokens for c in outs)),
         **extra,
     )

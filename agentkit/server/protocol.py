@@ -254,6 +254,7 @@ class AssistantMessage(_Out):
     role: Literal["assistant"] = "assistant"
     content: str | None
     tool_calls: list[ToolCall] | None = None
+    reasoning_content: str | None = Field(None, description="the reply's reasoning (--reasoning-parser)")
 
 
 class ChatChoice(_Out):
@@ -290,6 +291,7 @@ class DeltaToolCall(_Out):
 class DeltaMessage(_Out):
     role: Literal["assistant"] | None = None
     content: str | None = None
+    reasoning_content: str | None = None
     tool_calls: list[DeltaToolCall] | None = None
 
 
@@ -434,7 +436,22 @@ class McpCallItem(_Out):
     status: Literal["in_progress", "completed", "incomplete", "failed"]
 
 
-OutputItem = MessageItem | FunctionCallItem | CodeInterpreterCallItem | FileSearchCallItem | McpCallItem
+class ReasoningText(_Out):
+    type: Literal["reasoning_text"] = "reasoning_text"
+    text: str
+
+
+class ReasoningItem(_Out):
+    """The reply's reasoning (``--reasoning-parser``), before its message or calls."""
+
+    type: Literal["reasoning"] = "reasoning"
+    id: str
+    summary: list[dict[str, Any]] = Field(default_factory=list)
+    content: list[ReasoningText]
+    status: Literal["in_progress", "completed", "incomplete"]
+
+
+OutputItem = ReasoningItem | MessageItem | FunctionCallItem | CodeInterpreterCallItem | FileSearchCallItem | McpCallItem
 
 
 class ResponseUsage(_Out):

@@ -43,6 +43,8 @@ from agentkit.server.protocol import (
     MessageItem,
     OutputItem,
     OutputText,
+    ReasoningItem,
+    ReasoningText,
     ResponseObject,
     ResponsesRequest,
     ResponseUsage,
@@ -243,11 +245,13 @@ def _response_format(text: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def choice_items(choice: ChatChoice) -> list[OutputItem]:
-    """A chat choice as output items: its text (a ``message``, also when empty and there is no call), then one
-    ``function_call`` per tool call."""
+    """A chat choice as output items: its reasoning (a ``reasoning`` item, when a reasoning parser found some), its
+    text (a ``message``, also when empty and there is no call), then one ``function_call`` per tool call."""
     status = "incomplete" if choice.finish_reason == "length" else "completed"
     msg = choice.message
     items: list[OutputItem] = []
+    if msg.reasoning_content:
+        items.append(reasoning_item(msg.reasoning_content, status))
     if msg.content or not msg.tool_calls:
         logprobs = None
         if choice.logprobs is not None:
@@ -269,6 +273,10 @@ def choice_items(choice: ChatChoice) -> list[OutputItem]:
 def message_item(text: str, status: str = "completed", logprobs: list[dict[str, Any]] | None = None) -> MessageItem:
     part = OutputText(text=text, annotations=[], logprobs=logprobs if logprobs is not None else [])
     return MessageItem(id=new_id("msg"), status=status, content=[part])
+
+
+def reasoning_item(text: str, status: str = "completed") -> ReasoningItem:
+    return ReasoningItem(id=new_id("rs"), summary=[], content=[ReasoningText(text=text)], status=status)
 
 
 def tool_item(event: dict[str, Any], container: str) -> OutputItem:
@@ -352,7 +360,10 @@ def now() -> int:
 
 
 class ResponseEvents:
-    """The typed server-sent events of one streamed response, numbered in order (``sequence_number``)."""
+    """The typed server-sent events of one streamed response, numbered in order (``sequence_number``). An item
+    streams as ``opened`` (``response.output_item.added``; a message's content part), ``delta``s of its text
+    (message, reasoning) or arguments (function call), and ``closed`` (the ``….done`` events); ``item`` sends a
+    finished item's events at once."""
 
     def __init__(self) -> None:
         self.seq = 0
@@ -373,77 +384,67 @@ class ResponseEvents:
         )
         return self.event(kind, response=_dump(resp))
 
-    # a message streamed as its text is generated
-    def message_start(self, index: int, item: MessageItem) -> Iterator[str]:
-        yield self.event(
-            "response.output_item.added",
-            output_index=index,
-            item=_dump(item.model_copy(update={"status": "in_progress", "content": []})),
-        )
-        part = {"type": "output_text", "text": "", "annotations": []}
-        yield self.event("response.content_part.added", item_id=item.id, output_index=index, content_index=0, part=part)
-
-    def text_delta(self, index: int, item_id: str, delta: str) -> str:
-        return self.event(
-            "response.output_text.delta", item_id=item_id, output_index=index, content_index=0, delta=delta, logprobs=[]
-        )
-
-    def message_end(self, index: int, item: MessageItem) -> Iterator[str]:
-        part = item.content[0]
-        yield self.event(
-            "response.output_text.done",
-            item_id=item.id,
-            output_index=index,
-            content_index=0,
-            text=part.text,
-            logprobs=part.logprobs or [],
-        )
-        yield self.event(
-            "response.content_part.done", item_id=item.id, output_index=index, content_index=0, part=_dump(part)
-        )
-        yield self.event("response.output_item.done", output_index=index, item=_dump(item))
-
-    def item(self, index: int, item: OutputItem) -> Iterator[str]:
-        """All the events of a finished item, its text or arguments in pieces."""
+    def opened(self, index: int, item: OutputItem) -> Iterator[str]:
+        empty = {"status": "in_progress"}
+        if isinstance(item, (MessageItem, ReasoningItem)):
+            empty["content"] = []
+        elif isinstance(item, FunctionCallItem):
+            empty["arguments"] = ""
+        yield self.event("response.output_item.added", output_index=index, item=_dump(item.model_copy(update=empty)))
         if isinstance(item, MessageItem):
-            yield from self.message_start(index, item)
-            for piece in _pieces(item.content[0].text):
-                yield self.text_delta(index, item.id, piece)
-            yield from self.message_end(index, item)
-            return
-        added = {"status": "in_progress"}
-        if isinstance(item, FunctionCallItem):
-            added["arguments"] = ""
-        yield self.event("response.output_item.added", output_index=index, item=_dump(item.model_copy(update=added)))
-        if isinstance(item, FunctionCallItem):
-            for piece in _pieces(item.arguments):
-                yield self.event(
-                    "response.function_call_arguments.delta", item_id=item.id, output_index=index, delta=piece
-                )
+            part = {"type": "output_text", "text": "", "annotations": []}
             yield self.event(
-                "response.function_call_arguments.done",
-                item_id=item.id,
-                output_index=index,
-                name=item.name,
-                arguments=item.arguments,
+                "response.content_part.added", item_id=item.id, output_index=index, content_index=0, part=part
             )
+
+    def delta(self, index: int, item: OutputItem, text: str) -> str:
+        ids = {"item_id": item.id, "output_index": index}
+        if isinstance(item, FunctionCallItem):
+            return self.event("response.function_call_arguments.delta", **ids, delta=text)
+        if isinstance(item, ReasoningItem):
+            return self.event("response.reasoning_text.delta", **ids, content_index=0, delta=text)
+        return self.event("response.output_text.delta", **ids, content_index=0, delta=text, logprobs=[])
+
+    def closed(self, index: int, item: OutputItem) -> Iterator[str]:
+        ids = {"item_id": item.id, "output_index": index}
+        if isinstance(item, MessageItem):
+            part = item.content[0]
+            yield self.event(
+                "response.output_text.done", **ids, content_index=0, text=part.text, logprobs=part.logprobs or []
+            )
+            yield self.event("response.content_part.done", **ids, content_index=0, part=_dump(part))
+        elif isinstance(item, ReasoningItem):
+            yield self.event("response.reasoning_text.done", **ids, content_index=0, text=item.content[0].text)
+        elif isinstance(item, FunctionCallItem):
+            yield self.event("response.function_call_arguments.done", **ids, name=item.name, arguments=item.arguments)
         elif isinstance(item, CodeInterpreterCallItem):
-            ids = {"item_id": item.id, "output_index": index}
             yield self.event("response.code_interpreter_call.in_progress", **ids)
             yield self.event("response.code_interpreter_call_code.delta", **ids, delta=item.code or "")
             yield self.event("response.code_interpreter_call_code.done", **ids, code=item.code or "")
             yield self.event("response.code_interpreter_call.interpreting", **ids)
             yield self.event("response.code_interpreter_call.completed", **ids)
         elif isinstance(item, FileSearchCallItem):
-            ids = {"item_id": item.id, "output_index": index}
             for stage in ("in_progress", "searching", "completed"):
                 yield self.event(f"response.file_search_call.{stage}", **ids)
         elif isinstance(item, McpCallItem):
-            ids = {"item_id": item.id, "output_index": index}
             yield self.event("response.mcp_call.in_progress", **ids)
             yield self.event("response.mcp_call_arguments.done", **ids, arguments=item.arguments)
             yield self.event("response.mcp_call." + ("completed" if item.status == "completed" else "failed"), **ids)
         yield self.event("response.output_item.done", output_index=index, item=_dump(item))
+
+    def item(self, index: int, item: OutputItem) -> Iterator[str]:
+        """All the events of a finished item, its text or arguments in pieces."""
+        yield from self.opened(index, item)
+        for piece in _pieces(streamed_text(item)):
+            yield self.delta(index, item, piece)
+        yield from self.closed(index, item)
+
+
+def streamed_text(item: OutputItem) -> str:
+    """What an item's deltas carry: a message's or reasoning's text, a call's arguments (others: nothing)."""
+    if isinstance(item, (MessageItem, ReasoningItem)):
+        return item.content[0].text
+    return item.arguments if isinstance(item, FunctionCallItem) else ""
 
 
 def _dump(model) -> dict[str, Any]:

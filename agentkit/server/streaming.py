@@ -75,8 +75,8 @@ def stream_chunks(resp: ChatCompletionResponse, include_usage: bool):
 
 
 def respond(req, resp: ChatCompletionResponse):
-    """``resp`` itself, or streamed as chunks when the client asked for a stream (a whole response's chunks:
-    requests with client-side tools, whose calls are parsed from the whole text, and agent models)."""
+    """``resp`` itself, or streamed as chunks when the client asked for a stream (a whole response's chunks: an
+    agent service's answer, which comes whole)."""
     if not req.stream:
         return resp
     return StreamingResponse(stream_chunks(resp, req.include_usage()), media_type="text/event-stream")

@@ -15,12 +15,14 @@ from fastapi.responses import StreamingResponse
 
 from agentkit.server import agents
 from agentkit.server.base import OpenAIServing, Serving, grammar_error
-from agentkit.server.chat import agent_conversation, choice_message, constraint_param, to_messages
+from agentkit.server.chat import ReplyParser, agent_conversation, choice_message, constraint_param, to_messages
 from agentkit.server.http import CheckedJSONRoute, RequestError
 from agentkit.server.protocol import (
+    FunctionCallItem,
     InputItemList,
     MessageItem,
     OutputItem,
+    ReasoningItem,
     ResponseDeleted,
     ResponseObject,
     ResponsesRequest,
@@ -37,8 +39,10 @@ from agentkit.server.responses import (
     message_item,
     new_id,
     now,
+    reasoning_item,
     response_object,
     status_of,
+    streamed_text,
     tool_item,
 )
 from agentkit.server.routes.errors import ERRORS
@@ -152,12 +156,13 @@ async def _cancel(serving: OpenAIServing, response_id: str) -> None:
 
 
 class _Sink:
-    """Where a run reports its output as it goes: ``text`` (the reply's next characters) and ``item`` (a
-    finished output item). This one ignores both: the response is sent whole."""
+    """Where a run reports its output as it goes: ``event`` (a parsed piece of the reply: ``ReplyParser``'s
+    events) and ``item`` (a finished output item, in the response's order). This one ignores both: the response is
+    sent whole."""
 
     streams = False
 
-    def text(self, delta: str) -> None:
+    def event(self, e: tuple) -> None:
         pass
 
     def item(self, item: OutputItem) -> None:
@@ -165,35 +170,66 @@ class _Sink:
 
 
 class _EventSink(_Sink):
-    """The typed events of a stream, queued as the run reports its output."""
+    """The typed events of a stream, queued as the run reports its output: items open as their first piece is
+    parsed (reasoning, the message, each function call: its name, then argument pieces), and close when the
+    finished item arrives; a finished item that was not streamed is sent whole."""
 
     streams = True
 
     def __init__(self, events: ResponseEvents):
         self.events, self.queue = events, asyncio.Queue()
-        self.index, self.live, self.sent = 0, None, 0
+        self.live: list[list] = []  # [output index, item, characters sent, closed] in the order opened
+        self.calls: dict[int, list] = {}  # a streamed call's index among calls -> its live entry
+        self.next = 0  # the next output index
 
     def _put(self, *events: str) -> None:
         for e in events:
             self.queue.put_nowait(e)
 
-    def text(self, delta: str) -> None:
-        if self.live is None:
-            self.live, self.sent = message_item(""), 0
-            self._put(*self.events.message_start(self.index, self.live))
-        self.sent += len(delta)
-        self._put(self.events.text_delta(self.index, self.live.id, delta))
+    def _open(self, item: OutputItem) -> list:
+        entry = [self.next, item, 0, False]
+        self.next += 1
+        self.live.append(entry)
+        self._put(*self.events.opened(entry[0], item))
+        return entry
+
+    def _send(self, entry: list, text: str) -> None:
+        entry[2] += len(text)
+        self._put(self.events.delta(entry[0], entry[1], text))
+
+    def event(self, e: tuple) -> None:
+        if e[0] == "call":
+            item = FunctionCallItem(id=new_id("fc"), call_id=e[2], name=e[3], arguments="", status="in_progress")
+            self.calls[e[1]] = self._open(item)
+        elif e[0] == "arguments":
+            self._send(self.calls[e[1]], e[2])
+        else:
+            kind = MessageItem if e[0] == "content" else ReasoningItem
+            last = self.live[-1] if self.live else None
+            if last is None or not isinstance(last[1], kind) or last[3]:
+                last = self._open(
+                    message_item("", "in_progress") if e[0] == "content" else reasoning_item("", "in_progress")
+                )
+            self._send(last, e[1])
 
     def item(self, item: OutputItem) -> None:
-        if self.live is not None and isinstance(item, MessageItem):  # the live message, finished
-            item.id, rest = self.live.id, item.content[0].text[self.sent :]
-            if rest:
-                self._put(self.events.text_delta(self.index, item.id, rest))
-            self._put(*self.events.message_end(self.index, item))
-            self.live = None
-        else:
-            self._put(*self.events.item(self.index, item))
-        self.index += 1
+        entry = next((x for x in self.live if not x[3] and _same(x[1], item)), None)
+        if entry is None:  # not streamed: all of it now
+            self._put(*self.events.item(self.next, item))
+            self.next += 1
+            return
+        index, opened, sent, _ = entry
+        item.id, entry[3] = opened.id, True
+        rest = streamed_text(item)[sent:]
+        if rest:
+            self._put(self.events.delta(index, item, rest))
+        self._put(*self.events.closed(index, item))
+
+
+def _same(live: OutputItem, final: OutputItem) -> bool:
+    if isinstance(final, FunctionCallItem):
+        return isinstance(live, FunctionCallItem) and live.call_id == final.call_id
+    return type(live) is type(final)
 
 
 def _plan(serving: OpenAIServing, req: ResponsesRequest, items: list[dict[str, Any]]):
@@ -209,30 +245,38 @@ def _plan(serving: OpenAIServing, req: ResponsesRequest, items: list[dict[str, A
     msgs, prefill, constraint = to_messages(creq)
     ids = engine.encode(msgs) + (engine.tokenize(prefill) if prefill else [])
     params = serving.fit(ids, creq.to_sampling_params(constraint=constraint), creq.max_completion_tokens)
-    live = not (creq.tools and creq.tool_choice != "none")  # tool calls are parsed from the whole text
 
     async def run(request: Request, sink: _Sink):
-        if live and sink.streams:
+        if sink.streams:  # parsed as generated: text, reasoning and calls stream as they come
+            parser = ReplyParser(creq, prefill, serving.reasoning_parser)
             loop = asyncio.get_running_loop()
             deltas: asyncio.Queue = asyncio.Queue()
             fut = serving.batcher.submit(
                 [ids], params, lambda _i, _j, d: loop.call_soon_threadsafe(deltas.put_nowait, d)
             )
+            sent = 0
             try:
                 async for delta in drain(deltas, asyncio.wrap_future(fut)):
-                    sink.text(delta)
+                    sent += len(delta)
+                    for e in parser.feed(delta):
+                        sink.event(e)
             finally:
                 serving.batcher.cancel(fut)  # a no-op once it finished; the client went away otherwise
             (outs,) = await serving.wait(request, fut)
-            failed = next((c for c in outs if c.finish_reason == "error"), None)
-            if failed is not None:
-                raise grammar_error(failed, constraint_param(creq))
+            c = outs[0]
+            if c.finish_reason == "error":
+                raise grammar_error(c, constraint_param(creq))
+            for e in parser.feed(c.text[sent:]) + parser.finish():  # what the engine did not stream
+                sink.event(e)
+            choice = choice_message(creq, prefill, c, engine, 0, parser=parser)
         else:
             (outs,) = await serving.generate(request, [ids], params, constraint_param(creq))
-        output = choice_items(choice_message(creq, prefill, outs[0], engine, 0))
+            c = outs[0]
+            choice = choice_message(creq, prefill, c, engine, 0, serving.reasoning_parser)
+        output = choice_items(choice)
         for item in output:
             sink.item(item)
-        return output, ResponseUsage.of(len(ids), outs[0].completion_tokens), {}
+        return output, ResponseUsage.of(len(ids), c.completion_tokens), {}
 
     return run
 

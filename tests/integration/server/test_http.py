@@ -138,6 +138,81 @@ def test_forced_tool_calls_follow_the_function_schema(client, choice):
     assert none.choices[0].message.tool_calls is None
 
 
+def _reassemble(chunks) -> dict[int, dict]:
+    """Per choice: the streamed content and tool calls (a call's head, its id and name, comes once and first)."""
+    out: dict[int, dict] = {}
+    for c in chunks:
+        for ch in c.choices:
+            got = out.setdefault(ch.index, {"content": "", "calls": {}, "finish": None, "pieces": 0})
+            got["content"] += ch.delta.content or ""
+            for tc in ch.delta.tool_calls or []:
+                if tc.id is not None:
+                    assert tc.index not in got["calls"] and tc.function.name and tc.function.arguments == ""
+                    got["calls"][tc.index] = [tc.id, tc.function.name, ""]
+                else:
+                    assert tc.function.name is None
+                    got["calls"][tc.index][2] += tc.function.arguments
+                    got["pieces"] += 1
+            got["finish"] = ch.finish_reason or got["finish"]
+    return out
+
+
+@pytest.mark.parametrize("choice", [{"type": "function", "function": {"name": "add"}}, "required", "auto"])
+def test_tool_calls_stream_incrementally_and_reassemble_to_the_whole_reply(client, choice):
+    """Streamed tool calls as vLLM sends them: each call's id and name first, then its arguments in pieces as
+    they are generated, reassembling byte for byte to the non-streamed reply (same seeds)."""
+    kw = dict(model="tiny", messages=[{"role": "user", "content": "add"}], tools=[WEATHER, ADD], tool_choice=choice)
+    kw.update(n=3, seed=4, max_tokens=64)
+    whole = client.chat.completions.create(**kw)
+    streamed = _reassemble(client.chat.completions.create(stream=True, **kw))
+    for ch in whole.choices:
+        got = streamed[ch.index]
+        calls = [(c.function.name, c.function.arguments) for c in ch.message.tool_calls or []]
+        assert [tuple(v[1:]) for v in got["calls"].values()] == calls
+        assert got["finish"] == ch.finish_reason and got["content"] == (ch.message.content or "")
+        if choice != "auto":
+            assert calls and got["pieces"] > 1  # the arguments came in several pieces, not whole at the end
+
+
+def test_required_may_return_several_calls_and_parallel_false_one(client):
+    kw = dict(model="tiny", messages=[{"role": "user", "content": "add"}], tools=[ADD], tool_choice="required")
+    many = client.chat.completions.create(n=8, seed=0, max_tokens=200, **kw)
+    counts = [len(c.message.tool_calls) for c in many.choices]
+    assert min(counts) >= 1 and max(counts) > 1  # a random model makes several calls in some samples
+    one = client.chat.completions.create(n=8, seed=0, max_tokens=200, parallel_tool_calls=False, **kw)
+    assert [len(c.message.tool_calls) for c in one.choices] == [1] * 8
+
+
+def test_reasoning_content_with_a_reasoning_parser():
+    """``reasoning_parser``: think-tag reasoning is ``reasoning_content``, whole and streamed; the reply after it is
+    content, and tool calls are parsed from the content alone."""
+    from agentkit.testing.scripted import ScriptedEngine
+
+    script = {
+        "sum": ["<think>2 and 3 make 5</think>\n\nThe sum is 5."],
+        "call": [
+            '<think>I should call add</think><tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}</tool_call>'
+        ],
+    }
+    app = create_app(ScriptedEngine(script), "scripted", api_key="sk-test", reasoning_parser="qwen3")
+    with serve_in_thread(app) as url:
+        c = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
+        r = c.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "sum"}])
+        msg = r.choices[0].message
+        assert (msg.reasoning_content, msg.content) == ("2 and 3 make 5", "The sum is 5.")
+        chunks = list(
+            c.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "sum"}], stream=True)
+        )
+        deltas = [ch.choices[0].delta for ch in chunks if ch.choices]
+        assert "".join(getattr(d, "reasoning_content", None) or "" for d in deltas) == "2 and 3 make 5"
+        assert "".join(d.content or "" for d in deltas) == "The sum is 5."
+        t = c.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "call"}], tools=[ADD])
+        m = t.choices[0].message
+        assert m.reasoning_content == "I should call add" and m.tool_calls[0].function.arguments == '{"a": 2, "b": 3}'
+    with pytest.raises(ValueError, match="unknown reasoning parser"):
+        create_app(ScriptedEngine(script), "scripted", reasoning_parser="o1")
+
+
 def test_response_format_and_structured_outputs(client):
     import jsonschema
 

@@ -176,6 +176,9 @@ def test_streamed_function_call_events(served):
     deltas = "".join(e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta")
     (item,) = events[-1]["response"]["output"]
     assert deltas == done["arguments"] == item["arguments"] and item["name"] == "add"
+    added = next(e for e in events if e["type"] == "response.output_item.added")["item"]
+    assert (added["id"], added["call_id"]) == (item["id"], item["call_id"])  # the item streamed is the one stored
+    assert sum(e["type"] == "response.function_call_arguments.delta" for e in events) > 1  # live, in pieces
 
 
 def test_structured_output_by_text_format(client):
@@ -300,3 +303,25 @@ def test_concurrent_responses_share_the_engine(client):
         t.join()
     alone = client.responses.create(model="tiny", input="hi", max_output_tokens=6, extra_body={"seed": 3}).output_text
     assert len(got) == 4 and got[3] == alone
+
+
+def test_reasoning_items_with_a_reasoning_parser():
+    """With a reasoning parser, think-tag reasoning is a ``reasoning`` item before the message (whole and
+    streamed as ``response.reasoning_text.*`` events)."""
+    app = create_app(
+        ScriptedEngine({"sum": ["<think>2 and 3 make 5</think>The sum is 5."]}),
+        "scripted",
+        api_key="sk-test",
+        reasoning_parser="qwen3",
+    )
+    with serve_in_thread(app) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
+        r = client.responses.create(model="scripted", input="sum")
+        Response.model_validate(r.model_dump(exclude_unset=True))
+        reasoning, msg = r.output
+        assert reasoning.type == "reasoning" and reasoning.content[0].text == "2 and 3 make 5"
+        assert r.output_text == "The sum is 5."
+        events = _events(url, {"model": "scripted", "input": "sum"})
+        text = "".join(e["delta"] for e in events if e["type"] == "response.reasoning_text.delta")
+        assert text == "2 and 3 make 5"
+        assert [i["type"] for i in events[-1]["response"]["output"]] == ["reasoning", "message"]
