@@ -11,9 +11,6 @@ from pydantic import BaseModel
 
 agents = pytest.importorskip("agents")
 
-from agentkit.server import create_app  # noqa: E402
-from agentkit.testing.servers import serve_in_thread  # noqa: E402
-
 
 class City(BaseModel):
     name: str
@@ -21,10 +18,9 @@ class City(BaseModel):
 
 
 @pytest.fixture(scope="module")
-def url(smol_engine):
+def url(smol_url):
     agents.set_tracing_disabled(True)  # nothing leaves the machine
-    with serve_in_thread(create_app(smol_engine, "smol", api_key="sk-test")) as url:
-        yield url
+    return smol_url
 
 
 def _model(url: str, api: str):
