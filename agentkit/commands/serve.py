@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import sys
 from pathlib import Path
 
 from agentkit.argtypes import NONNEG_FLOAT, NONNEG_INT, POS_FLOAT, POS_INT
@@ -169,13 +170,21 @@ class ToolServerCommand(Command):
     help = "serve a tool over HTTP (FastAPI; loopback by default)"
     description = (
         "Serve one tool over HTTP: GET /health, GET /v1/tool (schema), POST /v1/call {arguments, session_id}. "
-        "OpenAPI at /openapi.json. Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or "
+        "OpenAPI at /openapi.json. With --mcp, serve it as an MCP server instead (streamable HTTP at /mcp, or stdio). Binds to 127.0.0.1 unless --host says otherwise; with --api-key (or "
         "AGENTKIT_API_KEY) every route but /health needs 'Authorization: Bearer KEY'."
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("name", choices=["python", "search"], help="the tool to serve")
         add_server_options(parser, port=8100)
+        parser.add_argument(
+            "--mcp",
+            choices=["http", "stdio"],
+            nargs="?",
+            const="http",
+            help="serve the tool as an MCP server: streamable HTTP at /mcp (--mcp or --mcp http; the key, if any, as "
+            "a bearer token) or on stdin/stdout (--mcp stdio) (default: agentkit's own HTTP routes)",
+        )
         parser.add_argument("--max-concurrency", type=POS_INT, default=8, help="calls run at once; more wait, up to 64")
         parser.add_argument("--corpus", help="search: JSONL of {id, title, text}")
         parser.add_argument(
@@ -203,21 +212,15 @@ class ToolServerCommand(Command):
 
         _server_logging()
         key = server_key(args)
+        if args.name == "search" and not args.corpus:
+            raise AgentkitError("the search server needs --corpus FILE", "a JSONL file of {id, title, text}")
+        if args.mcp:
+            return self._serve_mcp(args, key)
         if args.name == "python":
             from agentkit.tool_servers.python_sandbox import create_app
-            from agentkit.tools.sandbox import SandboxConfig
 
-            config = SandboxConfig(
-                cpu_s=args.cpu_s,
-                wall_s=args.wall_s,
-                memory_mb=args.memory_mb,
-                isolation=args.isolation,
-                pool_size=max(2, args.max_concurrency // 2),
-            )
-            app = create_app(config, key, args.max_concurrency)
+            app = create_app(_sandbox_config(args), key, args.max_concurrency)
         else:
-            if not args.corpus:
-                raise AgentkitError("the search server needs --corpus FILE", "a JSONL file of {id, title, text}")
             from agentkit.tool_servers.search import create_app
 
             mode = args.mode or ("dense" if args.retriever else "bm25")
@@ -226,3 +229,43 @@ class ToolServerCommand(Command):
         print(f"serving the {args.name} tool on http://{args.host}:{args.port}{isolation}", flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
         return 0
+
+    @staticmethod
+    def _serve_mcp(args: argparse.Namespace, key: str | None) -> int:
+        import anyio
+        import uvicorn
+
+        from agentkit.tool_servers.mcp import mcp_http_app, serve_stdio
+
+        if args.name == "python":
+            from agentkit.tools.python import PythonTool
+
+            tool = PythonTool(_sandbox_config(args))
+        else:
+            from agentkit.tools.search import SearchTool
+
+            mode = args.mode or ("dense" if args.retriever else "bm25")
+            tool = SearchTool(args.corpus, mode=mode, top_k=args.top_k, retriever=args.retriever)
+        try:
+            if args.mcp == "stdio":  # stdout is the protocol's: the log goes to stderr
+                print(f"serving the {args.name} tool as MCP on stdio", file=sys.stderr, flush=True)
+                anyio.run(serve_stdio, [tool], args.max_concurrency)
+            else:
+                app = mcp_http_app([tool], key, args.max_concurrency, host=args.host)
+                print(f"serving the {args.name} tool as MCP on http://{args.host}:{args.port}/mcp", flush=True)
+                uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        finally:
+            tool.close()
+        return 0
+
+
+def _sandbox_config(args: argparse.Namespace):
+    from agentkit.tools.sandbox import SandboxConfig
+
+    return SandboxConfig(
+        cpu_s=args.cpu_s,
+        wall_s=args.wall_s,
+        memory_mb=args.memory_mb,
+        isolation=args.isolation,
+        pool_size=max(2, args.max_concurrency // 2),
+    )
