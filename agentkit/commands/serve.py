@@ -47,6 +47,19 @@ class ServeCommand(Command):
         parser.add_argument("--corpus", help="search tool: JSONL of {id, title, text}")
         add_server_options(parser, port=8000)
         parser.add_argument(
+            "--lora",
+            action="append",
+            default=[],
+            metavar="NAME=PATH",
+            help="serve a LoRA adapter (a recipe's saved model, PEFT's save_pretrained) as the model NAME, per "
+            "request beside the base; repeat for more (hf: per-row adapters in one batch; vllm: vLLM's LoRA)",
+        )
+        parser.add_argument(
+            "--runtime-lora",
+            action="store_true",
+            help="allow POST /v1/load_lora_adapter and /v1/unload_lora_adapter (they read server-side paths)",
+        )
+        parser.add_argument(
             "--reasoning-parser",
             choices=list(REASONING_PARSERS),
             help="split <think>…</think> reasoning from replies into reasoning_content (vLLM's parsers: qwen3, "
@@ -84,11 +97,23 @@ class ServeCommand(Command):
         serving_gpu = {"gpu_memory_utilization": 0.85}  # an engine that shares a GPU defaults lower; this owns it
         known = {f.name for f in dataclasses.fields(ENGINES.get(args.engine))}
         defaults = serving_gpu if torch.cuda.is_available() and known >= serving_gpu.keys() else {}
+        loras = _loras(args)
+        if loras and args.engine == "vllm":
+            defaults["enable_lora"] = True
         engine_cfg = engine_from_args(args, **defaults)  # every option checked before anything loads
         responses = _response_store(args)
         store = _ace_store(Path(args.playbook)) if args.agent == "ace" else None  # a bad playbook: no model loaded
         tools = _agent_tools(args) if args.agent == "tir" else None  # every argument checked before the model loads
         engine = engine_cfg.build()
+        for name, path in loras.items():
+            if not hasattr(engine, "load_adapter"):
+                raise AgentkitError(f"--lora: the {args.engine} engine serves no adapters", "use --engine hf or vllm")
+            try:
+                engine.load_adapter(name, path)
+            except ValueError as e:
+                raise AgentkitError(
+                    f"--lora {name}={path}: {e}", "a directory written by PEFT's save_pretrained"
+                ) from None
         services = {"agentkit/ace": _ace_service(args, engine, store)} if args.agent == "ace" else None
         limits = ServeLimits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ServeLimits)})
         app = create_app(
@@ -100,6 +125,7 @@ class ServeCommand(Command):
             limits=limits,
             responses=responses,
             reasoning_parser=args.reasoning_parser,
+            runtime_lora=args.runtime_lora,
         )
         extra = " and agentkit/tir" if tools else " and agentkit/ace" if services else ""
         print(f"serving {args.model}{extra} on http://{args.host}:{args.port}/v1", flush=True)
@@ -117,6 +143,26 @@ def _check(args: argparse.Namespace) -> None:
         raise AgentkitError("--agent ace needs --playbook FILE", "a playbook JSON file (with --learn it may be new)")
     if args.agent == "ace" and not args.learn and not Path(args.playbook).is_file():
         raise AgentkitError(f"{args.playbook} does not exist", "pass an existing playbook, or --learn to start one")
+
+
+def _loras(args: argparse.Namespace) -> dict[str, str]:
+    """``--lora NAME=PATH`` options, each checked (a PEFT adapter directory) before any model loads."""
+    out: dict[str, str] = {}
+    for spec in args.lora:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path or ":" in name:
+            raise AgentkitError(
+                f"--lora {spec!r} is not NAME=PATH", "e.g. --lora toollight=runs/toollight/models/dpo-2"
+            )
+        if name in out or name == args.model:
+            raise AgentkitError(f"--lora {spec!r}: the name {name!r} is taken", "give each adapter its own name")
+        if not (Path(path) / "adapter_config.json").is_file():
+            raise AgentkitError(
+                f"--lora {spec!r}: {path} has no adapter_config.json",
+                "a LoRA adapter directory (a recipe trained with LoRA saves one under RUN/models/)",
+            )
+        out[name] = path
+    return out
 
 
 def _response_store(args: argparse.Namespace):

@@ -53,14 +53,19 @@ class SamplingParams:
     alternatives of each token (HF and vLLM; OpenAI servers cap k at 20). ``constraint`` (or, per prompt,
     ``constraints``) restricts what a completion may be: a JSON schema, any JSON object, a regex, a choice of
     strings or a grammar (``agentkit.engines.structured``); a constrained completion ends when its grammar is
-    complete.
+    complete. ``adapter`` (or, per prompt, ``adapters``) names a LoRA adapter the engine has loaded
+    (``load_adapter``): prompts for different adapters share one engine call, each row with its own.
 
     Per-prompt fields (``PER_PROMPT``) hold one entry per prompt. Requests that differ only in them share one
     engine call: ``batch_key`` leaves them out and ``concat`` joins them (the server's batcher does both).
     """
 
     # per-prompt field -> the scalar field that gives every prompt the same value when the list is None
-    PER_PROMPT: ClassVar[dict[str, str | None]] = {"seeds": "seed", "constraints": "constraint"}
+    PER_PROMPT: ClassVar[dict[str, str | None]] = {
+        "seeds": "seed",
+        "constraints": "constraint",
+        "adapters": "adapter",
+    }
 
     n: PosInt = option(1, "completions per prompt (the agent loop: trajectories per task)")
     temperature: NonNegFloat = option(1.0, "sampling temperature; 0 is greedy decoding")
@@ -82,6 +87,12 @@ class SamplingParams:
         None, "structured output: a mapping with one of json (a schema as JSON text), regex, choice or grammar"
     )
     constraints: list[Constraint | None] | None = option(None, "one constraint per prompt", internal=True)
+    adapter: str | None = option(
+        None,
+        "the LoRA adapter to generate with, by the name the engine loaded it under (None: the base model)",
+        internal=True,
+    )
+    adapters: list[str | None] | None = option(None, "one adapter per prompt", internal=True)
 
     def problems(self) -> list[str]:
         """What is wrong with these settings as a config section (``agentkit.config.cross_checks``): a config

@@ -156,6 +156,9 @@ class VLLMConfig(EngineConfig):
     )
     enforce_eager: bool | None = option(None, "skip CUDA graphs (None: on for CPU, off on a GPU)")
     entropy_top_k: PosInt = option(50, "top logprobs per token that entropies are estimated from (Tool-Light: 50)")
+    enable_lora: bool | None = option(None, "serve LoRA adapters per request (agentkit serve --lora turns it on)")
+    max_lora_rank: PosInt | None = option(None, "the largest LoRA rank to serve (None: vLLM's default, 16)")
+    max_loras: PosInt | None = option(None, "adapters in one batch (None: vLLM's default)")
 
     def build(self, model: Any = None, *, tokenizer: Any = None, name: str | None = None) -> Engine:
         from agentkit.engines.vllm import VLLMEngine

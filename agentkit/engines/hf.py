@@ -119,15 +119,60 @@ class HFEngine(LocalTokenizer):
         self.pad_id = self.tokenizer.pad_token_id
         self.prefix_cache = PrefixCache(prefix_cache_mb) if prefix_cache_mb > 0 else None
         self._compiler: GrammarCompiler | None = None
+        self.adapters: dict[str, str] = {}  # LoRA adapters served per row (load_adapter): name -> path
 
-    def _forward(self, **inputs):
-        """One forward pass. On CUDA, scaled-dot-product attention avoids cuDNN's kernel: it builds an execution
-        plan for each new sequence length, about 50 ms apiece, and decoding meets a new length every step (an
-        H200, torch 2.11: 20 tokens/s at batch 1 with it, see docs/results/gpu-check)."""
+    def _forward(self, adapters: list[str | None] | None = None, **inputs):
+        """One forward pass; ``adapters``: each row's LoRA adapter (None: the base model), when adapters are
+        loaded (PEFT's mixed-batch LoRA: every row through its own adapter in the same pass). On CUDA,
+        scaled-dot-product attention avoids cuDNN's kernel: it builds an execution plan for each new sequence
+        length, about 50 ms apiece, and decoding meets a new length every step (an H200, torch 2.11: 20 tokens/s
+        at batch 1 with it, see docs/results/gpu-check)."""
+        if self.adapters:
+            rows = inputs["input_ids"].shape[0]
+            inputs["adapter_names"] = [a or "__base__" for a in (adapters or [None] * rows)]
         if self.device.type != "cuda":
             return self.model(**inputs)
         with sdpa_kernel(_CUDA_ATTENTION):
             return self.model(**inputs)
+
+    # ---- LoRA adapters ------------------------------------------------------------------------------------
+    def load_adapter(self, name: str, path: str) -> None:
+        """Serve the LoRA adapter saved at ``path`` (PEFT's ``save_pretrained``) as ``name``: a request's
+        ``SamplingParams.adapter`` picks it, row by row. The base weights are shared; the prefix cache keeps only
+        base-model rows."""
+        from peft import PeftConfig, PeftModel
+
+        if not isinstance(name, str) or not name or name == "__base__" or name in self.adapters:
+            raise ValueError(f"adapter name {name!r} is taken or not a name")
+        try:
+            config = PeftConfig.from_pretrained(path)
+        except Exception as e:  # noqa: BLE001 - a wrong path or a full model: one line that says which
+            raise ValueError(f"{path} is not a PEFT adapter directory ({type(e).__name__}: {e})") from None
+        if config.peft_type != "LORA":
+            raise ValueError(f"{path} is a {config.peft_type} adapter; only LoRA adapters are served per row")
+        if isinstance(self.model, PeftModel):
+            self.model.load_adapter(path, adapter_name=name)
+        else:
+            self.model = PeftModel.from_pretrained(self.model, path, adapter_name=name).eval()
+        self.model.eval()
+        self.adapters[name] = str(path)
+
+    def unload_adapter(self, name: str) -> None:
+        """Stop serving adapter ``name`` (its weights are freed); an unknown name is a ``KeyError``."""
+        if name not in self.adapters:
+            raise KeyError(name)
+        del self.adapters[name]
+        if self.adapters:
+            self.model.delete_adapter(name)
+        else:  # the last one: back to the plain model
+            self.model = self.model.unload().eval()
+
+    def _adapters(self, params: SamplingParams, n_prompts: int) -> list[str | None]:
+        names = params.per_prompt("adapters", n_prompts)
+        unknown = next((a for a in names if a is not None and a not in self.adapters), None)
+        if unknown is not None:
+            raise ValueError(f"adapter {unknown!r} is not loaded (loaded: {', '.join(self.adapters) or 'none'})")
+        return names
 
     # ---- tokenisation -------------------------------------------------------------------------------------
     def _eos_ids(self) -> set[int]:
@@ -219,6 +264,7 @@ class HFEngine(LocalTokenizer):
             if ids and not 0 <= min(ids) <= max(ids) < vocab:
                 bad = next(t for t in ids if not 0 <= t < vocab)
                 raise ValueError(f"prompt {i} has the token id {bad}, outside the vocabulary (0..{vocab - 1})")
+        self._adapters(params, len(prompts))  # an unknown adapter fails here, before any step
         cancelled: set[int] = set()
         return GenerationJob(self._steps(encoded, params, on_text, cancelled), cancelled)
 
@@ -246,9 +292,11 @@ class HFEngine(LocalTokenizer):
                     stream.finish((i, j), comp.text)
         return out
 
-    def _prefill(self, prompts: list[list[int]], headroom: int = 0):
+    def _prefill(self, prompts: list[list[int]], headroom: int = 0, adapters: list[str | None] | None = None):
         """Encode the prompts; returns (cache, last logits [U, V], attention mask [U, L], last positions [U, 1]).
-        The cache keeps ``headroom`` free slots per row for the tokens to be decoded.
+        The cache keeps ``headroom`` free slots per row for the tokens to be decoded; ``adapters``: each prompt's
+        LoRA adapter (None: the base model; the savings below then apply to base-model prompts, and a common
+        prefix is shared only by prompts with one adapter).
 
         Three savings over one padded forward pass, all exact:
         - a prompt that continues a sequence this engine finished earlier (an agent's next turn) starts from
@@ -259,6 +307,7 @@ class HFEngine(LocalTokenizer):
         row is invisible to the model.
         """
         cfg = self.model.config
+        adapters = adapters or [None] * len(prompts)
         first = make_cache(cfg, headroom)
         mergeable = growing_only(first)  # sliding-window layers (Gemma 3) cannot be merged: one part then
         hits = {}
@@ -267,17 +316,21 @@ class HFEngine(LocalTokenizer):
             # shared-prefix path below encodes once for all rows anyway.
             floor = (_common_prefix_len(prompts) if len(prompts) > 1 else 0) + 16
             hits = {
-                i: f for i, p in enumerate(prompts) if (f := self.prefix_cache.longest(p, min_shared=floor)) is not None
+                i: f
+                for i, p in enumerate(prompts)
+                if adapters[i] is None and (f := self.prefix_cache.longest(p, min_shared=floor)) is not None
             }
         parts = []
         if hits:
             rows = sorted(hits)
             suffixes = [prompts[r][len(hits[r][0]) :] for r in rows]
             cache, past = stack_rows([hits[r][1] for r in rows], cfg, headroom + max(map(len, suffixes)))
-            parts.append(self._encode_part(cache, rows, past, suffixes))
+            parts.append(self._encode_part(cache, rows, past, suffixes, [None] * len(rows)))
         rest = [i for i in range(len(prompts)) if i not in hits]
         if rest:
-            parts += self._encode_fresh([prompts[i] for i in rest], rest, first, mergeable, headroom)
+            parts += self._encode_fresh(
+                [prompts[i] for i in rest], rest, first, mergeable, headroom, [adapters[i] for i in rest]
+            )
         if len(parts) == 1:
             cache, rows, mask, logits, pos = parts[0]
             return cache, logits, mask, pos
@@ -290,13 +343,17 @@ class HFEngine(LocalTokenizer):
             mask[idx, width - m.shape[1] :], logits[idx], pos[idx] = m, lg, p
         return merge_right_aligned([(p[0], p[1]) for p in parts], n, cfg, headroom), logits, mask, pos
 
-    def _encode_part(self, cache, rows: list[int], past_mask: torch.Tensor, suffixes: list[list[int]]):
-        """Encode ``suffixes`` after what ``cache`` holds (``past_mask`` marks its valid slots)."""
+    def _encode_part(
+        self, cache, rows: list[int], past_mask: torch.Tensor, suffixes: list[list[int]], adapters: list[str | None]
+    ):
+        """Encode ``suffixes`` after what ``cache`` holds (``past_mask`` marks its valid slots), each row through
+        its adapter."""
         ids, tail_mask, _ = self._left_pad(suffixes)
         self.prefill_tokens += int(tail_mask.sum())
         mask = torch.cat([past_mask.to(tail_mask.device), tail_mask], dim=1)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         out = self._forward(
+            adapters,
             input_ids=ids,
             attention_mask=mask,
             position_ids=pos[:, past_mask.shape[1] :],
@@ -306,21 +363,32 @@ class HFEngine(LocalTokenizer):
         )
         return cache, rows, mask, out.logits[:, -1], pos[:, -1:]
 
-    def _encode_fresh(self, prompts: list[list[int]], rows: list[int], first, mergeable: bool, headroom: int = 0):
+    def _encode_fresh(
+        self,
+        prompts: list[list[int]],
+        rows: list[int],
+        first,
+        mergeable: bool,
+        headroom: int = 0,
+        adapters: list[str | None] | None = None,
+    ):
         cfg = self.model.config
-        shared = _common_prefix_len(prompts) if len(prompts) > 1 and self.share_prefix else 0
+        adapters = adapters or [None] * len(prompts)
+        one_adapter = len(set(adapters)) == 1  # a shared head's keys/values belong to one adapter
+        shared = _common_prefix_len(prompts) if len(prompts) > 1 and self.share_prefix and one_adapter else 0
         shared = min(shared, min(len(p) for p in prompts) - 1)
         if shared < 8:  # not worth a separate forward call
             shared = 0
         head = None
         if shared:
             head, done = self._shared_head(
-                prompts[0][:shared], mergeable, headroom + max(len(p) for p in prompts) - shared
+                prompts[0][:shared], mergeable and adapters[0] is None, headroom + max(len(p) for p in prompts) - shared
             )
             if done < shared:
                 ids = torch.tensor([prompts[0][done:shared]], device=self.device)
                 self.prefill_tokens += shared - done
                 self._forward(
+                    adapters[:1],
                     input_ids=ids,
                     attention_mask=torch.ones(1, shared, dtype=torch.long, device=self.device),
                     position_ids=torch.arange(done, shared, device=self.device)[None],
@@ -339,7 +407,11 @@ class HFEngine(LocalTokenizer):
             else:
                 cache = repeat_rows(head, len(grp), cfg, headroom + max(len(prompts[j]) for j in grp) - shared)
             past = torch.ones(len(grp), shared, dtype=torch.long, device=self.device)
-            parts.append(self._encode_part(cache, [rows[j] for j in grp], past, [prompts[j][shared:] for j in grp]))
+            parts.append(
+                self._encode_part(
+                    cache, [rows[j] for j in grp], past, [prompts[j][shared:] for j in grp], [adapters[j] for j in grp]
+                )
+            )
         return parts
 
     def _shared_head(self, prefix: list[int], mergeable: bool, headroom: int = 0):
@@ -367,8 +439,11 @@ class HFEngine(LocalTokenizer):
         unique = list(dict.fromkeys(i for i, _ in seqs))
         budget = [min(params.max_tokens, self.max_model_len - len(encoded[i])) for i, _ in seqs]
         # Free cache slots for the decode steps (beyond 512 the buffers grow by doubling, to bound the memory).
+        names = self._adapters(params, len(encoded))  # each prompt's adapter (None: the base model)
         yield
-        cache, logits, mask, pos = self._prefill([encoded[i] for i in unique], max(0, min(max(budget), 512)) + 1)
+        cache, logits, mask, pos = self._prefill(
+            [encoded[i] for i in unique], max(0, min(max(budget), 512)) + 1, [names[i] for i in unique]
+        )
         # Each distinct prompt was encoded once; repeat its cache rows for its samples.
         expand = torch.tensor([unique.index(i) for i, _ in seqs], device=self.device)
         select_rows(cache, expand)
@@ -464,7 +539,8 @@ class HFEngine(LocalTokenizer):
                     kept[rows[r]] += min(a, real[r])
                 pos = pos + torch.tensor(accepted, device=self.device)[:, None]
                 self.draft_hits += sum(min(a, n) for a, n in zip(accepted, real))
-            self._remember(cache, mask, ended, [encoded[seqs[s][0]] + toks[s][:-1] for _, s in ended])
+            base = [(r, s) for r, s in ended if names[seqs[s][0]] is None]  # the cache holds base-model rows only
+            self._remember(cache, mask, base, [encoded[seqs[s][0]] + toks[s][:-1] for _, s in base])
             if all(finish[s] is not None for s in rows):
                 break
             drafts, real = self._drafts(encoded, seqs, rows, toks, finish, drafted, kept)
@@ -473,7 +549,12 @@ class HFEngine(LocalTokenizer):
             steps = torch.arange(1, fed.shape[1] + 1, device=self.device)
             mask = torch.cat([mask, mask.new_ones(len(rows), fed.shape[1])], dim=1)
             out = self._forward(
-                input_ids=fed, attention_mask=mask, position_ids=pos + steps, use_cache=True, **{self._cache_kw: cache}
+                [names[seqs[s][0]] for s in rows],
+                input_ids=fed,
+                attention_mask=mask,
+                position_ids=pos + steps,
+                use_cache=True,
+                **{self._cache_kw: cache},
             )
             logits, pos = out.logits, pos + 1
         return [

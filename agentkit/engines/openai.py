@@ -206,7 +206,7 @@ class OpenAIEngine(LocalTokenizer):
         k = max(p.top_logprobs, self.entropy_top_k if p.entropy else 0)
         stop = [s for s in p.stop + self.default_stop if s] or None
         return dict(
-            model=self.model_name,
+            model=p.adapter or self.model_name,  # a LoRA adapter is a model of its own on the server (vLLM's way)
             n=p.n,
             temperature=p.temperature,
             top_p=p.top_p,
@@ -215,6 +215,24 @@ class OpenAIEngine(LocalTokenizer):
             stop=stop,
             extra_body=extra or None,
         ), k
+
+    def load_adapter(self, name: str, path: str) -> None:
+        """Have the server load a LoRA adapter (vLLM's ``POST /v1/load_lora_adapter``; vLLM needs
+        ``--enable-lora`` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``, agentkit ``--runtime-lora``); requests
+        with ``SamplingParams.adapter=name`` then name it as their model."""
+        self._admin("/v1/load_lora_adapter", {"lora_name": name, "lora_path": str(path)})
+
+    def unload_adapter(self, name: str) -> None:
+        self._admin("/v1/unload_lora_adapter", {"lora_name": name})
+
+    def _admin(self, path: str, body: dict[str, Any]) -> None:
+        base = self._root.removesuffix("/v1") if self._root.endswith("/v1") else self._root
+        req = urllib.request.Request(base + path, json.dumps(body).encode(), self._headers)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as r:
+                r.read()
+        except urllib.error.HTTPError as e:
+            raise ValueError(f"{path}: the server answered {e.code}: {e.read()[:300]!r}") from None
 
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         params = params or SamplingParams()

@@ -92,6 +92,9 @@ class VLLMEngine(LocalTokenizer):
         else:
             llm_kwargs.setdefault("gpu_memory_utilization", 0.3)
         self._llm_kwargs = llm_kwargs
+        self._loras: dict = {}  # adapter name -> vllm LoRARequest
+        self._lora_ids = 0  # the last LoRARequest id given
+        self.adapters: dict[str, str] = {}
         self.llm = self._load(str(model))
         if os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0":
             _IN_PROCESS.add(self)
@@ -100,6 +103,31 @@ class VLLMEngine(LocalTokenizer):
         self.default_stop = stop_strings_for(self.model_name, self.tokenizer)
         kinds = "requests prompt_tokens completion_tokens prefill_tokens scored_tokens cached_prompt_tokens"
         self.counts = dict.fromkeys(kinds.split(), 0)
+
+    def load_adapter(self, name: str, path: str) -> None:
+        """Serve the LoRA adapter at ``path`` as ``name`` (vLLM's ``LoRARequest``; the engine must be built with
+        ``enable_lora=True``); prompts pick it with ``SamplingParams.adapter`` and are batched with the others."""
+        if not self._llm_kwargs.get("enable_lora"):
+            raise ValueError("this vLLM engine was built without LoRA: build it with enable_lora=true")
+        from vllm.lora.request import LoRARequest
+
+        if name in self._loras:
+            raise ValueError(f"adapter name {name!r} is taken")
+        self._lora_ids += 1  # ids are never reused
+        self._loras[name] = LoRARequest(name, self._lora_ids, str(path))
+        self.adapters[name] = str(path)
+
+    def unload_adapter(self, name: str) -> None:
+        req = self._loras.pop(name)  # KeyError when unknown
+        del self.adapters[name]
+        self.llm.llm_engine.remove_lora(req.lora_int_id)
+
+    def _lora_request(self, name: str | None):
+        if name is None:
+            return None
+        if name not in self._loras:
+            raise ValueError(f"adapter {name!r} is not loaded (loaded: {', '.join(self._loras) or 'none'})")
+        return self._loras[name]
 
     def _load(self, source: str):
         with _modules_vllm_can_scan():
@@ -131,8 +159,11 @@ class VLLMEngine(LocalTokenizer):
                 structured_outputs=structured,
             )
 
-        sp = [params_for(q) for q in p.split(len(prompts))]
-        results = self.llm.generate(self._inputs(prompts), sp, use_tqdm=False)
+        split = p.split(len(prompts))
+        sp = [params_for(q) for q in split]
+        loras = [self._lora_request(q.adapter) for q in split]
+        kw = {"lora_request": loras} if any(loras) else {}
+        results = self.llm.generate(self._inputs(prompts), sp, use_tqdm=False, **kw)
         out = []
         for r in results:
             comps = []

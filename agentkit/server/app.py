@@ -33,6 +33,7 @@ def create_app(
     limits: ServeLimits | None = None,
     responses: ResponseStore | None = None,
     reasoning_parser: str | None = None,
+    runtime_lora: bool = False,
 ) -> FastAPI:
     """The app serving ``engine`` as ``model_name``.
 
@@ -50,6 +51,8 @@ def create_app(
         responses: the Responses API's store (default: in memory, lost at exit; ``agentkit serve`` keeps a file).
         reasoning_parser: split replies' think-tag reasoning into ``reasoning_content`` (``qwen3``,
             ``deepseek_r1``: vLLM's ``--reasoning-parser``); None: replies are content as they are.
+        runtime_lora: allow ``POST /v1/load_lora_adapter`` / ``unload_lora_adapter`` (adapters loaded before are
+            served either way: ``engine.load_adapter``).
 
     Returns:
         the FastAPI app; ``app.state.serving`` is its ``OpenAIServing``, ``app.state.batcher`` its batcher.
@@ -65,6 +68,7 @@ def create_app(
         window_s=window_s,
         responses=responses,
         reasoning_parser=reasoning_parser,
+        runtime_lora=runtime_lora,
     )
     app.state.serving, app.state.batcher = serving, serving.batcher
     app.state.body_limits = (serving.limits.max_body_bytes, serving.limits.max_json_depth)

@@ -38,6 +38,8 @@ class OpenAIServing:
         window_s: how long the batcher waits for more requests when the engine is idle.
         responses: where the Responses API stores responses (default: an in-memory ``ResponseStore``).
         reasoning_parser: how replies' reasoning is split off (``qwen3``, ``deepseek_r1``; None: not at all).
+        runtime_lora: whether ``POST /v1/load_lora_adapter`` and ``unload_lora_adapter`` may change the adapters
+            (they read server-side paths: off unless asked, as vLLM's ``VLLM_ALLOW_RUNTIME_LORA_UPDATING``).
     """
 
     def __init__(
@@ -52,6 +54,7 @@ class OpenAIServing:
         window_s: float = 0.01,
         responses: ResponseStore | None = None,
         reasoning_parser: str | None = None,
+        runtime_lora: bool = False,
     ):
         self.engine, self.model_name = engine, model_name
         self.agents, self.services = agents or {}, services or {}
@@ -61,6 +64,7 @@ class OpenAIServing:
         if reasoning_parser is not None and reasoning_parser not in REASONING_PARSERS:
             raise ValueError(f"unknown reasoning parser {reasoning_parser!r}; known: {', '.join(REASONING_PARSERS)}")
         self.reasoning_parser = reasoning_parser
+        self.runtime_lora = runtime_lora
         self.background: dict[str, asyncio.Task] = {}  # background responses still running, by id
         self.batcher = Batcher(engine, window_s=window_s, max_jobs=self.limits.max_jobs, hold_s=self.limits.hold_s)
         self.max_len: int | None = getattr(engine, "max_model_len", None)
@@ -68,15 +72,31 @@ class OpenAIServing:
         self.vocab: int | None = len(tokenizer) if tokenizer is not None else None
 
     def model_names(self) -> list[str]:
-        return [self.model_name, *self.agents, *self.services]
+        return [self.model_name, *self.adapters(), *self.agents, *self.services]
+
+    def adapters(self) -> dict[str, str]:
+        """The LoRA adapters the engine serves (``--lora``, ``POST /v1/load_lora_adapter``): name -> path."""
+        return dict(getattr(self.engine, "adapters", {}) or {})
+
+    def adapter_of(self, model: str) -> str | None:
+        """The adapter a request's ``model`` names: an adapter's name, or ``BASE:ADAPTER``; None for the base."""
+        if model in self.adapters():
+            return model
+        base, _, name = model.partition(":")
+        return name if base == self.model_name and name in self.adapters() else None
 
     # --------------------------------------------------------------------------------- checks (400 / 404)
 
     def check_model(self, model: str) -> None:
-        if model not in self.model_names():
+        if model not in self.model_names() and self.adapter_of(model) is None:
             raise RequestError(
                 404, f"the model {model!r} does not exist; see GET /v1/models", param="model", code="model_not_found"
             )
+
+    def sampling(self, model: str, params: SamplingParams) -> SamplingParams:
+        """``params`` with the adapter ``model`` names (a request for an adapter runs the base with it)."""
+        adapter = self.adapter_of(model)
+        return dataclasses.replace(params, adapter=adapter) if adapter else params
 
     def check_n(self, n: int) -> None:
         if n > self.limits.max_n:

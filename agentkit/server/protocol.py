@@ -179,6 +179,8 @@ class ModelCard(_Out):
     created: int
     owned_by: str = "agentkit"
     max_model_len: int | None = None
+    root: str | None = Field(None, description="a LoRA adapter: where it was loaded from")
+    parent: str | None = Field(None, description="a LoRA adapter: the served model it runs on")
 
 
 class ModelList(_Out):

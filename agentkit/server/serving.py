@@ -156,6 +156,11 @@ class Batcher:
         if req is not None:
             req.cancelled = True
 
+    def uses_adapter(self, name: str) -> bool:
+        """Whether a running or queued request asks for the LoRA adapter ``name``."""
+        reqs = [r for job in list(self._active) for r in job.requests] + list(self._waiting) + list(self._q.queue)
+        return any(name in r.params.per_prompt("adapters", len(r.prompts)) for r in reqs)
+
     @property
     def idle(self) -> bool:
         """Nothing running and nothing queued."""

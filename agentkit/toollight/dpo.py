@@ -21,6 +21,7 @@ from pathlib import Path
 from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt, option
 from agentkit.engines.base import encode_prompt
 from agentkit.errors import AgentkitError
+from agentkit.files import save_pretrained_dir
 from agentkit.toollight.pairs import Pair
 from agentkit.toollight.sft import lora_config, release, trainer_args
 
@@ -221,7 +222,15 @@ class DPOSettings:
         return LORA_LR if self.lora_r else FULL_LR
 
 
-def train_dpo(model, tokenizer, dataset, settings: DPOSettings, output_dir: str | Path, progress: bool = True):
+def train_dpo(
+    model,
+    tokenizer,
+    dataset,
+    settings: DPOSettings,
+    output_dir: str | Path,
+    progress: bool = True,
+    adapter_dir: str | Path | None = None,
+):
     """One DPO round, tool-result tokens out of the loss; the reference is a frozen copy of ``model`` as it is now
     (the previous round's model).
 
@@ -232,6 +241,8 @@ def train_dpo(model, tokenizer, dataset, settings: DPOSettings, output_dir: str 
         settings: β, epochs, learning rate, batch sizes, LoRA rank…
         output_dir: the trainer's folder.
         progress: the trainer's progress bar.
+        adapter_dir: with LoRA, where the round's adapter (and the tokenizer) is also saved before it is merged,
+            servable per request on the model the round started from (``agentkit serve --lora NAME=DIR``).
 
     Returns:
         ``(log history, trained model)``.
@@ -258,6 +269,8 @@ def train_dpo(model, tokenizer, dataset, settings: DPOSettings, output_dir: str 
     )
     model.train()
     trainer.train()
+    if peft_config is not None and adapter_dir is not None:
+        save_pretrained_dir(Path(adapter_dir), trainer.model, tokenizer)
     trained = trainer.model.merge_and_unload() if peft_config is not None else trainer.model
     release([model, trained], patched)
     return trainer.state.log_history, trained

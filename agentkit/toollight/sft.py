@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agentkit.agent.trajectory import Trajectory
 from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt, option
+from agentkit.files import save_pretrained_dir
 
 
 def to_sft_dataset(trajectories: list[Trajectory], max_length: int | None = None):
@@ -52,7 +53,15 @@ class SFTSettings:
     seed: int = option(0, "the trainer's seed (data order, LoRA init)")
 
 
-def train_sft(model, tokenizer, dataset, settings: SFTSettings, output_dir: str | Path, progress: bool = True):
+def train_sft(
+    model,
+    tokenizer,
+    dataset,
+    settings: SFTSettings,
+    output_dir: str | Path,
+    progress: bool = True,
+    adapter_dir: str | Path | None = None,
+):
     """Train ``model`` in place with TRL's ``SFTTrainer`` (LoRA when ``settings.lora_r``).
 
     Args:
@@ -62,6 +71,8 @@ def train_sft(model, tokenizer, dataset, settings: SFTSettings, output_dir: str 
         settings: epochs, learning rate, batch sizes, LoRA rank…
         output_dir: the trainer's folder.
         progress: the trainer's progress bar.
+        adapter_dir: with LoRA, where the trained adapter (and the tokenizer) is also saved before it is merged,
+            servable per request on the model it started from (``agentkit serve --lora NAME=DIR``).
 
     Returns:
         The trainer's log history.
@@ -81,6 +92,8 @@ def train_sft(model, tokenizer, dataset, settings: SFTSettings, output_dir: str 
     model.train()
     trainer.train()
     if peft_config is not None:
+        if adapter_dir is not None:
+            save_pretrained_dir(Path(adapter_dir), trainer.model, tokenizer)
         trainer.model = trainer.model.merge_and_unload()
     release([model, trainer.model], patched)
     return trainer.state.log_history, trainer.model

@@ -173,6 +173,8 @@ class GameRLRecipe(Recipe[GameRLConfig]):
             trainer.train(resume_from_checkpoint=True if resume else None)
         finally:
             trainer.close()
+        if r.lora_r and self.ctx.is_main:  # the adapter itself, servable per request (agentkit serve --lora)
+            save_pretrained_dir(self._model_dir(key + "-lora"), trainer.model, tok)
         policy = trainer.model.merge_and_unload() if r.lora_r else trainer.model
         if self.ctx.is_main:
             save_pretrained_dir(self._model_dir(key), policy, tok)

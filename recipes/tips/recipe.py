@@ -154,6 +154,8 @@ class TipsRecipe(Recipe[TipsConfig]):
             trainer.close()
             if teacher is not None:
                 teacher.close()
+        if r.lora_r and self.ctx.is_main:  # the adapter itself, servable per request (agentkit serve --lora)
+            save_pretrained_dir(self._model_dir(key + "-lora"), trainer.model, tok)
         policy = trainer.model.merge_and_unload() if r.lora_r else trainer.model
         self._save(policy, tok, key)
         history = [h for h in trainer.state.log_history if "step" in h]

@@ -133,6 +133,11 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
     def _model_dir(self, stage: str) -> Path:
         return self.ctx.run_dir / "models" / stage
 
+    def _adapter_dir(self, stage: str) -> Path | None:
+        """Where a LoRA stage's adapter is saved (``models/STAGE-lora``, main process only), servable on the
+        model the stage started from: ``agentkit serve --model RUN/models/PREVIOUS --lora NAME=RUN/models/STAGE-lora``."""
+        return self._model_dir(stage + "-lora") if self.ctx.is_main else None
+
     def _save_model(self, stage: str) -> None:
         """Weights + tokenizer, loadable by any engine (``agentkit serve --model RUN/models/dpo-2``); written to a
         temporary directory and renamed, so a crash never leaves half a model."""
@@ -143,7 +148,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
         save_pretrained_dir(final, self.model, self.tokenizer)
         if not self.config.keep_models:
             for old in final.parent.iterdir():
-                if old.name != stage and old.name != "sft" and old.is_dir():
+                if old.name not in (stage, "sft", f"{stage}-lora", "sft-lora") and old.is_dir():
                     shutil.rmtree(old, ignore_errors=True)
 
     def _sampler(self):
@@ -166,7 +171,13 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
             {"sft_examples": len(ds), "sft_trained_tokens": sum(sum(t != -100 for t in x) for x in ds["labels"])}
         )
         history, self.model = train_sft(
-            self.model, self.tokenizer, ds, c.sft, self.ctx.run_dir / "state" / "trainer", progress=not self.ctx.quiet
+            self.model,
+            self.tokenizer,
+            ds,
+            c.sft,
+            self.ctx.run_dir / "state" / "trainer",
+            progress=not self.ctx.quiet,
+            adapter_dir=self._adapter_dir("sft"),
         )
         self._engine_changed()
         return history
@@ -213,6 +224,7 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
             c.dpo,
             self.ctx.run_dir / "state" / "trainer",
             progress=not self.ctx.quiet,
+            adapter_dir=self._adapter_dir(stage),
         )
         self._engine_changed()
         return history

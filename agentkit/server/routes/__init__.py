@@ -2,8 +2,16 @@
 ``OpenAIServing`` as ``serving: Serving`` and a typed request body checked by ``CheckedJSONRoute``."""
 
 from agentkit.server.protocol import ErrorResponse
-from agentkit.server.routes import chat, completions, models, responses, tokenize
+from agentkit.server.routes import chat, completions, lora, models, responses, tokenize
 
-ROUTERS = [models.router, tokenize.router, chat.router, completions.router, responses.router, responses.stored]
+ROUTERS = [
+    models.router,
+    tokenize.router,
+    chat.router,
+    completions.router,
+    responses.router,
+    responses.stored,
+    lora.router,
+]
 
 __all__ = ["ROUTERS", "ErrorResponse"]

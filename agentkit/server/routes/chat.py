@@ -48,7 +48,9 @@ async def create_chat_completion(req: ChatCompletionRequest, request: Request, s
     msgs, prefill, constraint = to_messages(req)
     ids = engine.encode(msgs) + (engine.tokenize(prefill) if prefill else [])
     params = serving.fit(
-        ids, req.to_sampling_params(constraint=constraint), req.max_completion_tokens or req.max_tokens
+        ids,
+        serving.sampling(req.model, req.to_sampling_params(constraint=constraint)),
+        req.max_completion_tokens or req.max_tokens,
     )
     if req.stream:
         return StreamingResponse(_live_stream(serving, req, prefill, ids, params), media_type="text/event-stream")

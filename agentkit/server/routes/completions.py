@@ -43,12 +43,16 @@ async def create_completion(req: CompletionRequest, request: Request, serving: S
     for p in prompts:
         if isinstance(p, list):
             serving.check_ids(p, "prompt")
-    params = req.to_sampling_params(default_max=16, constraint=constraint_of(req))
+    params = serving.sampling(req.model, req.to_sampling_params(default_max=16, constraint=constraint_of(req)))
     encoded = [serving.engine.encode(p) if p else [] for p in prompts]
     if not encoded or not all(encoded):
         raise RequestError(400, "the prompt is empty (no tokens)", param="prompt")
     for ids in encoded:
         params = serving.fit(ids, params, req.max_tokens)
+    if req.echo and params.adapter is not None:
+        raise RequestError(
+            400, f"echo scores the prompt with the base model; ask {serving.model_name!r} for it", param="echo"
+        )
     if params.max_tokens == 0 and not req.echo:
         raise RequestError(400, "max_tokens=0 needs echo=true (prompt scoring)", param="max_tokens")
     if params.max_tokens > 0:

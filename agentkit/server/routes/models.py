@@ -22,10 +22,15 @@ async def health() -> HealthResponse:
 
 @router.get("/v1/models", response_model=ModelList, response_model_exclude_unset=True)
 async def list_models(serving: Serving) -> ModelList:
-    """The models served: the engine's, then the agents and services, with the engine's context length."""
+    """The models served: the engine's, its LoRA adapters (with ``parent`` and ``root``, as vLLM lists them), then
+    the agents and services, with the engine's context length."""
     now = int(time.time())
+    adapters = serving.adapters()
     cards = [
-        ModelCard(id=m, created=now, owned_by="agentkit", max_model_len=serving.max_len) for m in serving.model_names()
+        ModelCard(id=m, created=now, owned_by="agentkit", max_model_len=serving.max_len)
+        if m not in adapters
+        else ModelCard(id=m, created=now, max_model_len=serving.max_len, root=adapters[m], parent=serving.model_name)
+        for m in serving.model_names()
     ]
     return ModelList(data=cards)
 

@@ -244,7 +244,8 @@ def _plan(serving: OpenAIServing, req: ResponsesRequest, items: list[dict[str, A
     engine = serving.engine
     msgs, prefill, constraint = to_messages(creq)
     ids = engine.encode(msgs) + (engine.tokenize(prefill) if prefill else [])
-    params = serving.fit(ids, creq.to_sampling_params(constraint=constraint), creq.max_completion_tokens)
+    params = serving.sampling(req.model, creq.to_sampling_params(constraint=constraint))
+    params = serving.fit(ids, params, creq.max_completion_tokens)
 
     async def run(request: Request, sink: _Sink):
         if sink.streams:  # parsed as generated: text, reasoning and calls stream as they come

@@ -40,6 +40,8 @@ def test_tips_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch, lora):
     for key in ("warm_start", "grpo-s0", "tips-s0"):
         assert f"{key}/em" in metrics and f"{key}/f1" in metrics
     assert (run_dir / "models" / "tips-s0" / "config.json").exists()
+    # with LoRA the adapter is kept too, servable per request: agentkit serve --lora NAME=RUN/models/tips-s0-lora
+    assert (run_dir / "models" / "tips-s0-lora" / "adapter_config.json").is_file() == bool(lora)
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     tips_steps = [r for r in rows if r.get("run") == "tips-s0" and "tips/alpha" in r]
     assert [r["step"] for r in tips_steps][-2:] == [1, 2]  # the history survived the interruption

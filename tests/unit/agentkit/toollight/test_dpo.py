@@ -118,18 +118,32 @@ def test_train_dpo_widens_the_margin(tiny_engine, tmp_path, lora_r):
         return logp(chosen) - logp(rejected)
 
     before = margin(model)
+    base = copy.deepcopy(model)
     ds = to_dpo_dataset([Pair(chosen, rejected, "test", "hard")] * 4)
     history, trained = train_dpo(
         model,
         copy.deepcopy(tiny_engine.tokenizer),
         ds,
         DPOSettings(epochs=3, learning_rate=5e-3, batch_size=2, lora_r=lora_r),
-        tmp_path,
+        tmp_path / "trainer",
         progress=False,
+        adapter_dir=tmp_path / "adapter",
     )
     assert margin(trained) > before + 0.5
     assert any("loss" in h for h in history)
     assert "forward" not in trained.__dict__ and not any("lora" in n for n, _ in trained.named_parameters())
+    assert (tmp_path / "adapter" / "adapter_config.json").is_file() == bool(lora_r)
+    if lora_r:  # the saved adapter served per request on the model the round started from = the merged model
+        from agentkit.engines import SamplingParams
+        from agentkit.engines.hf import HFEngine
+
+        served = HFEngine(base, tiny_engine.tokenizer, prefix_cache_mb=0)
+        served.load_adapter("round", str(tmp_path / "adapter"))
+        merged = HFEngine(trained.eval(), tiny_engine.tokenizer, prefix_cache_mb=0)
+        p = SamplingParams(max_tokens=12, temperature=0)
+        (a,) = served.generate([chosen.prompt_ids], SamplingParams(max_tokens=12, temperature=0, adapter="round"))
+        (b,) = merged.generate([chosen.prompt_ids], p)
+        assert a[0].token_ids == b[0].token_ids and a[0].logprobs == pytest.approx(b[0].logprobs, abs=1e-3)
 
 
 def test_pairs_save_as_trl_conversational_and_load_back(tiny_engine, tmp_path):
