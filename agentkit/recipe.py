@@ -52,15 +52,28 @@ class RunContext:
         run_dir: the run directory (``outputs/<recipe>/<time>`` or ``--output-dir``); ``state/`` is made in it.
         resume: the run continues an earlier attempt (``--resume``): recorded work is not redone.
         quiet: no progress bar, ours or the libraries' (``--quiet``).
+        report_to: trackers our metrics are mirrored to and the trainers report to (``agentkit.tracking``).
+        name: the recipe's name (the trackers' experiment).
     """
 
-    def __init__(self, run_dir: Path, resume: bool = False, quiet: bool = False):
+    def __init__(
+        self,
+        run_dir: Path,
+        resume: bool = False,
+        quiet: bool = False,
+        report_to: list[str] | None = None,
+        name: str = "",
+    ):
         from accelerate import PartialState
+
+        from agentkit.tracking import Tracking, activate
 
         self.state = PartialState()
         self.run_dir = Path(run_dir)
         self.resume = resume
         self.quiet = quiet
+        self.tracking = Tracking(self.run_dir, report_to or [], name or self.run_dir.parent.name)
+        activate(self.tracking)  # the trainers a recipe builds report to the same trackers
         if quiet:
             silence_progress_bars()
         self.sections: list[tuple[str, str]] = []
@@ -74,7 +87,8 @@ class RunContext:
 
     # ---- metrics ------------------------------------------------------------------------------------------
     def log(self, metrics: dict[str, Any], step: int | None = None) -> None:
-        """Append one line to ``metrics.jsonl`` (with the time; the main process only).
+        """Append one line to ``metrics.jsonl`` (with the time; the main process only), and its numbers to the
+        run's trackers.
 
         Args:
             metrics: name → value (numbers, or anything JSON can hold).
@@ -85,6 +99,15 @@ class RunContext:
         row = {"time": round(time.time(), 3), **({"step": step} if step is not None else {}), **metrics}
         with open(self.run_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(row, default=float) + "\n")
+        self.tracking.log(metrics, step)
+
+    def end_tracking(self) -> None:
+        """Flush and close the run's trackers (after the run's last metrics; not ``close``, which a recipe's
+        ``teardown`` calls on what it holds before those are logged)."""
+        from agentkit.tracking import activate
+
+        self.tracking.close()
+        activate(None)
 
     # ---- finished work (resume without redoing it) --------------------------------------------------------
     def done(self, name: str) -> dict[str, Any]:

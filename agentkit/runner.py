@@ -19,6 +19,7 @@ from agentkit.errors import AgentkitError
 from agentkit.files import atomic_write, records_problem
 from agentkit.recipe import Recipe, RunContext
 from agentkit.registry import Registry
+from agentkit.tracking import parse_report_to
 
 RECIPES: Registry[type[Recipe]] = Registry("recipe", group="agentkit.recipes")
 
@@ -148,6 +149,7 @@ def run_recipe(
     outputs_root: str = "outputs",
     quiet: bool = False,
     force: bool = False,
+    report_to: str | list[str] | None = None,
 ) -> tuple[dict[str, Any], Path]:
     """Run a recipe (``agentkit run``).
 
@@ -164,6 +166,8 @@ def run_recipe(
         outputs_root: where runs go when ``output_dir`` is not given.
         quiet: no progress bars.
         force: let ``sets`` change a resumed run's config (the change is appended to ``config_changes.jsonl``).
+        report_to: trackers (``tensorboard``, ``mlflow``, ``wandb``, ``trackio``; ``agentkit.tracking``), checked
+            before anything runs: the trainers report to them and our metrics are mirrored there.
 
     Returns:
         ``(final metrics, run directory)``.
@@ -174,6 +178,7 @@ def run_recipe(
     """
     name, cls, layer = resolve_spec(spec, preset)
     overrides = parse_sets(sets or [])
+    report = parse_report_to(report_to)
     changes: dict[str, list[Any]] = {}
     if resume:
         run_dir = (
@@ -211,7 +216,7 @@ def run_recipe(
             raise AgentkitError(
                 f"{run_dir} already holds a run", f"resume it with --resume {run_dir}, or choose another --output-dir"
             )
-    ctx = RunContext(run_dir, resume=bool(resume), quiet=quiet)
+    ctx = RunContext(run_dir, resume=bool(resume), quiet=quiet, report_to=report, name=name)
     if ctx.is_main:
         atomic_write(run_dir / "config.yaml", dump_yaml({"recipe": name, **to_dict(config)}))
         if changes:
@@ -224,15 +229,18 @@ def run_recipe(
         with _sigterm_interrupts():
             metrics = recipe.run()
     except KeyboardInterrupt as e:
+        ctx.end_tracking()
         command = f"agentkit run {spec} --resume {run_dir}"
         signum = signal.SIGTERM if isinstance(e, _Terminated) else signal.SIGINT
         if ctx.is_main:
             _write_status(run_dir, "interrupted", signal=signal.Signals(signum).name, resume=command)
         raise RunInterrupted(f"resume with `{command}`", signum) from None
     except BaseException as e:
+        ctx.end_tracking()
         if ctx.is_main:
             _write_status(run_dir, "failed", error=f"{type(e).__name__}: {e}"[:2000])
         raise
+    ctx.end_tracking()
     if ctx.is_main:
         _write_status(run_dir, "complete")
     return metrics, run_dir

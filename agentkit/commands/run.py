@@ -53,6 +53,13 @@ class RunCommand(Command):
             help="with --resume: accept --set values that change the run's config (recorded in the run)",
         )
         parser.add_argument("--quiet", action="store_true", help="no progress bars")
+        parser.add_argument(
+            "--report-to",
+            default="none",
+            help="trackers, comma-separated: tensorboard, mlflow (a local store), wandb (offline), trackio; the "
+            "trainers report to them and the run's metrics are mirrored there, all inside the run directory "
+            "(default: none)",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from agentkit.runner import run_recipe
@@ -64,6 +71,7 @@ class RunCommand(Command):
             resume=args.resume,
             preset=args.preset,
             quiet=args.quiet,
+            report_to=args.report_to,
             force=args.force,
         )
         print(f"run directory: {run_dir}")

@@ -67,6 +67,8 @@ def grpo_config(r: RLSettings, out: Path, seed: int, processes: int = 1, quiet: 
     import torch
     from trl import GRPOConfig
 
+    from agentkit.tracking import trainer_kwargs
+
     per_step = r.questions_per_step * r.group_size  # trajectories per optimizer step, over all processes
     if per_step % (r.micro_batch * processes):
         from agentkit.errors import AgentkitError
@@ -97,7 +99,7 @@ def grpo_config(r: RLSettings, out: Path, seed: int, processes: int = 1, quiet: 
         save_total_limit=1,
         seed=seed,
         data_seed=seed,
-        report_to=[],
+        **trainer_kwargs(out.name),  # report_to and run_name: the run's trackers (agentkit run --report-to)
         disable_tqdm=quiet,
         use_cpu=not torch.cuda.is_available(),
         bf16=False,

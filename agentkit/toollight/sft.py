@@ -133,6 +133,8 @@ def trainer_args(settings, n_rows: int, output_dir: str | Path, progress: bool) 
     schedule, about 20 logged points, no checkpoints, the CPU unless a GPU is present."""
     import torch
 
+    from agentkit.tracking import trainer_kwargs
+
     steps = math.ceil(n_rows / (settings.batch_size * settings.grad_accum)) * settings.epochs
     return dict(
         output_dir=str(output_dir),
@@ -145,7 +147,10 @@ def trainer_args(settings, n_rows: int, output_dir: str | Path, progress: bool) 
         lr_scheduler_type="cosine",
         logging_steps=max(1, int(steps) // 20),
         save_strategy="no",
-        report_to=[],
+        # report_to and run_name: the run's trackers (agentkit run --report-to)
+        **trainer_kwargs(
+            {"SFTSettings": "sft", "DPOSettings": "dpo"}.get(type(settings).__name__, Path(output_dir).name)
+        ),
         seed=settings.seed,
         disable_tqdm=not progress,
         use_cpu=not torch.cuda.is_available(),
