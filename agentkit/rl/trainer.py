@@ -27,6 +27,7 @@ With ``grpo`` and no shaper the loss equals TRL's own GRPO on the same rollouts 
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -229,7 +230,35 @@ class AgentGRPOTrainer(GRPOTrainer):
         rewards = self._turn_rewards(mode, inputs)
         out["advantages"] = self._advantages(out, rewards, gather_object([str(r["id"]) for r in inputs]), mode)
         self._log_batch(mode, rewards, self._trajs)
+        if mode == "train":
+            self._record(self._local(rewards), out["advantages"])
         return out
+
+    def _record(self, rewards: list[TurnRewards], advantages) -> None:
+        """Append this step's trajectories to ``OUTPUT_DIR/rollouts.p<process>.jsonl`` for ``agentkit view``: each
+        with its step, outcome score, correctness, and per model turn its reward and mean advantage; segments keep
+        their text, tool calls and entropies (not their ids or logprobs, to stay small)."""
+        path = Path(self.args.output_dir) / f"rollouts.p{self.accelerator.process_index}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for t, score, r, adv in zip(self._trajs, self._scores, rewards, advantages.tolist()):
+            d = t.to_dict()
+            for seg in d["segments"]:
+                seg["token_ids"], seg["logprobs"] = [], None
+                if seg["entropies"]:
+                    seg["entropies"] = [round(e, 3) for e in seg["entropies"]]
+            d["prompt_ids"] = []
+            d["meta"] = {
+                **d["meta"],
+                "step": self.state.global_step,
+                "reward": score["score"],
+                "correct": score["em"] >= 1.0,
+                "turn_rewards": r.turns,
+                "turn_advantages": _turn_means(t, adv),
+            }
+            lines.append(json.dumps(d))
+        with open(path, "a") as f:
+            f.write("".join(x + "\n" for x in lines))
 
     def _turn_rewards(self, mode: str, rows: list[dict[str, Any]]) -> list[TurnRewards]:
         """Every trajectory's ``TurnRewards`` over all processes (in process order): the outcome, and TIPS'
@@ -273,6 +302,18 @@ class AgentGRPOTrainer(GRPOTrainer):
         """Close the rollout engine this trainer built or was given."""
         if self._engine is not None:
             self._engine.close()
+
+
+def _turn_means(t: Trajectory, token_values: list[float]) -> list[float]:
+    """The mean of a per-completion-token row (advantages) over each model turn's tokens."""
+    out, pos = [], 0
+    for s in t.segments:
+        n = len(s.token_ids)
+        if s.kind == "model":
+            part = token_values[pos : pos + n]
+            out.append(round(sum(part) / len(part), 4) if part else 0.0)
+        pos += n
+    return out
 
 
 def rollout_fields(trajs: Sequence[Trajectory]) -> dict[str, list]:
