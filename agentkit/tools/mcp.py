@@ -1,6 +1,6 @@
 """Tools from any MCP server (Model Context Protocol, through the official ``mcp`` SDK), usable wherever our tools
-are: the agent loop, the served agent models, the RL trainers (``build_tools(["mcp:TARGET"])``, ``agentkit serve
---tools python,mcp:TARGET``).
+are: the agent loop (``rollout(engine, tasks, mcp_tools(TARGET))``), the served agent models (``agentkit serve
+--tools python,mcp:TARGET``, ``build_tools(["mcp:TARGET"])``), the RL trainers (``AgentGRPOTrainer(tools=...)``).
 
 ``TARGET`` is a streamable-HTTP URL (``http://127.0.0.1:8100/mcp``) or a command that speaks MCP on stdio
 (``python -m some_server``). ``McpServer`` holds one connection, on a loop thread of its own, and lists the
