@@ -89,11 +89,12 @@ _AGENT_ITEMS = ("code_interpreter_call", "file_search_call", "mcp_call")
 _ID_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs"}
 
 
-def conversation(req: ResponsesRequest, store: ResponseStore) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(the items the model sees, in order; this request's own input items)."""
+def conversation(req: ResponsesRequest, store: ResponseStore) -> list[dict[str, Any]]:
+    """The items the model sees, in order: the stored conversation of ``previous_response_id`` (its context, then
+    its output), then this request's input."""
     own = input_items(req)
     if req.previous_response_id is None:
-        return own, own
+        return own
     got = store.get(req.previous_response_id)
     if got is None:
         raise RequestError(
@@ -103,7 +104,7 @@ def conversation(req: ResponsesRequest, store: ResponseStore) -> tuple[list[dict
             code="previous_response_not_found",
         )
     prev, context = got
-    return [*context, *prev["output"], *own], own
+    return [*context, *prev["output"], *own]
 
 
 def chat_messages(items: list[dict[str, Any]], instructions: str | None) -> list[ChatMessage]:

@@ -72,7 +72,7 @@ async def create_response(req: ResponsesRequest, request: Request, serving: Serv
         raise RequestError(400, "background responses must be stored (store=true)", param="background")
     if req.background and req.stream:
         raise RequestError(400, "stream a response or run it in the background, not both", param="stream")
-    items, _own = conversation(req, serving.responses)
+    items = conversation(req, serving.responses)
     run = _plan(serving, req, items)  # every request error is raised here, before anything is generated
     rid, created = new_id("resp"), now()
     if req.stream:
@@ -133,8 +133,7 @@ async def delete_response(response_id: str, serving: Serving) -> ResponseDeleted
 async def cancel_response(response_id: str, serving: Serving) -> dict[str, Any]:
     """Cancel a background response: its generation stops within a decode step and it is stored as
     ``cancelled``. A finished background response is answered as it is; any other response is a 400."""
-    resp, items = _stored(serving, response_id)
-    if not resp.get("background"):
+    if not _stored(serving, response_id)[0].get("background"):
         raise RequestError(400, "only background responses can be cancelled", param="response_id")
     await _cancel(serving, response_id)
     return _stored(serving, response_id)[0]
