@@ -113,6 +113,16 @@ def test_runtime_load_and_unload(adapters, tmp_path):
         status, err = _post(url, "/v1/load_lora_adapter", {"lora_name": "x", "lora_path": str(tmp_path)})
         assert status == 400 and "not a PEFT adapter directory" in err["message"]
         assert _post(url, "/v1/load_lora_adapter", {"lora_name": "a:b", "lora_path": adapters["a"]})[0] == 400
+        from agentkit.engines.openai import OpenAIEngine  # a remote agentkit (or vLLM) serving the adapter
+
+        remote = OpenAIEngine("tiny", base_url=url + "/v1", api_key="sk-test", tokenizer=adapters["b"])
+        (out,) = remote.generate(
+            [[{"role": "user", "content": "hello"}]], SamplingParams(max_tokens=8, temperature=0, adapter="b")
+        )
+        assert out[0].text == _alone(adapters, "b", "hello")
+        remote.load_adapter("c", adapters["a"])  # vLLM's runtime route, through the engine
+        assert "c" in [m.id for m in client.models.list().data]
+        remote.unload_adapter("c")
         assert _post(url, "/v1/unload_lora_adapter", {"lora_name": "b"}) == (
             200,
             "Success: LoRA adapter 'b' removed successfully.",

@@ -193,3 +193,26 @@ def test_rollout_through_mcp_equals_the_direct_tool(python_mcp):
             (s.kind, s.text, s.token_ids, s.ok) for s in b.segments
         ]
         assert (a.answer, a.finish) == (b.answer, b.finish)
+
+
+def test_search_server_over_stdio(tmp_path):
+    """``agentkit tool-server search --mcp stdio``: the search tool's MCP form answers as the tool does here."""
+    from agentkit.data.tasks import write_jsonl
+    from agentkit.tools.search import SearchTool
+
+    corpus = tmp_path / "corpus.jsonl"
+    write_jsonl(
+        corpus,
+        [
+            {"id": "1", "title": "Paris", "text": "Paris is the capital of France."},
+            {"id": "2", "title": "Berlin", "text": "Berlin is the capital of Germany."},
+        ],
+    )
+    cmd = [sys.executable, "-m", "agentkit", "tool-server", "search", "--corpus", str(corpus), "--mcp", "stdio"]
+    server = McpServer(cmd, timeout_s=60)
+    try:
+        (name,) = server.tools
+        local = SearchTool(str(corpus), top_k=3)
+        assert server.tools[name](query="capital of Germany").output == local(query="capital of Germany").output
+    finally:
+        server.close()
