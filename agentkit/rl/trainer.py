@@ -256,7 +256,7 @@ class AgentGRPOTrainer(GRPOTrainer):
                 "turn_rewards": r.turns,
                 "turn_advantages": _turn_means(t, adv),
             }
-            lines.append(json.dumps(d))
+            lines.append(json.dumps(d, default=_unserialisable))  # a vision prompt's images: a placeholder
         with open(path, "a") as f:
             f.write("".join(x + "\n" for x in lines))
 
@@ -302,6 +302,10 @@ class AgentGRPOTrainer(GRPOTrainer):
         """Close the rollout engine this trainer built or was given."""
         if self._engine is not None:
             self._engine.close()
+
+
+def _unserialisable(obj: Any) -> str:
+    return f"<{type(obj).__name__}>"
 
 
 def _turn_means(t: Trajectory, token_values: list[float]) -> list[float]:

@@ -3,20 +3,22 @@
 Client-side tools: the tool list is described to the model in a system message in the hermes format, and
 ``<tool_call>{…}</tool_call>`` in its output becomes ``message.tool_calls`` with ``finish_reason="tool_calls"``.
 A named ``tool_choice`` pre-fills ``<tool_call>`` and constrains the rest to a call whose arguments follow the
-function's schema; ``"required"`` constrains the reply to a JSON array of such calls (one or more, as vLLM does;
-one with ``parallel_tool_calls=false``). ``response_format`` and ``structured_outputs`` constrain plain replies.
+function's schema; ``"required"`` pre-fills it too and constrains the reply to hermes calls to any of the tools (one
+or more, each on its own line: the model stops or writes another; one with ``parallel_tool_calls=false``). ``response_format``
+and ``structured_outputs`` constrain plain replies.
 A reply is parsed by ``ReplyParser`` (reasoning in think tags with a reasoning parser, then tool calls), delta by
 delta when streamed and whole otherwise, by the same code (``agentkit.tools.stream_parsers``).
 """
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any
 
 from agentkit.engines.base import Completion
-from agentkit.engines.structured import Constraint
+from agentkit.engines.structured import JSON_LAYOUT, Constraint, strict_schema
 from agentkit.server.http import RequestError
 from agentkit.server.protocol import (
     AssistantMessage,
@@ -61,10 +63,8 @@ def to_messages(req: ChatCompletionRequest) -> tuple[list[dict[str, str]], str, 
             {"role": "system", "content": hermes_tools_prompt([t.function.model_dump() for t in req.tools])},
         )
     if forced and req.tool_choice == "required":
-        calls = {"type": "array", "minItems": 1, "items": call_schema(forced)}
-        if not req.parallel_tool_calls:
-            calls["maxItems"] = 1
-        return msgs, "", _checked(Constraint.schema(calls), "tools")
+        grammar = hermes_calls_grammar(forced, req.parallel_tool_calls)
+        return msgs, "<tool_call>", _checked(Constraint(grammar=grammar), "tools")
     if forced:
         return msgs, "<tool_call>", _checked(Constraint.schema(call_schema(forced)), "tools")
     return msgs, "", constraint_of(req)
@@ -98,6 +98,19 @@ def constraint_param(req: ChatCompletionRequest) -> str | None:
     if req.tools and req.tool_choice not in (None, "auto", "none"):
         return "tools"
     return "structured_outputs" if req.structured_outputs is not None else "response_format"
+
+
+def hermes_calls_grammar(functions: list[FunctionDef], several: bool = True) -> str:
+    r"""A Lark grammar (llguidance's, with ``%json`` for a call's JSON, strict and compact as every schema here) of
+    what follows a pre-filled ``<tool_call>``: one call to any of ``functions``, then (``several``) more calls on
+    their own lines. After each call the model may stop or write another.
+
+    >>> print(hermes_calls_grammar([FunctionDef(name="f")]).splitlines()[0])
+    start: body ("</tool_call>" ("\n<tool_call>" body "</tool_call>")*)?
+    """
+    schema = {**strict_schema(call_schema(functions)), "x-guidance": JSON_LAYOUT}
+    more = ' ("\\n<tool_call>" body "</tool_call>")*' if several else ""
+    return f'start: body ("</tool_call>"{more})?\nbody: %json {json.dumps(schema)}\n'
 
 
 def call_schema(functions: list[FunctionDef]) -> dict[str, Any]:
@@ -183,8 +196,7 @@ class ReplyParser:
     ``("reasoning", text)``, ``("content", text)``, ``("call", k, id, name)``, ``("arguments", k, text)``.
 
     Reasoning is split off first (``reasoning_parser``; not in a constrained reply, which has none), then tool
-    calls are parsed from the rest when the request has tools (``tool_choice="required"``: the JSON array form).
-    Without either, the text is content as it is."""
+    calls are parsed from the rest when the request has tools. Without either, the text is content as it is."""
 
     def __init__(self, req: ChatCompletionRequest, prefill: str = "", reasoning_parser: str | None = None):
         tools_on = bool(req.tools) and req.tool_choice != "none"
@@ -193,11 +205,7 @@ class ReplyParser:
         )
         self.reasoning = ReasoningStream(reasoning_parser) if reasoning_parser and not constrained else None
         self.tools = (
-            ToolCallStream(
-                {t.function.name for t in req.tools},
-                array=req.tool_choice == "required",
-                max_calls=None if req.parallel_tool_calls else 1,
-            )
+            ToolCallStream({t.function.name for t in req.tools}, max_calls=None if req.parallel_tool_calls else 1)
             if tools_on
             else None
         )

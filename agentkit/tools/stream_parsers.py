@@ -1,15 +1,11 @@
-"""Incremental parsers of a reply as it is generated: tool calls in hermes form (or as the JSON array a
-``tool_choice="required"`` reply is constrained to) and reasoning in think tags. Text deltas go in; OpenAI-shaped
+"""Incremental parsers of a reply as it is generated: tool calls in hermes form and reasoning in think tags. Text deltas go in; OpenAI-shaped
 pieces come out, as vLLM's tool and reasoning parsers stream them. The whole reply is parsed by the same code, so
 what a stream sends reassembles byte for byte to the non-streamed reply.
 
-Tool calls (``ToolCallStream``), two forms:
-
-- **tags**: ``content <tool_call>{"name": "f", "arguments": {…}}</tool_call> …``. The content before the first call
-  streams as it comes (its leading and trailing whitespace dropped: text that may still be ``<tool_call>`` or
-  whitespace before it is held back); text after the first call is not content. A reply whose tags hold no call
-  that could be streamed is all content: the rest of its text follows at the end.
-- **array** (``tool_choice="required"``): the reply is ``[{"name": …, "arguments": …}, …]``, one call per element.
+Tool calls (``ToolCallStream``): ``content <tool_call>{"name": "f", "arguments": {…}}</tool_call> …``. The content
+before the first call streams as it comes (its leading and trailing whitespace dropped: text that may still be
+``<tool_call>`` or whitespace before it is held back); text after the first call is not content. A reply whose tags
+hold no call that could be streamed is all content: the rest of its text follows at the end.
 
 Each call streams as ``("call", k, id, name)`` once its name is complete (the name first, as OpenAI and vLLM send
 it), then ``("arguments", k, text)`` pieces: the arguments object exactly as the model wrote it, character for
@@ -154,7 +150,6 @@ class ToolCallStream:
 
     Args:
         known: the function names a call may name.
-        array: the reply is a JSON array of calls (``tool_choice="required"``); else hermes tags.
         max_calls: the most calls to stream (``parallel_tool_calls=false``: 1); later ones are ignored.
 
     After ``finish``: ``content`` (what streamed as content) and ``calls`` (the valid calls; their arguments are
@@ -167,14 +162,13 @@ class ToolCallStream:
     """
 
     known: set[str]
-    array: bool = False
     max_calls: int | None = None
     content: str = ""
     calls: list[StreamedCall] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._pending = ""  # text not yet classified
-        self._state = "array_open" if self.array else "content"  # content | call | after_call | between | array_*
+        self._state = "content"  # content | call | after_call | between
         self._lead = True  # content: leading whitespace is dropped
         self._scanner: _CallScanner | None = None
         self._current: StreamedCall | None = None
@@ -205,7 +199,7 @@ class ToolCallStream:
         if self._scanner is not None:
             self._close_call(out)
         self.calls = [c for c in self._streamed if _is_object(c.arguments)]
-        if not self._streamed and not self.array and self._state != "content":  # tags but no call: all text
+        if not self._streamed and self._state != "content":  # tags but no call: all text
             rest = self._raw.strip()[len(self.content) :]
             if rest:
                 out.append(("content", rest))
@@ -239,7 +233,7 @@ class ToolCallStream:
             else:
                 keep = _held(self._pending, OPEN if s == "between" else CLOSE)
                 self._pending = self._pending[len(self._pending) - keep :] if keep else ""
-        elif s in ("call", "array_call"):
+        else:  # call
             sc = self._scanner
             n = 0
             for ch in self._pending:
@@ -251,30 +245,7 @@ class ToolCallStream:
             self._advance_call(out)
             if sc.done:
                 self._close_call(out)
-                self._state = "array_sep" if self.array else "after_call"
-        elif s == "array_open":
-            stripped = self._pending.lstrip()
-            if stripped:
-                self._pending = stripped[1:] if stripped[0] == "[" else ""
-                self._state = "array_item" if stripped[0] == "[" else "array_end"
-            else:
-                self._pending = ""
-        elif s == "array_item":
-            stripped = self._pending.lstrip()
-            if stripped:
-                self._pending, self._state = stripped, "array_call"
-                self._start_call()
-            else:
-                self._pending = ""
-        elif s == "array_sep":
-            stripped = self._pending.lstrip()
-            if stripped:
-                self._pending = stripped[1:]
-                self._state = "array_item" if stripped[0] == "," else "array_end"
-            else:
-                self._pending = ""
-        else:  # array_end: nothing more is read
-            self._pending = ""
+                self._state = "after_call"
 
     def _emit_content(self, text: str, out: list[Event]) -> None:
         if self._lead:
@@ -425,11 +396,9 @@ def split_reasoning(parser: str, text: str) -> tuple[str | None, str]:
     return r.reasoning or None, r.content
 
 
-def tool_calls_of(
-    text: str, known: set[str], array: bool = False, max_calls: int | None = None
-) -> tuple[str, list[dict[str, Any]]]:
+def tool_calls_of(text: str, known: set[str], max_calls: int | None = None) -> tuple[str, list[dict[str, Any]]]:
     """(content, OpenAI tool calls) of a whole reply: what ``ToolCallStream`` streams, joined."""
-    p = ToolCallStream(known, array, max_calls)
+    p = ToolCallStream(known, max_calls)
     p.feed(text)
     p.finish()
     calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in p.calls]

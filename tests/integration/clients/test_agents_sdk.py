@@ -40,7 +40,7 @@ def test_function_tool_called_and_fed_back(url, api):
         cities.append(city)
         return f"It is sunny in {city}."
 
-    settings = agents.ModelSettings(tool_choice="required", temperature=0, max_tokens=48)
+    settings = agents.ModelSettings(tool_choice="required", parallel_tool_calls=False, temperature=0, max_tokens=48)
     agent = agents.Agent(
         name="weather",
         instructions="Answer briefly.",

@@ -1,9 +1,9 @@
 """The package's import graph: no circles between modules, and no module imports a layer above its own.
 
 Every import counts, a function's deferred ones too (they still tie the two modules together). Layers, lowest
-first: the base (errors, files, config, registry…), the foundations (models, data, engines, tools), the
+first: the base (errors, files, config, registry, tracking…), the foundations (models, data, engines, tools), the
 platform (agent, rl, server), the methods (each its own package, never importing another method), and the top
-(cli, runner, recipe, testing), which may import anything.
+(cli, runner, recipe, testing, viewer), which may import anything.
 """
 
 import ast
@@ -14,11 +14,11 @@ import agentkit
 ROOT = Path(agentkit.__file__).parent
 METHODS = {"tips", "toollight", "ace", "revela", "uncertainty", "gamerl"}
 LAYERS = [
-    {"", "errors", "files", "jsontext", "registry", "argtypes", "config", "plots"},
+    {"", "errors", "files", "jsontext", "registry", "argtypes", "config", "plots", "tracking"},
     {"models", "data", "engines", "tools", "command"},
     {"agent", "rl", "server"},
     METHODS,
-    {"cli", "commands", "runner", "recipe", "testing", "__main__"},
+    {"cli", "commands", "runner", "recipe", "testing", "viewer", "__main__"},
 ]
 
 

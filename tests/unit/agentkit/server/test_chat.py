@@ -76,12 +76,13 @@ def test_a_forced_call_is_prefilled_and_constrained_to_the_functions_schema():
     assert prefill == "<tool_call>"
     assert json.loads(c.json)["properties"]["name"] == {"const": "add"}
     assert json.loads(c.json)["properties"]["arguments"]["required"] == ["a", "b"]
-    _, prefill, c = to_messages(_req(tools=[ADD, MUL], tool_choice="required"))  # vLLM's form: an array of calls
-    schema = json.loads(c.json)
-    assert prefill == "" and schema["type"] == "array" and schema["minItems"] == 1 and "maxItems" not in schema
-    assert [case["properties"]["name"]["const"] for case in schema["items"]["anyOf"]] == ["add", "mul"]
+    _, prefill, c = to_messages(_req(tools=[ADD, MUL], tool_choice="required"))  # one or more hermes calls
+    assert prefill == "<tool_call>" and c.grammar.startswith('start: body ("</tool_call>" ("\\n<tool_call>" body')
+    body = json.loads(c.grammar.split("%json ", 1)[1])
+    assert [case["properties"]["name"]["const"] for case in body["anyOf"]] == ["add", "mul"]
     _, _, c = to_messages(_req(tools=[ADD, MUL], tool_choice="required", parallel_tool_calls=False))
-    assert json.loads(c.json)["maxItems"] == 1
+    assert c.grammar.startswith('start: body ("</tool_call>")?\n')
+    c.check()  # llguidance compiles it
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,6 @@ ARGS = st.recursive(
     max_leaves=6,
 )
 CALL = st.tuples(st.sampled_from(["add", "search", "rm"]), st.dictionaries(st.text(max_size=5), ARGS, max_size=3))
-NASTY = st.sampled_from(["", " ", "\n", "}", "</tool_call>", '"', "\\", "<tool_call>", "é", "{"])
 
 
 @settings(max_examples=300, deadline=None)
@@ -62,17 +61,6 @@ def test_tags_stream_reassembles_to_the_whole_parse(before, calls, after, cuts):
     assert [(n, json.loads(a)) for n, a in streamed] == expected  # every call to a known tool, arguments intact
     if not calls:
         assert content == text.strip()
-
-
-@settings(max_examples=200, deadline=None)
-@given(calls=st.lists(CALL, min_size=1, max_size=3), cuts=st.lists(st.integers(0, 300), max_size=10), sep=NASTY)
-def test_array_stream_reassembles(calls, cuts, sep):
-    sep = sep if sep.isspace() or not sep else " "
-    text = "[" + ("," + sep).join(json.dumps({"name": n, "arguments": a}) for n, a in calls) + "]"
-    _, whole = tool_calls_of(text, KNOWN, array=True)
-    content, streamed = _reassembled(_streamed(ToolCallStream(KNOWN, array=True), text, cuts))
-    assert content == "" and streamed == [(c["function"]["name"], c["function"]["arguments"]) for c in whole]
-    assert [(n, json.loads(a)) for n, a in streamed] == [(n, a) for n, a in calls if n in KNOWN]
 
 
 def test_the_name_streams_first_then_the_arguments_as_written():
