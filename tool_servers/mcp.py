@@ -24,8 +24,7 @@ from mcp.server.lowlevel import Server
 
 from agentkit.server.http import _BearerKey
 from agentkit.tools.base import Tool
-
-SESSION_META = "agentkit.dev/session"  # the _meta key that names a tool session
+from agentkit.tools.mcp import SESSION_META  # the _meta key that names a tool session, as our client sends it
 
 
 def mcp_server(tools: list[Tool], name: str = "agentkit", max_concurrency: int = 8) -> Server:

@@ -457,10 +457,12 @@ OutputItem = ReasoningItem | MessageItem | FunctionCallItem | CodeInterpreterCal
 
 
 class ResponseUsage(_Out):
+    """Built by ``of`` (no cache, no reasoning tokens to report)."""
+
     input_tokens: int
-    input_tokens_details: dict[str, int] = Field(default_factory=lambda: {"cached_tokens": 0, "cache_write_tokens": 0})
+    input_tokens_details: dict[str, int]
     output_tokens: int
-    output_tokens_details: dict[str, int] = Field(default_factory=lambda: {"reasoning_tokens": 0})
+    output_tokens_details: dict[str, int]
     total_tokens: int
 
     @classmethod

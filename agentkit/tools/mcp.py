@@ -26,7 +26,7 @@ from typing import Any
 from agentkit.errors import AgentkitError
 from agentkit.tools.base import ToolResult
 
-SESSION_META = "agentkit.dev/session"  # as agentkit.tool_servers.mcp names it
+SESSION_META = "agentkit.dev/session"  # the _meta key naming a tool session (agentkit.tool_servers.mcp reads it)
 
 
 class McpServer:
