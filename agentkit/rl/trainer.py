@@ -184,11 +184,11 @@ class AgentGRPOTrainer(GRPOTrainer):
         if self._engine is None:  # hf: an HFEngine, or a VisionEngine on a vision-language policy
             name = getattr(policy.config, "name_or_path", None)
             shares = self._engine_config.SHARES_WEIGHTS  # runs the policy's own tensors: never reloaded
-            weights = policy if shares else _servable(policy)
+            weights = policy if shares else _servable(policy, getattr(self._engine_config, "sync_adapters", False))
             self._engine = self._engine_config.build(weights, tokenizer=self.processing_class, name=name)
             self._engine_step = -2 if shares else self.state.global_step
         elif self._engine_step not in (-2, self.state.global_step):
-            self._engine.load_weights(model=_servable(policy))
+            self._engine.load_weights(model=_servable(policy, getattr(self._engine, "takes_adapters", False)))
             self._engine_step = self.state.global_step
         return self._engine
 
@@ -377,10 +377,10 @@ def refresh_teacher(teacher, policy) -> None:
     teacher.load_weights(model=snapshot(policy) if isinstance(teacher, HFEngine) else _servable(policy))
 
 
-def _servable(policy) -> Any:
+def _servable(policy, adapters: bool = False) -> Any:
     """What another engine can load: the policy itself, or a merged copy of a PEFT policy (whose own
-    ``save_pretrained`` writes only the adapter)."""
-    return snapshot(policy) if hasattr(policy, "merge_and_unload") else policy
+    ``save_pretrained`` writes only the adapter) unless the engine takes ``adapters`` (``OpenAIEngine``)."""
+    return snapshot(policy) if hasattr(policy, "merge_and_unload") and not adapters else policy
 
 
 class TeacherRefresh(TrainerCallback):
