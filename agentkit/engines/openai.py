@@ -441,10 +441,19 @@ class OpenAIEngine(LocalTokenizer):
             _save(model if adapter or not hasattr(model, "merge_and_unload") else _merged(model), path)
         new = WeightsVersion(version, str(path), adapter, owned, n)
         previous, self.weights = self.weights, new
-        self.pool.each(lambda server: self._send(server, new, previous))
+        self.pool.each(lambda server: self._send_or_down(server, new, previous))
         if previous is not None and previous.owned:
             shutil.rmtree(previous.path, ignore_errors=True)
         self.sync_seconds.append(time.perf_counter() - t0)
+
+    def _send_or_down(self, server, new: WeightsVersion, previous: WeightsVersion | None) -> None:
+        """``_send``; a server that cannot be reached is taken out of the pool (it gets ``new`` when it rejoins)."""
+        try:
+            self._send(server, new, previous)
+        except urllib.error.HTTPError:
+            raise
+        except OSError as e:
+            self.pool.mark_down(server, e)
 
     def _send(self, server, new: WeightsVersion, previous: WeightsVersion | None) -> None:
         """Put ``new`` on ``server`` (``previous``: what it served, whose adapter is unloaded)."""

