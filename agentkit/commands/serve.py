@@ -33,7 +33,7 @@ class ServeCommand(Command):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         from agentkit.server.serving import ServeLimits
 
-        add_engine_options(parser, upstream="base_url", tokenizer="tokenizer")
+        add_engine_options(parser, upstream="upstreams", tokenizer="tokenizer")
         parser.add_argument(
             "--agent",
             choices=["tir", "ace"],

@@ -261,7 +261,7 @@ class UpstreamPool:
         try:
             with urllib.request.urlopen(s.root + "/health", timeout=min(5.0, self.timeout)) as r:
                 return r.status == 200
-        except OSError:
+        except Exception:  # noqa: BLE001 - refused, reset, or a half-started server's broken answer
             return False
 
     def stats(self) -> list[dict[str, Any]]:

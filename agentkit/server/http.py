@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -287,13 +288,23 @@ def wait_until_healthy(url: str, timeout_s: float = 300.0, proc: subprocess.Pope
             time.sleep(0.1)
 
 
+def _prctl():
+    """libc's ``prctl``, bound here: a forked child must not import (another thread may hold the import lock at the
+    fork, and the child would wait for it forever, before exec: a server started from a thread never came up)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).prctl
+
+
+_PRCTL = _prctl()
+
+
 def _die_with_parent() -> None:
     """In the child, before exec: Linux sends it SIGTERM when the parent dies (no orphaned servers)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if _PRCTL is not None:
+        _PRCTL(1, 15)  # PR_SET_PDEATHSIG, SIGTERM
 
 
 class ServerProcess:
@@ -332,7 +343,9 @@ class ServerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=self.env,
-                preexec_fn=_die_with_parent,
+                # Linux ties the death signal to the thread that forks: a server started from a thread that then
+                # ends would be killed with it, so only the main thread asks for it
+                preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None,
             )
         try:
             wait_until_healthy(self.url + self.health, self.startup_timeout_s, self.proc)

@@ -111,7 +111,7 @@ BAD = [
     ),
     ("run toollight --set rules.hard_to_easy=[2]", "rules.hard_to_easy: expected 2 items, got 1"),
     ("run tips --set rl.agent.sampling.temperature=0", "rl.agent.sampling.temperature: 0 samples every trajectory"),
-    ("run tips --set engine.kind=openai", "engine.kind: openai cannot take the policy's new weights"),
+    ("run tips --set engine.kind=openai", "engine.base_url: the openai engine needs the server's base URL"),
     ("run tips --set engine.model=smollm2-135m", "engine.model: the rollout engine runs the policy"),
     (
         "run quickstart --set engine.kind=openai --set engine.max_batch_size=3",

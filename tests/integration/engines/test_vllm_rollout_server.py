@@ -102,6 +102,7 @@ def test_a_lora_policy_goes_as_an_adapter(server, tmp_path):
 def test_grpo_rolls_out_on_the_server_across_its_restart(server, tmp_path):
     """Three GRPO steps whose rollouts go to the server, which is restarted after the first; afterwards its greedy
     answers are the trained policy's."""
+    import torch
     from transformers import TrainerCallback
     from trl import GRPOConfig
 
@@ -113,6 +114,7 @@ def test_grpo_rolls_out_on_the_server_across_its_restart(server, tmp_path):
     from agentkit.tools.sandbox import SandboxConfig
 
     model, tok = load_model("tiny-random")
+    torch.manual_seed(0)
     initial = {k: v.clone() for k, v in model.state_dict().items()}
     agent = AgentConfig(max_turns=2, max_total_tokens=256, sampling=SamplingParams(max_tokens=24, seed=0))
     tool = PythonTool(SandboxConfig(pool_size=2))
@@ -123,10 +125,14 @@ def test_grpo_rolls_out_on_the_server_across_its_restart(server, tmp_path):
     )
 
     class RestartServer(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
+        def on_step_end(self, args, state, control, model=None, **kwargs):
             if state.global_step == 1:
                 server.stop()
                 threading.Thread(target=server.start).start()  # back while the next rollout waits
+            # the tiny random model earns no reward, so GRPO's advantages are 0 and its steps move nothing: move the
+            # head by hand, so that each sync has new weights to carry
+            with torch.no_grad():
+                model.lm_head.weight.add_(0.5 * torch.randn_like(model.lm_head.weight))
 
     args = GRPOConfig(
         output_dir=str(tmp_path / "run"),
