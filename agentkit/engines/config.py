@@ -213,7 +213,7 @@ class OpenAIConfig(EngineConfig):
 
     def problems(self) -> list[str]:
         """The servers' URLs must be http(s) URLs (whether they answer is checked when the engine is built)."""
-        from agentkit.engines.openai import check_base_url
+        from agentkit.engines.pool import check_base_url
         from agentkit.errors import AgentkitError
 
         if self.base_url and self.upstreams:

@@ -30,49 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored, topk_entropy
+from agentkit.engines.pool import UpstreamPool, check_base_url
 from agentkit.errors import AgentkitError
 from agentkit.models.catalog import get_info
-
-
-def check_base_url(
-    url: str | None, what: str = "the upstream server's base URL", timeout_s: float = 3.0, reach: bool = True
-) -> str:
-    """``url`` if it is an http(s) URL whose host answers a TCP connection within ``timeout_s``.
-
-    Args:
-        url: the URL to check.
-        what: what the URL is, for the error.
-        timeout_s: how long the TCP connection may take.
-        reach: also connect to it (False: only its form is checked).
-
-    Returns:
-        ``url``.
-
-    Raises:
-        AgentkitError: one line naming the URL and what is wrong (before any model loads or request is retried).
-    """
-    import socket
-    from urllib.parse import urlsplit
-
-    from agentkit.errors import AgentkitError
-
-    if not url:
-        raise AgentkitError(f"the openai engine needs {what}", "e.g. http://127.0.0.1:8000/v1 (or set OPENAI_BASE_URL)")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise AgentkitError(f"{url!r} is not an http(s) URL", f"{what}, e.g. http://127.0.0.1:8000/v1")
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        raise AgentkitError(f"{url!r} has an invalid port", f"{what}, e.g. http://127.0.0.1:8000/v1") from None
-    if not reach:
-        return url
-    try:
-        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
-    except OSError as e:
-        reason = e.strerror or type(e).__name__
-        raise AgentkitError(f"cannot reach {url} ({reason})", "is the server running, and is the URL right?") from None
-    return url
 
 
 class OpenAIEngine(LocalTokenizer):
@@ -119,8 +79,6 @@ class OpenAIEngine(LocalTokenizer):
         sync_adapters: bool = True,
     ):
         import openai
-
-        from agentkit.engines.pool import UpstreamPool
 
         urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
         urls = urls or [check_base_url(os.environ.get("OPENAI_BASE_URL"))]
@@ -526,9 +484,9 @@ def _save(model: Any, path: str) -> None:
 def _merged(model: Any) -> Any:
     """A PEFT model's weights merged into a copy of its base (its own ``save_pretrained`` writes only the
     adapter)."""
-    from agentkit.rl.trainer import snapshot
+    import copy
 
-    return snapshot(model)
+    return copy.deepcopy(model).merge_and_unload()
 
 
 def _http(url: str, body: dict[str, Any], headers: dict[str, str], timeout: float) -> dict[str, Any]:

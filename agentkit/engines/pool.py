@@ -61,6 +61,45 @@ class Upstream:
         return self.url.rstrip("/").removesuffix("/v1")
 
 
+def check_base_url(
+    url: str | None, what: str = "the upstream server's base URL", timeout_s: float = 3.0, reach: bool = True
+) -> str:
+    """``url`` if it is an http(s) URL whose host answers a TCP connection within ``timeout_s``.
+
+    Args:
+        url: the URL to check.
+        what: what the URL is, for the error.
+        timeout_s: how long the TCP connection may take.
+        reach: also connect to it (False: only its form is checked).
+
+    Returns:
+        ``url``.
+
+    Raises:
+        AgentkitError: one line naming the URL and what is wrong (before any model loads or request is retried).
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    if not url:
+        raise AgentkitError(f"the openai engine needs {what}", "e.g. http://127.0.0.1:8000/v1 (or set OPENAI_BASE_URL)")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise AgentkitError(f"{url!r} is not an http(s) URL", f"{what}, e.g. http://127.0.0.1:8000/v1")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise AgentkitError(f"{url!r} has an invalid port", f"{what}, e.g. http://127.0.0.1:8000/v1") from None
+    if not reach:
+        return url
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise AgentkitError(f"cannot reach {url} ({reason})", "is the server running, and is the URL right?") from None
+    return url
+
+
 class UpstreamPool:
     """Several OpenAI-compatible servers behind one ``call`` (the module docstring says how requests are routed).
 
@@ -92,8 +131,6 @@ class UpstreamPool:
         check: bool = True,
     ):
         import openai
-
-        from agentkit.engines.openai import check_base_url
 
         if not urls:
             raise AgentkitError("the openai engine needs at least one server URL", "e.g. http://127.0.0.1:8000/v1")
