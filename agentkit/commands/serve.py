@@ -327,7 +327,8 @@ class VLLMServeCommand(Command):
         "/collective_rpc reload_weights, /update_weights, /update_weight_version; VLLM_SERVER_DEV_MODE) and, with "
         "--enable-lora, adapters loaded at run time. A trainer reaches it with engine: {kind: openai, "
         "base_url: http://HOST:PORT/v1} (or upstreams: [...] for several) and sends each step's weights there. "
-        "With --api-key (or AGENTKIT_API_KEY) every route but /health needs the key, the weight routes included. "
+        "With --api-key (or AGENTKIT_API_KEY) every route but /health and the API's description needs the key, the "
+        "weight routes included. "
         "Arguments after -- go to vLLM as they are (e.g. -- --tensor-parallel-size 2)."
     )
 
@@ -370,10 +371,12 @@ class VLLMServeCommand(Command):
             lora=args.enable_lora,
             max_lora_rank=args.max_lora_rank,
         )
-        argv += ["--port", str(args.port), "--middleware", "agentkit.engines.vllm.KeyOnEveryRoute", *extra]
+        argv += ["--port", str(args.port)]
         env = {**os.environ, **serve_env(control=True, lora=args.enable_lora)}
         if key:
             env["VLLM_API_KEY"] = key  # not on the command line, where any user's ps would show it
+            argv += ["--middleware", "agentkit.server.http.BearerKeyFromEnv"]
+        argv += extra
         print(f"vllm-serve: {args.model} on http://{args.host}:{args.port}/v1 (weight routes on)", flush=True)
         os.execve(sys.executable, [sys.executable, *argv], env)
         return 0  # not reached

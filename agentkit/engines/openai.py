@@ -22,6 +22,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +33,7 @@ from typing import Any
 from agentkit.engines.base import Completion, LocalTokenizer, Prompt, SamplingParams, Scored, topk_entropy
 from agentkit.engines.pool import UpstreamPool, check_base_url
 from agentkit.errors import AgentkitError
+from agentkit.files import atomic_dir
 from agentkit.models.catalog import get_info
 
 
@@ -78,15 +80,12 @@ class OpenAIEngine(LocalTokenizer):
         weights_dir: str | None = None,
         sync_adapters: bool = True,
     ):
-        import openai
-
         urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
         urls = urls or [check_base_url(os.environ.get("OPENAI_BASE_URL"))]
         key = api_key or os.environ.get("OPENAI_API_KEY", "EMPTY")
-        self.pool = UpstreamPool(urls, key, timeout=timeout, wait_s=wait_s, on_rejoin=self._rejoin)
-        if len(urls) == 1:  # one server: the official client retries on it (a pool retries elsewhere)
-            only = self.pool.servers[0]
-            only.client = openai.OpenAI(base_url=only.url, api_key=key, timeout=timeout, max_retries=max_retries)
+        self.pool = UpstreamPool(
+            urls, key, timeout=timeout, max_retries=max_retries, wait_s=wait_s, on_rejoin=self._rejoin
+        )
         self.client = self.pool.servers[0].client
         if not model:  # the first model the server lists (a trainer's rollout server runs the policy's base)
             model = self.pool.call(lambda server: server.client.models.list()).data[0].id
@@ -382,8 +381,6 @@ class OpenAIEngine(LocalTokenizer):
         Raises:
             AgentkitError: a server has no weight routes (start it with ``agentkit vllm-serve``).
         """
-        import time
-
         t0 = time.perf_counter()
         if model is None and path is None:
             raise ValueError("load_weights needs a model or a path")
@@ -396,7 +393,9 @@ class OpenAIEngine(LocalTokenizer):
         if owned:
             root = Path(self.weights_dir or tempfile.gettempdir()) / f"agentkit-weights-{self._token}"
             path = str(root / str(n))
-            _save(model if adapter or not hasattr(model, "merge_and_unload") else _merged(model), path)
+            weights = model if adapter or not hasattr(model, "merge_and_unload") else _merged(model)
+            # written beside and swapped in: a server never reads half a checkpoint
+            atomic_dir(Path(path), lambda tmp: weights.save_pretrained(tmp, safe_serialization=True))
         new = WeightsVersion(version, str(path), adapter, owned, n)
         previous, self.weights = self.weights, new
         self.pool.each(lambda server: self._send_or_down(server, new, previous))
@@ -408,9 +407,7 @@ class OpenAIEngine(LocalTokenizer):
         """``_send``; a server that cannot be reached is taken out of the pool (it gets ``new`` when it rejoins)."""
         try:
             self._send(server, new, previous)
-        except urllib.error.HTTPError:
-            raise
-        except OSError as e:
+        except OSError as e:  # refused or reset (an answer with an error status is raised by _control)
             self.pool.mark_down(server, e)
 
     def _send(self, server, new: WeightsVersion, previous: WeightsVersion | None) -> None:
@@ -430,7 +427,6 @@ class OpenAIEngine(LocalTokenizer):
                 self._control(server, "/update_weight_version", new_version=new.version)
             finally:
                 self._control(server, "/resume")
-        server.meta["weights"] = new.version
 
     def served_version(self, server) -> str | None:
         """What ``server`` serves now: the version of the weights ``load_weights`` sent it (vLLM's
@@ -470,15 +466,6 @@ class WeightsVersion:
     adapter: bool
     owned: bool
     n: int
-
-
-def _save(model: Any, path: str) -> None:
-    """``model.save_pretrained`` as safetensors into ``path``, written beside it and renamed (a server never
-    reads half a checkpoint)."""
-    tmp = path + ".partial"
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    os.replace(tmp, path)
 
 
 def _merged(model: Any) -> Any:

@@ -33,7 +33,7 @@ import urllib.error
 import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agentkit.errors import AgentkitError
@@ -44,7 +44,8 @@ T = TypeVar("T")
 
 @dataclass
 class Upstream:
-    """One server of the pool: its client (the official one, without retries: the pool retries elsewhere)."""
+    """One server of the pool: its client (the official one; it retries only when it is the pool's one server,
+    since a pool retries elsewhere)."""
 
     url: str
     client: Any
@@ -53,7 +54,6 @@ class Upstream:
     requests: int = 0
     failures: int = 0
     last_error: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)  # the owner's per-server state (e.g. weight version)
 
     @property
     def root(self) -> str:
@@ -107,6 +107,8 @@ class UpstreamPool:
         urls: the servers' base URLs (``http://HOST:PORT/v1``), each checked to answer unless ``check`` is False.
         api_key: their key.
         timeout: seconds one request may take before its server counts as hung.
+        max_retries: a lone server's retries with exponential backoff (the official client's); with several, 0 (the
+            pool retries on another).
         wait_s: how long a request waits for a server to come back when none is healthy.
         probe_s: how often a down server's ``/health`` is asked.
         block: prefix block size in tokens (text: four characters a token).
@@ -122,6 +124,7 @@ class UpstreamPool:
         api_key: str = "EMPTY",
         *,
         timeout: float = 120.0,
+        max_retries: int = 0,
         wait_s: float = 300.0,
         probe_s: float = 1.0,
         block: int = 64,
@@ -138,9 +141,9 @@ class UpstreamPool:
             raise AgentkitError(f"a server is named twice in {urls}", "name each server once")
         for u in urls:
             check_base_url(u, reach=check)
-        self.api_key = api_key
+        retries = max_retries if len(urls) == 1 else 0
         self.servers = [
-            Upstream(u, openai.OpenAI(base_url=u, api_key=api_key, timeout=timeout, max_retries=0)) for u in urls
+            Upstream(u, openai.OpenAI(base_url=u, api_key=api_key, timeout=timeout, max_retries=retries)) for u in urls
         ]
         self.timeout, self.wait_s, self.probe_s = timeout, wait_s, probe_s
         self.block, self.affinity_slack, self.max_prefixes = block, affinity_slack, max_prefixes
@@ -154,10 +157,11 @@ class UpstreamPool:
     def prefix_hashes(self, prompt: Any) -> list[bytes]:
         """The chained hashes of ``prompt``'s whole blocks, shortest prefix first."""
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
-            data, size = b"".join(int(t).to_bytes(4, "little", signed=True) for t in prompt), 4 * self.block
+            data = b"".join(int(t).to_bytes(4, "little", signed=True) for t in prompt)
         else:
             text = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
-            data, size = text.encode(), 4 * self.block
+            data = text.encode()
+        size = 4 * self.block  # bytes: a block of 4-byte ids, or of text at about four characters a token
         out, h = [], b""
         for i in range(0, len(data) - size + 1, size):
             h = hashlib.blake2b(h + data[i : i + size], digest_size=16).digest()

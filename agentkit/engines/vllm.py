@@ -375,47 +375,6 @@ def serve_env(control: bool = False, lora: bool = False) -> dict[str, str]:
     return env
 
 
-class KeyOnEveryRoute:
-    """ASGI middleware for vLLM's server (``--middleware agentkit.engines.vllm.KeyOnEveryRoute``): with
-    ``VLLM_API_KEY`` set, every route but ``/health`` needs ``Authorization: Bearer KEY``. vLLM's own check
-    guards only ``/v1…``, which leaves its weight-update routes (``/collective_rpc``, ``/pause``…) open."""
-
-    def __init__(self, app):
-        import hashlib
-
-        self.app = app
-        key = os.environ.get("VLLM_API_KEY")
-        self.digest = hashlib.sha256(key.encode()).digest() if key else None
-
-    async def __call__(self, scope, receive, send):
-        import hashlib
-        import secrets
-
-        if self.digest is None or scope["type"] != "http" or scope["path"] in ("/health", "/ping"):
-            return await self.app(scope, receive, send)
-        given = dict(scope.get("headers") or []).get(b"authorization", b"").decode(errors="replace")
-        scheme, _, token = given.partition(" ")
-        if scheme.lower() == "bearer" and secrets.compare_digest(hashlib.sha256(token.encode()).digest(), self.digest):
-            return await self.app(scope, receive, send)
-        body = json.dumps(
-            {
-                "error": {
-                    "message": "a valid API key is required",
-                    "type": "invalid_request_error",
-                    "code": "invalid_api_key",
-                }
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
-
-
 @contextmanager
 def _modules_vllm_can_scan():
     """vLLM 0.32 scans every loaded module's namespace when its worker starts (``triton_utils.dispatcher.

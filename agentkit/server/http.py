@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -260,6 +261,15 @@ class _BearerKey:
 OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs"})
 
 
+class BearerKeyFromEnv(_BearerKey):
+    """``_BearerKey`` for vLLM's server, whose ``--middleware`` takes a class it builds with the app alone: the key
+    is ``VLLM_API_KEY``. vLLM's own check guards only ``/v1…``, which leaves its weight-update routes
+    (``/collective_rpc``, ``/pause``…) open; ``agentkit vllm-serve`` adds this when it has a key."""
+
+    def __init__(self, app):
+        super().__init__(app, f"Bearer {os.environ['VLLM_API_KEY']}".encode())
+
+
 def require_bearer_key(app: FastAPI, api_key: str | None) -> None:
     """With a key, every route needs ``Authorization: Bearer KEY`` (401 otherwise) but ``/health`` and the API's
     own description (``/openapi.json``, ``/docs``)."""
@@ -289,8 +299,8 @@ def wait_until_healthy(url: str, timeout_s: float = 300.0, proc: subprocess.Pope
 
 
 def _prctl():
-    """libc's ``prctl``, bound here: a forked child must not import (another thread may hold the import lock at the
-    fork, and the child would wait for it forever, before exec: a server started from a thread never came up)."""
+    """libc's ``prctl``, bound here, before any fork: the forked child should not import (another thread may hold
+    the import lock at the fork, and the child would wait for it before exec)."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
@@ -304,7 +314,7 @@ _PRCTL = _prctl()
 def _die_with_parent() -> None:
     """In the child, before exec: Linux sends it SIGTERM when the parent dies (no orphaned servers)."""
     if _PRCTL is not None:
-        _PRCTL(1, 15)  # PR_SET_PDEATHSIG, SIGTERM
+        _PRCTL(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 class ServerProcess:
