@@ -34,6 +34,7 @@ KIND_HELP = (
     "the engine: hf (embedded transformers), vllm, openai (a server), or a plugin's (agentkit serve --help lists them)"
 )
 ModelOrNone = Annotated["str | None", at.MinLen(1), MODEL]
+ServedNameOrNone = Annotated["str | None", at.MinLen(1)]  # a server's name for its model: not a catalog entry
 
 
 @dataclass
@@ -176,7 +177,7 @@ class OpenAIConfig(EngineConfig):
     TAKES_WEIGHTS: ClassVar[bool] = True
 
     kind: str = option("openai", KIND_HELP)
-    model: ModelOrNone = option(
+    model: ServedNameOrNone = option(
         DEFAULT_CHAT_MODEL, "the served model's name (GET /v1/models lists them); None: the first the server lists"
     )
     base_url: str | None = option(
