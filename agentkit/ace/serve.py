@@ -11,7 +11,9 @@ names the bullets used and the playbook version. With ``--learn``, a request may
 and the server reflects, curates and commits the deltas as a new playbook version (source ``serve``) before it
 answers; ``usage`` then sums the generator's, reflector's and curator's calls. Concurrent requests generate in
 one batch (the server's batcher); playbook updates take a lock, and the delta rules make each one a clean
-batch whatever the order.
+batch whatever the order. Several server processes may learn into one playbook (behind a load balancer): the
+store's inter-process lock makes each commit land on the newest version, and every request reads the versions
+the others wrote before it answers or curates (``PlaybookStore.refresh``).
 """
 
 from __future__ import annotations
@@ -110,12 +112,12 @@ class AceService:
         s.feedback = fb.text
         refl, cur = Reflector(engine, self.roles), Curator(engine, self.roles)
         stats += [refl.stats, cur.stats]
-        with self.lock:
-            bullets = self.store.playbook.to_text(set(s.bullet_ids)) if s.bullet_ids else ""
+        with self.lock:  # refreshed: another server process on the same file may have written since
+            bullets = self.store.refresh().to_text(set(s.bullet_ids)) if s.bullet_ids else ""
         (s.reflection,) = refl.call([refl.chat(s, bullets, with_reference=fb.reference is not None)])
         deltas = s.tags()
         with self.lock:
-            pb = self.store.playbook
+            pb = self.store.refresh()
             chat = cur.chat(s, pb.to_text(), pb.stats(), self.refiner.cfg.budget_tokens)
             schema = cur.schema_for(pb)
         (obj,) = cur.call([chat], schema) if s.reflection else (None,)

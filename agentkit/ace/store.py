@@ -92,7 +92,7 @@ class PlaybookStore:
     @classmethod
     def create(cls, path: str | Path, playbook: Playbook | None = None, overwrite: bool = False) -> PlaybookStore:
         path = Path(path)
-        pb = playbook or Playbook()
+        pb = Playbook() if playbook is None else playbook  # an empty playbook (its own sections) is falsy
         with locked(path):
             if (path.exists() or log_path(path).exists()) and not overwrite:
                 raise AgentkitError(f"{path} already exists", "open it, or pass overwrite=True to start a new history")

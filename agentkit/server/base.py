@@ -60,7 +60,7 @@ class OpenAIServing:
         self.agents, self.services = agents or {}, services or {}
         self.agent_config = agent_config or AgentConfig(max_wall_s=600.0)  # a request's agent gives up after 10 min
         self.limits = limits or ServeLimits()
-        self.responses = responses or ResponseStore(":memory:")
+        self.responses = ResponseStore(":memory:") if responses is None else responses  # an empty store is falsy
         if reasoning_parser is not None and reasoning_parser not in REASONING_PARSERS:
             raise ValueError(f"unknown reasoning parser {reasoning_parser!r}; known: {', '.join(REASONING_PARSERS)}")
         self.reasoning_parser = reasoning_parser

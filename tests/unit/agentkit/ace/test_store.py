@@ -6,6 +6,7 @@ import json
 import pytest
 
 from agentkit.ace.deltas import Delta
+from agentkit.ace.playbook import Playbook
 from agentkit.ace.store import PlaybookStore, log_path
 from agentkit.errors import AgentkitError
 
@@ -86,6 +87,13 @@ def test_missing_files_and_unknown_versions(tmp_path):
     log_path(store.path).unlink()
     with pytest.raises(AgentkitError, match="log.jsonl is missing"):
         PlaybookStore(store.path)
+
+
+def test_an_empty_starting_playbook_keeps_its_sections(tmp_path):
+    """An empty playbook is falsy (no bullets): created from one, the store keeps it, not a default one."""
+    store = PlaybookStore.create(tmp_path / "pb.json", Playbook(sections=["RULES"], next_id=40))
+    assert (store.playbook.sections, store.playbook.next_id) == (["RULES"], 40)
+    assert PlaybookStore(store.path).playbook.sections == ["RULES"]
 
 
 def _log_with(store, *entries):
