@@ -17,7 +17,7 @@ from agentkit.registry import Registry
 # parameters are its options' names; third parties add theirs under the entry-point group agentkit.benches.
 BENCHES: Registry[Any] = Registry("benchmark", group="agentkit.benches")
 for _name in ("engine", "agent", "serve", "structured", "toollight-sampling", "uncertainty", "tips-potentials",
-              "rl-step", "ace", "revela", "gamerl-verify", "sandbox"):  # fmt: skip
+              "rl-step", "ace", "revela", "gamerl-verify", "sandbox", "weight-sync"):  # fmt: skip
     BENCHES.register(_name, "agentkit.eval.bench." + _name.replace("-", "_"))
 
 
