@@ -67,7 +67,6 @@ def measure(model_name: str, repeats: int, lora_rank: int, work: Path) -> dict[s
 
     from agentkit.engines.hf import HFEngine
     from agentkit.engines.openai import OpenAIEngine
-    from agentkit.models import resolve
     from agentkit.server.http import ServerProcess
 
     local = HFEngine(model_name, dtype="float32", prefix_cache_mb=0, speculate=0)
@@ -75,7 +74,7 @@ def measure(model_name: str, repeats: int, lora_rank: int, work: Path) -> dict[s
     with torch.no_grad():
         for p in policy.parameters():  # a step's worth of change: every weight moves a little
             p.add_(torch.randn_like(p) * 1e-3 * p.abs().mean())
-    args = ["-m", "agentkit", "vllm-serve", "--model", str(resolve(model_name)), "--dtype", "float32"]
+    args = ["-m", "agentkit", "vllm-serve", "--model", model_name, "--dtype", "float32"]
     args += ["--api-key", KEY, "--enable-lora", "--max-lora-rank", str(lora_rank)]
     server = ServerProcess(args, work / f"{model_name}.log", startup_timeout_s=600)
     t0 = time.perf_counter()
