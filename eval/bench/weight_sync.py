@@ -99,7 +99,8 @@ def measure(model_name: str, repeats: int, lora_rank: int, work: Path) -> dict[s
         adapter = _timed(lambda: eng.load_weights(model=peft_policy), repeats)
         adapter_bytes = _bytes(Path(eng.weights.path))
         eng.close()
-        server.stop()  # the baseline: the server restarted on the new checkpoint
+        server.stop()  # the baseline: the server restarted on the new checkpoint (with its tokenizer)
+        local.tokenizer.save_pretrained(saved)
         server.cmd[server.cmd.index("--model") + 1] = str(saved)
         t0 = time.perf_counter()
         server.start()
