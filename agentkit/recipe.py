@@ -43,6 +43,17 @@ def silence_progress_bars() -> None:
     datasets.disable_progress_bars()
 
 
+def process_state():
+    """This process's place in an ``accelerate launch`` (accelerate's ``PartialState``), set up as the trainers'
+    arguments will set it up: on a machine without a GPU (or other accelerator) as CPU processes over gloo. Left
+    to itself, accelerate sees no distributed run on such a machine (one process, rank 0, on every process) until
+    a trainer's arguments say ``use_cpu``, so every process would act as the main one until then."""
+    import torch
+    from accelerate import PartialState
+
+    return PartialState(cpu=not torch.accelerator.is_available())
+
+
 class RunContext:
     """What a recipe gets to record its run: metrics, finished work, checkpoints, plots and report sections.
 
@@ -64,11 +75,9 @@ class RunContext:
         report_to: list[str] | None = None,
         name: str = "",
     ):
-        from accelerate import PartialState
-
         from agentkit.tracking import Tracking, activate
 
-        self.state = PartialState()
+        self.state = process_state()
         self.run_dir = Path(run_dir)
         self.resume = resume
         self.quiet = quiet

@@ -130,13 +130,29 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 def _shared_timestamp() -> str:
     """The same run name on every process of an accelerate launch (the main process picks it)."""
-    from accelerate import PartialState
     from accelerate.utils import broadcast_object_list
 
+    from agentkit.recipe import process_state
+
     stamp = [time.strftime("%Y%m%d-%H%M%S")]
-    if PartialState().num_processes > 1:
+    if process_state().num_processes > 1:
         broadcast_object_list(stamp)
     return stamp[0]
+
+
+def _check_launch() -> None:
+    """An ``accelerate launch`` the machine cannot run as configured is refused before anything loads: accelerate
+    turns FSDP on only for GPUs and other accelerators, and on the CPU would run plain DDP without saying so."""
+    import os
+
+    import torch
+
+    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" and not torch.accelerator.is_available():
+        raise AgentkitError(
+            "this launch asks for FSDP, which accelerate runs only on GPUs (and other accelerators); on this CPU "
+            "it would run plain DDP",
+            "launch with configs/accelerate/cpu.yaml (DDP), or zero2.yaml / zero3.yaml (DeepSpeed runs on the CPU)",
+        )
 
 
 def run_recipe(
@@ -176,6 +192,7 @@ def run_recipe(
         AgentkitError: a bad spec, config, preset or run directory (before any model loads).
         RunInterrupted: Ctrl-C or SIGTERM; its message is the command that resumes the run.
     """
+    _check_launch()
     name, cls, layer = resolve_spec(spec, preset)
     overrides = parse_sets(sets or [])
     report = parse_report_to(report_to)

@@ -275,13 +275,17 @@ def load_tokenizer(name_or_path: str):
 
 
 def load_model(name_or_path: str, dtype: str = "float32", device: str | None = None):
-    """Load ``(model, tokenizer)`` for a causal LM; the tokenizer is as ``load_tokenizer`` gives it."""
+    """Load ``(model, tokenizer)`` for a causal LM, whole (``whole_weights``); the tokenizer is as
+    ``load_tokenizer`` gives it."""
     import torch
     from transformers import AutoModelForCausalLM
 
+    from agentkit.models.sharding import whole_weights
+
     tok = load_tokenizer(name_or_path)
     try:
-        model = AutoModelForCausalLM.from_pretrained(str(resolve(name_or_path)), dtype=getattr(torch, dtype))
+        with whole_weights():
+            model = AutoModelForCausalLM.from_pretrained(str(resolve(name_or_path)), dtype=getattr(torch, dtype))
     except OSError as e:
         raise _cannot_load(name_or_path, e) from None
     model.eval()
@@ -311,10 +315,13 @@ def load_vision_model(name_or_path: str, dtype: str = "float32", device: str | N
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
+    from agentkit.models.sharding import whole_weights
+
     where = str(resolve(name_or_path))
     try:
         processor = AutoProcessor.from_pretrained(where)
-        model = AutoModelForImageTextToText.from_pretrained(where, dtype=getattr(torch, dtype))
+        with whole_weights():
+            model = AutoModelForImageTextToText.from_pretrained(where, dtype=getattr(torch, dtype))
     except OSError as e:
         raise _cannot_load(name_or_path, e) from None
     tok = processor.tokenizer

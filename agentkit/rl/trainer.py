@@ -38,12 +38,14 @@ import torch
 from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
+from trl.models import unwrap_model_for_generation
 
 from agentkit.agent.loop import AgentConfig, agent_prompt, continue_rollout
 from agentkit.agent.trajectory import Trajectory
 from agentkit.data.tasks import gold_answers
 from agentkit.engines.config import EngineConfig, HFConfig
 from agentkit.engines.hf import HFEngine
+from agentkit.models.sharding import clear_hooks, is_partitioned, whole
 from agentkit.rl.advantages import ESTIMATORS, TurnRewards, estimate
 from agentkit.rl.rewards import OutcomeReward
 from agentkit.tools.base import Tool
@@ -198,22 +200,29 @@ class AgentGRPOTrainer(GRPOTrainer):
             raise RuntimeError(f"rollout asked for {len(prompts)} prompts but the batch has {len(rows)} rows")
         policy = self.accelerator.unwrap_model(self.model)
         training = policy.training  # read first: building or reloading an HFEngine puts its model in eval mode
-        engine = self.rollout_engine()
-        first = self.accelerator.process_index * len(rows)  # each row draws with its own seed on every process
-        trajs = [
-            Trajectory(str(r["id"]), p, engine.encode(p), meta={"sample": first + i})
-            for i, (r, p) in enumerate(zip(rows, prompts))
-        ]
         cfg = self.agent_config
         if cfg.sampling.seed is not None:
             cfg = cfg.with_sampling(seed=cfg.sampling.seed + 1_000_003 * self.state.global_step)
-        policy.eval()
-        t0 = time.perf_counter()
-        try:
-            continue_rollout(engine, trajs, self.agent_tools, cfg)
-        finally:
-            policy.train(training)
-        seconds = time.perf_counter() - t0
+        first = self.accelerator.process_index * len(rows)  # each row draws with its own seed on every process
+        # ZeRO-3 partitions the weights: gathered whole on every process for the rollout, its forward hooks off
+        # (each process samples for as long as its own rows need, so no collective may run meanwhile); FSDP1
+        # the same way. TRL's own helpers, as for its generate.
+        with (
+            unwrap_model_for_generation(self.model_wrapped, self.accelerator),
+            self._dist.summon_full_params(self.model_wrapped, recurse=False),
+        ):
+            engine = self.rollout_engine()
+            trajs = [
+                Trajectory(str(r["id"]), p, engine.encode(p), meta={"sample": first + i})
+                for i, (r, p) in enumerate(zip(rows, prompts))
+            ]
+            policy.eval()
+            t0 = time.perf_counter()
+            try:
+                continue_rollout(engine, trajs, self.agent_tools, cfg)
+            finally:
+                policy.train(training)
+            seconds = time.perf_counter() - t0
         self._trajs = trajs
         self._scores = [self.outcome.score_row(t, r) for t, r in zip(trajs, rows)]
         mode = "train" if training else "eval"
@@ -359,10 +368,15 @@ def snapshot(model) -> Any:
 
     Trainers wrap a model's ``forward`` on the instance (TRL's fused head, accelerate's precision wrappers), in
     closures that hold the original module: a deep copy would still run the live policy. The copy gets its
-    classes' own ``forward`` back."""
-    copied = copy.deepcopy(model)
+    classes' own ``forward`` back. A ZeRO-3 policy is copied whole (``whole``), without DeepSpeed's hooks, which
+    would fetch the copy's weights as partitions."""
+    partitioned = is_partitioned(model)
+    with whole(model):
+        copied = copy.deepcopy(model)  # a parameter's deep copy is its data alone, without DeepSpeed's attributes
     for module in copied.modules():
         module.__dict__.pop("forward", None)
+    if partitioned:
+        clear_hooks(copied)
     if hasattr(copied, "merge_and_unload"):
         copied = copied.merge_and_unload()
     for p in copied.parameters():
@@ -374,7 +388,11 @@ def refresh_teacher(teacher, policy) -> None:
     """Give ``teacher`` the policy's current weights, frozen: an HFEngine gets a copy (the policy trains on), any
     other engine loads them (vLLM saves and reloads them, a copy by nature)."""
     policy = getattr(policy, "module", policy)  # DDP
-    teacher.load_weights(model=snapshot(policy) if isinstance(teacher, HFEngine) else _servable(policy))
+    if isinstance(teacher, HFEngine) or hasattr(policy, "merge_and_unload"):
+        teacher.load_weights(model=snapshot(policy))  # a copy, made whole under ZeRO-3
+    else:
+        with whole(policy):
+            teacher.load_weights(model=policy)
 
 
 def _servable(policy, adapters: bool = False) -> Any:

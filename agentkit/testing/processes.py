@@ -30,14 +30,20 @@ def gone(*markers: str, seconds: float = 3.0) -> bool:
     return not processes(*markers)
 
 
-def launch_two_processes(args: list[str], root, timeout: float = 600):
-    """``accelerate launch`` of ``python -m agentkit <args>`` on two CPU processes (gloo,
-    ``configs/accelerate/cpu.yaml`` under ``root``), run from ``root``: the finished ``CompletedProcess``, its
-    output captured as text."""
+def launch_two_processes(args: list[str], root, timeout: float = 600, config: str = "cpu", **popen):
+    """``accelerate launch`` of ``python -m agentkit <args>`` on two CPU processes (gloo), run from ``root``, with
+    ``configs/accelerate/<config>.yaml`` under ``root``: ``cpu`` (DDP), or a GPU config run on the CPU with two
+    processes in fp32 (``zero2``, ``zero3``: DeepSpeed's CPU accelerator). The finished ``CompletedProcess``, its
+    output captured as text; with ``popen`` (e.g. ``start_new_session``), the started ``Popen`` instead."""
     import subprocess
     import sys
     from pathlib import Path
 
-    config = Path(root) / "configs" / "accelerate" / "cpu.yaml"
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config), "-m", "agentkit", *args]
+    path = Path(root) / "configs" / "accelerate" / f"{config}.yaml"
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(path)]
+    if config != "cpu":
+        cmd += ["--num_processes", "2", "--mixed_precision", "no"]
+    cmd += ["-m", "agentkit", *args]
+    if popen:
+        return subprocess.Popen(cmd, cwd=root, **popen)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=root)

@@ -168,10 +168,13 @@ def lora_config(r: int):
 
 
 def release(models, patched: bool) -> None:
-    """Leave trained models plain and ready to generate. TRL installs a fused ``forward`` on the instance whose
+    """Leave trained models plain and ready to generate (every process calls it). TRL installs a fused ``forward`` on the instance whose
     closure holds the original module: a deepcopy (e.g. DPO's reference model) would then run the original's
     weights, so the class forward is put back (unless the model came with its own)."""
+    from agentkit.models.sharding import unpartition
+
     for m in {id(m): m for m in models}.values():
+        unpartition(m)  # trained under ZeRO-3: whole again on every process, to generate on one
         m.eval()
         if not patched:
             m.__dict__.pop("forward", None)

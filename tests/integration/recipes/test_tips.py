@@ -61,20 +61,6 @@ def test_tips_bad_config_fails_before_loading(tmp_path):
         run_recipe("tips", ["rl.micro_batch=3"], output_dir=str(tmp_path / "b"), preset="tiny", quiet=True)
 
 
-def test_tips_under_accelerate_launch_two_processes(tmp_path):
-    """Two CPU processes (gloo): each rolls out half of a step's trajectories, the potentials and advantages are
-    computed over the gathered batch, the main process writes the run."""
-    out = tmp_path / "run"
-    proc = launch_two_processes(
-        ["run", "tips", "--preset", "tiny", "--set", "methods=[tips]", "--output-dir", str(out)], ROOT
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
-    steps = [r for r in rows if r.get("run") == "tips-s0" and "tips/alpha" in r]
-    assert [r["step"] for r in steps] == [1, 2]
-    assert (out / "models" / "tips-s0" / "config.json").exists() and (out / "report.md").exists()
-
-
 def test_ppo_recipe_tiny_interrupted_and_resumed(tmp_path, monkeypatch):
     """ppo with a separate critic: the run dies in its second step, resumes from checkpoint-1 with the critic
     saved there, and finishes; the report has the PPO row and the value-loss curve."""

@@ -1,0 +1,114 @@
+"""Recipes under ``accelerate launch`` with two CPU processes (gloo), as the shipped configs set them up: DDP
+(``cpu.yaml``), DeepSpeed ZeRO-2 and ZeRO-3 (``zero2.yaml``, ``zero3.yaml`` with two processes in fp32; DeepSpeed's
+CPU accelerator). The same TIPS run under each gives the same steps and the same weights; a run stopped on two
+processes resumes on one and the other way round; metrics are written once, by the main process. FSDP is not
+here: accelerate turns FSDP on only for GPUs and other accelerators, so such a launch is refused on the CPU
+(``docs/scaling.md``)."""
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file
+
+from agentkit.rl.trainer import AgentGRPOTrainer
+from agentkit.runner import run_recipe
+from agentkit.testing.processes import launch_two_processes
+
+ROOT = Path(__file__).resolve().parents[3]
+TIPS = ["run", "tips", "--preset", "tiny", "--set", "methods=[tips]", "--quiet"]
+
+
+def _steps(run: Path, name: str = "tips-s0") -> list[dict]:
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    return [r for r in rows if r.get("run") == name and "tips/alpha" in r]
+
+
+def test_tips_under_ddp_zero2_and_zero3_gives_the_same_run(tmp_path):
+    """Each process rolls out half of a step's trajectories; potentials, α and advantages come from the gathered
+    batch. Sharding the optimizer state (ZeRO-2) or the weights too (ZeRO-3: gathered whole for the rollouts, the
+    lagged teacher copied whole) must not change the maths: per-step gradient norms and α agree, and so do the
+    trained weights (fp32; only the order of the reductions differs)."""
+    runs = {}
+    for config in ("cpu", "zero2", "zero3"):
+        out = tmp_path / config
+        proc = launch_two_processes([*TIPS, "--output-dir", str(out)], ROOT, config=config)
+        assert proc.returncode == 0, f"{config}: {proc.stderr[-3000:]}"
+        rollouts = sorted(p.name for p in (out / "state" / "rl" / "tips-s0").glob("rollouts.p*.jsonl"))
+        assert rollouts == ["rollouts.p0.jsonl", "rollouts.p1.jsonl"], config  # two processes, each its half
+        runs[config] = out
+    ddp = _steps(runs["cpu"])
+    assert [r["step"] for r in ddp] == [1, 2]  # one row per step: the main process logs, the others do not
+    weights = load_file(runs["cpu"] / "models" / "tips-s0" / "model.safetensors")
+    for config in ("zero2", "zero3"):
+        steps = _steps(runs[config])
+        assert [r["step"] for r in steps] == [1, 2], config
+        for a, b in zip(ddp, steps):
+            assert b["grad_norm"] == pytest.approx(a["grad_norm"], rel=1e-4), config
+            assert b["tips/alpha"] == pytest.approx(a["tips/alpha"], rel=1e-4), config
+        other = load_file(runs[config] / "models" / "tips-s0" / "model.safetensors")
+        assert other.keys() == weights.keys()  # ZeRO-3 saves the gathered model, not a shard
+        assert max((other[k] - weights[k]).abs().max().item() for k in weights) < 1e-4, config
+    assert (runs["zero3"] / "report.md").exists()
+
+
+def test_a_run_moves_between_process_counts(tmp_path, monkeypatch):
+    """Two processes stopped (SIGTERM) after the first checkpoint, resumed by one; one process stopped in its
+    second step, resumed by two. Each run ends complete with every step logged once."""
+    out = tmp_path / "two-then-one"
+    args = [*TIPS, "--set", "rl.steps=6", "--output-dir", str(out)]
+    proc = launch_two_processes(args, ROOT, start_new_session=True, stdout=open(tmp_path / "a.log", "w"), stderr=-2)
+    written = out / "state" / "rl" / "tips-s0" / "checkpoint-1" / "trainer_state.json"  # the checkpoint's last file
+    deadline = time.monotonic() + 600
+    while not written.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "a.log").read_text()[-3000:]
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=120)
+    assert json.loads((out / "status.json").read_text())["status"] == "interrupted"
+    run_recipe("tips", resume=str(out), quiet=True)  # this process alone
+    assert [r["step"] for r in _steps(out)] == [1, 2, 3, 4, 5, 6]
+    assert json.loads((out / "status.json").read_text())["status"] == "complete"
+
+    real = AgentGRPOTrainer._rollout
+
+    def rollout(self, prompts, crash=[True]):  # noqa: B006 - one crash per test
+        if self.state.global_step == 1 and crash[0]:
+            crash[0] = False
+            raise KeyboardInterrupt
+        return real(self, prompts)
+
+    monkeypatch.setattr(AgentGRPOTrainer, "_rollout", rollout)
+    out = tmp_path / "one-then-two"
+    sets = ["methods=[tips]", "rl.steps=3"]
+    with pytest.raises(KeyboardInterrupt):
+        run_recipe("tips", sets, output_dir=str(out), preset="tiny", quiet=True)
+    assert (out / "state" / "rl" / "tips-s0" / "checkpoint-1").is_dir()
+    done = launch_two_processes(["run", "tips", "--resume", str(out), "--quiet"], ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [r["step"] for r in _steps(out)] == [1, 2, 3]
+    assert (out / "models" / "tips-s0" / "model.safetensors").exists()
+
+
+def test_gamerl_under_zero3(tmp_path):
+    """Game-RL's trainer under ZeRO-3: both processes roll out with the gathered weights and move the
+    curriculum alike; the main process writes one run."""
+    out = tmp_path / "run"
+    args = ["run", "gamerl", "--preset", "tiny", "--set", "level_questions=0", "--output-dir", str(out), "--quiet"]
+    proc = launch_two_processes(args, ROOT, config="zero3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if r.get("run") == "s0" and "reward" in r] == [1, 2]
+    assert (out / "models" / "s0" / "model.safetensors").exists() and (out / "report.md").exists()
+
+
+def test_fsdp_on_the_cpu_is_refused_before_anything_loads(tmp_path):
+    """accelerate would run fsdp.yaml on a machine without a GPU as plain DDP; the run stops with one line."""
+    args = ["run", "quickstart", "--set", "engine.model=tiny-random", "--output-dir", str(tmp_path / "run")]
+    proc = launch_two_processes(args, ROOT, timeout=300, config="fsdp")
+    assert proc.returncode != 0
+    assert "asks for FSDP, which accelerate runs only on GPUs" in proc.stderr
+    assert not (tmp_path / "run").exists()
