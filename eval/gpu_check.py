@@ -6,6 +6,9 @@
 2. HFEngine throughput on CUDA at batch 1 / 32 / 128 (64 new tokens, EOS ignored), against ``model.generate``.
 3. One SFT step (masked causal-LM loss) and one DPO step (sigmoid loss, reference = a frozen copy) on CUDA:
    finite losses, gradients on every trained weight, the step lowers the loss on the same batch.
+4. One TIPS recipe step under each accelerate config a single GPU can run (``ddp``, ``fsdp``, ``zero2``,
+   ``zero3`` with one process): needs agentkit's own dependencies (TRL, DeepSpeed); skipped with the reason
+   where they are missing (``--skip-recipes`` leaves it out).
 
 Runs as ``python eval/gpu_check.py`` from the repository root (it puts the root on ``sys.path``, so no install is
 needed); ``--device cpu`` runs the same steps on the CPU (a dry run). Prints one JSON object and writes it to
@@ -196,10 +199,59 @@ def check_training(path: Path, device: str, beta: float = 0.1) -> dict:
     return {"sft": sft, "dpo": dpo}
 
 
+ACCELERATE_CONFIGS = ("ddp", "fsdp", "zero2", "zero3")  # configs/accelerate/*.yaml a single GPU can run
+
+
+def check_accelerate_configs(device: str, work: Path, timeout: float = 600) -> dict:
+    """One TIPS step (the tiny preset: SFT warm start, one GRPO step with TIPS shaping, evaluation) under each
+    accelerate config, launched with one process (a single GPU; bf16 as the config says). A config whose packages
+    this machine lacks (TRL, DeepSpeed) is skipped with the reason; ``--device cpu`` runs ``cpu.yaml`` and the
+    two DeepSpeed configs on two CPU processes in fp32, as the test suite does."""
+    import importlib.util
+    import os
+    import shutil
+    import subprocess
+
+    missing = [m for m in ("trl", "datasets") if importlib.util.find_spec(m) is None]
+    configs = ("cpu", "zero2", "zero3") if device == "cpu" else ACCELERATE_CONFIGS
+    out = {}
+    for name in configs:
+        if missing or (name.startswith("zero") and importlib.util.find_spec("deepspeed") is None):
+            need = missing or ["deepspeed"]
+            out[name] = {"skipped": f"needs {', '.join(need)} (pip install -e '.[deepspeed]')"}
+            continue
+        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", f"configs/accelerate/{name}.yaml"]
+        if device == "cpu":
+            cmd += [] if name == "cpu" else ["--num_processes", "2", "--mixed_precision", "no"]
+        else:
+            cmd += ["--num_processes", "1"]
+        run = work / f"accelerate-{name}"
+        shutil.rmtree(run, ignore_errors=True)  # a new run each time
+        cmd += ["-m", "agentkit", "run", "tips", "--preset", "tiny", "--quiet", "--output-dir", str(run)]
+        cmd += ["--set", "methods=[tips]", "--set", "rl.steps=1"]
+        t0 = time.perf_counter()
+        env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        try:
+            p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            out[name] = {"ok": False, "error": f"no result in {timeout:.0f} s (a hang)"}
+            continue
+        rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()] if p.returncode == 0 else []
+        step = next((r for r in rows if r.get("run") == "tips-s0" and "grad_norm" in r), None)
+        out[name] = {
+            "ok": p.returncode == 0 and step is not None,
+            "seconds": round(time.perf_counter() - t0, 1),
+            **({"grad_norm": round(step["grad_norm"], 4), "tips/alpha": round(step["tips/alpha"], 4)} if step else {}),
+            **({} if p.returncode == 0 else {"error": (p.stderr.strip().splitlines() or [""])[-1][-300:]}),
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu for a dry run")
     ap.add_argument("--workdir", default=str(ROOT / "outputs" / "gpu-check"), help="where the tiny model is built")
+    ap.add_argument("--skip-recipes", action="store_true", help="leave out the recipe step per accelerate config")
     ap.add_argument("--out", default=None, help="also write the result as JSON here (default: WORKDIR/result.json)")
     a = ap.parse_args(argv)
     import torch
@@ -217,8 +269,11 @@ def main(argv: list[str] | None = None) -> int:
         "throughput": check_throughput(path, a.device),
         "training": check_training(path, a.device),
     }
+    if not a.skip_recipes:
+        res["accelerate"] = check_accelerate_configs(a.device, work)
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["ok"] = res["agreement"]["ok"] and res["training"]["sft"]["ok"] and res["training"]["dpo"]["ok"]
+    res["ok"] = res["ok"] and all(r.get("ok", True) for r in res.get("accelerate", {}).values())
     text = json.dumps(res, indent=2)
     print(text)
     out = Path(a.out) if a.out else work / "result.json"

@@ -177,6 +177,16 @@ class AgentGRPOTrainer(GRPOTrainer):
             peft_config=peft_config,
             rollout_func=_rollout,
         )
+        shares = self._engine is None and self._engine_config.SHARES_WEIGHTS
+        if self.is_fsdp_enabled and self.accelerator.num_processes > 1 and shares:
+            from agentkit.errors import AgentkitError
+
+            # FSDP2 gathers a module's weights in its forward, a collective: processes whose rollouts end at
+            # different lengths would wait for each other forever (ZeRO-3's weights are gathered whole instead)
+            raise AgentkitError(
+                "rollouts on the policy's own weights under FSDP with several processes would hang",
+                "use configs/accelerate/zero3.yaml, or roll out on a server (engine: {kind: openai, upstreams: …})",
+            )
 
     # ---- rollouts -----------------------------------------------------------------------------------------
     def rollout_engine(self):

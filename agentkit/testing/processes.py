@@ -46,4 +46,16 @@ def launch_two_processes(args: list[str], root, timeout: float = 600, config: st
     cmd += ["-m", "agentkit", *args]
     if popen:
         return subprocess.Popen(cmd, cwd=root, **popen)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=root)
+    import os
+    import signal
+
+    proc = subprocess.Popen(
+        cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the launcher and every process it started: none outlives the test
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

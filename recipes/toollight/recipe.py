@@ -205,12 +205,12 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
 
         c = self.config
         where = self.ctx.run_dir / "rounds" / stage
-        if not (where / "summary.json").exists():  # written last: the round's samples and pairs are complete
-            if self.ctx.is_main and stage == "dpo-1" and c.pairs:
+        if not (where / "summary.json").exists() and self.ctx.is_main:  # written last: the round is complete
+            if stage == "dpo-1" and c.pairs:
                 self._bring_pairs(where)
-            elif self.ctx.is_main:
+            else:
                 self._sample_and_select(stage, kind, where)
-            self.ctx.state.wait_for_everyone()
+        self.ctx.state.wait_for_everyone()  # on every process, whatever it read (as in _evaluate)
         n = json.loads((where / "summary.json").read_text())["pairs"]
         self.ctx.log({f"{stage}/pairs": n})
         if n == 0:
@@ -292,13 +292,14 @@ class ToolLightRecipe(Recipe[ToolLightConfig]):
     def _evaluate(self, stage: str) -> dict[str, Any]:
         c = self.config
         rows = self.ctx.done(f"eval_{stage}")
-        if not rows:
-            if self.ctx.is_main:
-                self._load_stage(stage)
-                rows = evaluate(self._sampler(), self.test, c.eval)
-                self.ctx.record(f"eval_{stage}", rows)
-            self.ctx.state.wait_for_everyone()
-            rows = self.ctx.done(f"eval_{stage}") or rows
+        if not rows and self.ctx.is_main:
+            self._load_stage(stage)
+            rows = evaluate(self._sampler(), self.test, c.eval)
+            self.ctx.record(f"eval_{stage}", rows)
+        # every process waits here, whatever it read: one that read the main process's fresh record would
+        # otherwise skip this barrier and pair with the next, and the two would wait for each other for ever
+        self.ctx.state.wait_for_everyone()
+        rows = self.ctx.done(f"eval_{stage}") or rows
         out = summarise(rows, stage)
         self.ctx.log(out)
         return out

@@ -491,37 +491,19 @@ def test_uncertainty_cli_with_both_embedded_models(tmp_path):
     assert len(au) == len(eu) == 6 and metrics["questions"] == 6
 
 
-def test_toollight_tiny_under_accelerate_launch(tmp_path):
-    """Two CPU processes: the main one samples, evaluates and writes; SFT and DPO train on both (TRL over gloo)."""
+@pytest.mark.parametrize("config", ["cpu", "zero3"])
+def test_toollight_tiny_under_accelerate_launch(tmp_path, config):
+    """Two CPU processes: the main one samples, evaluates and writes; SFT and DPO train on both (TRL over gloo),
+    under DDP or DeepSpeed ZeRO-3 (whose trained weights are gathered back whole before the main process samples
+    from them alone)."""
     import agentkit
+    from agentkit.testing.pairs import write_text_pairs
+    from agentkit.testing.processes import launch_two_processes
 
     root = __import__("pathlib").Path(agentkit.__file__).parent.parent
-    from agentkit.testing.pairs import write_text_pairs
-
     write_text_pairs(tmp_path / "pairs.jsonl")
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "accelerate.commands.launch",
-            "--config_file",
-            str(root / "configs" / "accelerate" / "cpu.yaml"),
-            "-m",
-            "agentkit",
-            "run",
-            "toollight",
-            "--preset",
-            "tiny",
-            "--quiet",
-            "--output-dir",
-            str(tmp_path / "run"),
-            "--set",
-            f"pairs={tmp_path / 'pairs.jsonl'}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    args = ["run", "toollight", "--preset", "tiny", "--quiet", "--output-dir", str(tmp_path / "run")]
+    r = launch_two_processes([*args, "--set", f"pairs={tmp_path / 'pairs.jsonl'}"], root, config=config)
     assert r.returncode == 0, r.stderr[-3000:]
     run = tmp_path / "run"
     for stage in ("sft", "dpo-1", "dpo-2"):
