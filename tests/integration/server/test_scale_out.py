@@ -134,3 +134,35 @@ def test_two_ace_servers_learning_into_one_playbook_lose_nothing(tmp_path):
     bullet = final.playbook.bullets["calc-00001"]
     assert (bullet.used, bullet.helpful) == (n, n)  # every process's every tag counted: no write lost
     assert answers == [("19.31 km", 1 + n)] * 2  # either process answers from the newest version
+
+
+def test_serve_spreads_requests_over_upstreams_from_the_command_line(tmp_path):
+    """`agentkit serve --engine openai --upstream A,B`: a front server whose requests go to two `agentkit serve`
+    processes; each answer is the model's, and with the first stopped the second takes them all (how the pool
+    spreads them: tests/integration/engines/test_pool.py)."""
+    with (
+        ServerProcess(SERVE, tmp_path / "a.log", startup_timeout_s=120) as a,
+        ServerProcess(SERVE, tmp_path / "b.log", startup_timeout_s=120) as b,
+    ):
+        front = ["-m", "agentkit", "serve", "--engine", "openai", "--model", "tiny-random", "--api-key", "f"]
+        front += ["--upstream", f"{a.url}/v1,{b.url}/v1", "--engine-option", "api_key=k"]
+        front += ["--engine-option", "wait_s=60", "--engine-option", "timeout=30"]
+        with ServerProcess(front, tmp_path / "front.log", startup_timeout_s=120) as f:
+            client = openai.OpenAI(base_url=f.url + "/v1", api_key="f", max_retries=0)
+
+            def ask(i):
+                r = client.completions.create(model="tiny-random", prompt=f"count {i}:", max_tokens=6, temperature=0)
+                return r.choices[0].text
+
+            direct = openai.OpenAI(base_url=a.url + "/v1", api_key="k", max_retries=0)
+            expected = [
+                direct.completions.create(model="tiny-random", prompt=f"count {i}:", max_tokens=6, temperature=0)
+                .choices[0]
+                .text
+                for i in range(16)
+            ]
+            with ThreadPoolExecutor(8) as pool:
+                assert list(pool.map(ask, range(16))) == expected
+            a.stop()
+            with ThreadPoolExecutor(8) as pool:
+                assert list(pool.map(ask, range(16))) == expected  # the other takes them all
