@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from agentkit.rl.trainer import AgentGRPOTrainer
-from agentkit.runner import run_recipe
 from agentkit.testing.processes import launch_two_processes
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,41 +53,47 @@ def test_tips_under_ddp_zero2_and_zero3_gives_the_same_run(tmp_path):
     assert (runs["zero3"] / "report.md").exists()
 
 
-def test_a_run_moves_between_process_counts(tmp_path, monkeypatch):
-    """Two processes stopped (SIGTERM) after the first checkpoint, resumed by one; one process stopped in its
-    second step, resumed by two. Each run ends complete with every step logged once."""
-    out = tmp_path / "two-then-one"
-    args = [*TIPS, "--set", "rl.steps=6", "--output-dir", str(out)]
-    proc = launch_two_processes(args, ROOT, start_new_session=True, stdout=open(tmp_path / "a.log", "w"), stderr=-2)
+def _stop_after_first_checkpoint(cmd_args: list[str], out: Path, log: Path, two: bool) -> None:
+    """Start a TIPS run (on two processes, or one), SIGTERM it once its first checkpoint is written."""
+    import subprocess
+    import sys
+
+    with open(log, "w") as f:
+        if two:
+            proc = launch_two_processes(cmd_args, ROOT, start_new_session=True, stdout=f, stderr=subprocess.STDOUT)
+        else:
+            cmd = [sys.executable, "-m", "agentkit", *cmd_args]
+            proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=f, stderr=subprocess.STDOUT)
     written = out / "state" / "rl" / "tips-s0" / "checkpoint-1" / "trainer_state.json"  # the checkpoint's last file
     deadline = time.monotonic() + 600
     while not written.exists():
-        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "a.log").read_text()[-3000:]
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGTERM)
     proc.wait(timeout=120)
     assert json.loads((out / "status.json").read_text())["status"] == "interrupted"
-    run_recipe("tips", resume=str(out), quiet=True)  # this process alone
+
+
+def test_a_run_moves_between_process_counts(tmp_path):
+    """Two processes stopped (SIGTERM) after the first checkpoint, resumed by one; one process stopped the same
+    way, resumed by two. Each run ends complete with every step logged once. (Every run is a process of its own:
+    nothing of one is left in the test's process for the next test.)"""
+    import subprocess
+    import sys
+
+    out = tmp_path / "two-then-one"
+    _stop_after_first_checkpoint([*TIPS, "--set", "rl.steps=6", "--output-dir", str(out)], out, tmp_path / "a", True)
+    cmd = [sys.executable, "-m", "agentkit", "run", "tips", "--resume", str(out), "--quiet"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)  # one process
+    assert done.returncode == 0, done.stderr[-3000:]
     assert [r["step"] for r in _steps(out)] == [1, 2, 3, 4, 5, 6]
     assert json.loads((out / "status.json").read_text())["status"] == "complete"
 
-    real = AgentGRPOTrainer._rollout
-
-    def rollout(self, prompts, crash=[True]):  # noqa: B006 - one crash per test
-        if self.state.global_step == 1 and crash[0]:
-            crash[0] = False
-            raise KeyboardInterrupt
-        return real(self, prompts)
-
-    monkeypatch.setattr(AgentGRPOTrainer, "_rollout", rollout)
     out = tmp_path / "one-then-two"
-    sets = ["methods=[tips]", "rl.steps=3"]
-    with pytest.raises(KeyboardInterrupt):
-        run_recipe("tips", sets, output_dir=str(out), preset="tiny", quiet=True)
-    assert (out / "state" / "rl" / "tips-s0" / "checkpoint-1").is_dir()
+    _stop_after_first_checkpoint([*TIPS, "--set", "rl.steps=6", "--output-dir", str(out)], out, tmp_path / "b", False)
     done = launch_two_processes(["run", "tips", "--resume", str(out), "--quiet"], ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert [r["step"] for r in _steps(out)] == [1, 2, 3]
+    assert [r["step"] for r in _steps(out)] == [1, 2, 3, 4, 5, 6]
     assert (out / "models" / "tips-s0" / "model.safetensors").exists()
 
 
