@@ -13,6 +13,8 @@ from agentkit.ace.deltas import Delta
 from agentkit.ace.store import PlaybookStore
 from agentkit.server.http import ServerProcess
 
+from .test_ace_serving import GEN, REFL
+
 SERVE = ["-m", "agentkit", "serve", "--model", "tiny-random", "--api-key", "k"]
 
 
@@ -79,15 +81,7 @@ args = ["serve", "--engine", "scripted", "--agent", "ace", "--playbook", sys.arg
 sys.exit(cli.main(args + sys.argv[3:]))
 """
 
-GEN = {"reasoning": "By [calc-00001], 12 mi is 19.31 km.", "bullet_ids": ["calc-00001"], "final_answer": "19.31 km"}
-REFL = {
-    "error_identification": "",
-    "root_cause_analysis": "",
-    "correct_approach": "multiply by 1.609344",
-    "key_insight": "two decimals and the symbol",
-    "bullet_tags": [{"id": "calc-00001", "tag": "helpful"}],
-}
-CUR = {"reasoning": "nothing new", "operations": []}
+CUR = {"reasoning": "nothing new", "operations": []}  # the generator's and reflector's replies: test_ace_serving's
 SCRIPT = {"Token budget": [json.dumps(CUR)], "Answer given": [json.dumps(REFL)], "Convert": [json.dumps(GEN)]}
 
 
