@@ -43,13 +43,16 @@ class EngineConfig:
 
     Subclasses add their kind's options as fields and implement ``build``. ``TAKES_WEIGHTS``: its engines take
     new weights in place (``Engine.load_weights``), so a trainer can roll out through them. ``SHARES_WEIGHTS``:
-    built on a loaded model, it runs that model's own tensors (a trainer never reloads it). ``VISION``: it runs
+    built on a loaded model, it runs that model's own tensors (a trainer never reloads it). ``SHARED_SERVERS``: its
+    engines send work to servers that every training process's engine shares, so with several processes one of
+    them sends new weights and the others adopt them (``agentkit.rl.trainer.send_weights``). ``VISION``: it runs
     vision-language models.
     """
 
     VARIANT_KEY: ClassVar[str] = "kind"
     TAKES_WEIGHTS: ClassVar[bool] = False
     SHARES_WEIGHTS: ClassVar[bool] = False
+    SHARED_SERVERS: ClassVar[bool] = False
     VISION: ClassVar[bool] = False
 
     kind: str = option("hf", KIND_HELP)
@@ -175,6 +178,7 @@ class OpenAIConfig(EngineConfig):
     routes (``agentkit vllm-serve``), or as LoRA adapters where they load adapters at run time."""
 
     TAKES_WEIGHTS: ClassVar[bool] = True
+    SHARED_SERVERS: ClassVar[bool] = True
 
     kind: str = option("openai", KIND_HELP)
     model: ServedNameOrNone = option(

@@ -26,7 +26,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +106,8 @@ class OpenAIEngine(LocalTokenizer):
         self._pieces: dict[int, str] = {}  # token id -> its text, learned from the upstream
         self.counts = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0}
         self.weights_dir, self.takes_adapters = weights_dir, sync_adapters
-        self.weights: WeightsVersion | None = None  # what load_weights last sent
+        self.weights: WeightsVersion | None = None  # what load_weights last sent (or adopt_weights took)
+        self._adopted = False  # whether another engine sent them (and so unloads them)
         self._token = secrets.token_hex(4)  # names this engine's weight versions apart from another run's
         self._adapters: dict[str, str] = {}  # load_adapter's, loaded again on a server that rejoins
         self.sync_seconds: list[float] = []  # each load_weights' wall time
@@ -397,11 +398,17 @@ class OpenAIEngine(LocalTokenizer):
             # written beside and swapped in: a server never reads half a checkpoint
             atomic_dir(Path(path), lambda tmp: weights.save_pretrained(tmp, safe_serialization=True))
         new = WeightsVersion(version, str(path), adapter, owned, n)
-        previous, self.weights = self.weights, new
+        previous, self.weights, self._adopted = self.weights, new, False
         self.pool.each(lambda server: self._send_or_down(server, new, previous))
         if previous is not None and previous.owned:
             shutil.rmtree(previous.path, ignore_errors=True)
         self.sync_seconds.append(time.perf_counter() - t0)
+
+    def adopt_weights(self, weights: WeightsVersion) -> None:
+        """Serve ``weights`` that another engine on the same servers sent (the main training process's
+        ``load_weights``; the others adopt its version rather than send the same weights again). The sender owns
+        and deletes the files, so this engine never does."""
+        self.weights, self._adopted = replace(weights, owned=False), True
 
     def _send_or_down(self, server, new: WeightsVersion, previous: WeightsVersion | None) -> None:
         """``_send``; a server that cannot be reached is taken out of the pool (it gets ``new`` when it rejoins)."""
@@ -451,6 +458,13 @@ class OpenAIEngine(LocalTokenizer):
                 pass
 
     def close(self) -> None:
+        """Unload the policy adapter this engine sent (servers outlive a run), stop the pool, delete the files."""
+        if self.weights is not None and self.weights.adapter and not self._adopted:
+            for server in self.pool.servers:
+                try:
+                    self._control(server, "/v1/unload_lora_adapter", lora_name=self.weights.version)
+                except (OSError, ValueError):  # down, or it never had it (restarted): nothing to unload there
+                    pass
         self.pool.close()
         if self.weights is not None and self.weights.owned:
             shutil.rmtree(Path(self.weights.path).parent, ignore_errors=True)

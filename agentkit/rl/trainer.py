@@ -197,10 +197,10 @@ class AgentGRPOTrainer(GRPOTrainer):
             name = getattr(policy.config, "name_or_path", None)
             shares = self._engine_config.SHARES_WEIGHTS  # runs the policy's own tensors: never reloaded
             weights = policy if shares else _servable(policy, getattr(self._engine_config, "sync_adapters", False))
-            self._engine = self._engine_config.build(weights, tokenizer=self.processing_class, name=name)
+            self._engine = build_with_weights(self._engine_config, weights, tokenizer=self.processing_class, name=name)
             self._engine_step = -2 if shares else self.state.global_step
         elif self._engine_step not in (-2, self.state.global_step):
-            self._engine.load_weights(model=_servable(policy, getattr(self._engine, "takes_adapters", False)))
+            send_weights(self._engine, _servable(policy, getattr(self._engine, "takes_adapters", False)))
             self._engine_step = self.state.global_step
         return self._engine
 
@@ -399,10 +399,50 @@ def refresh_teacher(teacher, policy) -> None:
     other engine loads them (vLLM saves and reloads them, a copy by nature)."""
     policy = getattr(policy, "module", policy)  # DDP
     if isinstance(teacher, HFEngine) or hasattr(policy, "merge_and_unload"):
-        teacher.load_weights(model=snapshot(policy))  # a copy, made whole under ZeRO-3
+        send_weights(teacher, snapshot(policy))  # a copy, made whole under ZeRO-3
     else:
         with whole(policy):
-            teacher.load_weights(model=policy)
+            send_weights(teacher, policy)
+
+
+def send_weights(engine, model) -> None:
+    """``engine.load_weights(model=model)``, where every training process calls it at the same point.
+
+    An engine of each process's own (HF, vLLM in the process) loads on each. Engines that share their servers
+    across processes (``OpenAIEngine``: ``adopt_weights``) would each save and send the same weights: the main
+    process sends them, the others wait for it and then request the version it sent. A failure to send is
+    raised on every process (none waits forever).
+    """
+    from accelerate import PartialState
+    from accelerate.utils import broadcast_object_list
+
+    state = PartialState()
+    if state.num_processes == 1 or not hasattr(engine, "adopt_weights"):
+        engine.load_weights(model=model)
+        return
+    sent: list[Any] = [None]
+    if state.is_main_process:
+        try:
+            engine.load_weights(model=model)
+            sent = [engine.weights]
+        except Exception as e:
+            broadcast_object_list([f"the main process could not send the weights: {type(e).__name__}: {e}"])
+            raise
+    broadcast_object_list(sent)
+    if isinstance(sent[0], str):
+        raise RuntimeError(sent[0])
+    if not state.is_main_process:
+        engine.adopt_weights(sent[0])
+
+
+def build_with_weights(config: EngineConfig, weights, *, tokenizer=None, name: str | None = None):
+    """``config.build(weights, …)``, called by every training process at the same point; on servers shared by
+    the processes (``SHARED_SERVERS``) the weights are sent once (``send_weights``)."""
+    if not config.SHARED_SERVERS:
+        return config.build(weights, tokenizer=tokenizer, name=name)
+    engine = config.build(None, tokenizer=tokenizer, name=name)
+    send_weights(engine, weights)
+    return engine
 
 
 def _servable(policy, adapters: bool = False) -> Any:

@@ -81,7 +81,7 @@ class GameRLRecipe(Recipe[GameRLConfig]):
         done = self.ctx.done(name)
         todo = [i for i in range(len(entries)) if str(i) not in done]
         if todo and self.ctx.is_main:
-            engine = self.config.engine.build(model, name=self.config.model)  # hf: VisionEngine on a vision model
+            engine = self._engine(model)
             try:
                 for start in self.ctx.progress(range(0, len(todo), 32), desc=f"evaluate {name}"):
                     part = todo[start : start + 32]
@@ -93,6 +93,19 @@ class GameRLRecipe(Recipe[GameRLConfig]):
         self.ctx.state.wait_for_everyone()
         done = self.ctx.done(name) or done
         return [done[str(i)] for i in range(len(entries))]
+
+    def _engine(self, model: str):
+        """The engine that answers as ``model`` (the starting model, or a trained one's directory): built on it (hf:
+        a VisionEngine on a vision model); on servers (``SHARED_SERVERS``), their own model, given a trained
+        model's weights (its adapter where the run saved one, which servers load at run time)."""
+        c = self.config
+        if not c.engine.SHARED_SERVERS:
+            return c.engine.build(model, name=c.model)
+        engine = c.engine.build(None)
+        if model != c.model:
+            adapter = Path(f"{model}-lora")
+            engine.load_weights(path=str(adapter if adapter.is_dir() else model))
+        return engine
 
     def _evaluate(self, name: str, model: str) -> dict[str, float]:
         entries = [e for g in self.eval_games for e in self.eval_sets[g]]

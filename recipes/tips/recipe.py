@@ -166,12 +166,12 @@ class TipsRecipe(Recipe[TipsConfig]):
     def _shaper(self, model, tok):
         """TIPS' shaper and its teacher engine: a frozen copy of the starting policy (refreshed by a callback)
         or a fixed model."""
-        from agentkit.rl.trainer import snapshot
+        from agentkit.rl.trainer import build_with_weights, snapshot
         from agentkit.tips.shaping import InfoPotentialShaper
 
         c = self.config
         if c.teacher == "lagged":
-            teacher = c.teacher_engine.build(snapshot(model), tokenizer=tok, name=c.model)
+            teacher = build_with_weights(c.teacher_engine, snapshot(model), tokenizer=tok, name=c.model)
         else:
             teacher = c.teacher_engine.build(c.teacher)
         policy_tokens = (

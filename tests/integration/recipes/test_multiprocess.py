@@ -109,6 +109,40 @@ def test_gamerl_under_zero3(tmp_path):
     assert (out / "models" / "s0" / "model.safetensors").exists() and (out / "report.md").exists()
 
 
+def test_two_processes_on_one_server_send_each_policy_once(tmp_path):
+    """Game-RL (a LoRA policy) with both processes rolling out on one server (``agentkit serve`` with runtime
+    LoRA, the tiny model): the main process sends each new adapter, the other adopts its name, so the server loads
+    one adapter per sync, all of one run, and unloads the one before (the last when the run ends). The evaluation
+    then serves the saved adapter the same way."""
+    from agentkit.engines.hf import HFEngine
+    from agentkit.server import create_app
+    from agentkit.testing.servers import serve_in_thread
+
+    engine = HFEngine("tiny-random")
+    loads: list[str] = []
+    load = engine.load_adapter
+    engine.load_adapter = lambda name, path: (loads.append(name), load(name, path))[1]
+    out = tmp_path / "run"
+    with serve_in_thread(create_app(engine, "tiny-random", runtime_lora=True)) as url:
+        sets = ["level_questions=0", "engine.kind=openai", f"engine.base_url={url}/v1", "engine.timeout=600"]
+        args = ["run", "gamerl", "--preset", "tiny", *(x for s in sets for x in ("--set", s)), "--output-dir", str(out)]
+        proc = launch_two_processes([*args, "--quiet"], ROOT)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        served = set(engine.adapters)
+    rollouts = sorted(p.name for p in (out / "state" / "rl" / "s0").glob("rollouts.p*.jsonl"))
+    assert rollouts == ["rollouts.p0.jsonl", "rollouts.p1.jsonl"]
+    trained = [n for n in loads if n.startswith("tiny-random@")]
+    runs = {n.rsplit("-", 1)[0] for n in trained}
+    # two syncs (the first rollout's weights, then step 1's), then the evaluation's engine sends the saved adapter
+    assert len(trained) == 3 and len(runs) == 2, loads
+    assert [int(n.rsplit("-", 1)[1]) for n in trained[:2]] == [1, 2] and trained[0].rsplit("-", 1)[0] != (
+        trained[2].rsplit("-", 1)[0]
+    )
+    assert served == set()  # each adapter was unloaded by its sender: the one before at each sync, the last at the end
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if r.get("run") == "s0" and "reward" in r] == [1, 2]
+
+
 def test_fsdp_on_the_cpu_is_refused_before_anything_loads(tmp_path):
     """accelerate would run fsdp.yaml on a machine without a GPU as plain DDP; the run stops with one line."""
     args = ["run", "quickstart", "--set", "engine.model=tiny-random", "--output-dir", str(tmp_path / "run")]
