@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
 import sys
 from pathlib import Path
@@ -324,7 +325,8 @@ class VLLMServeCommand(Command):
         "Start vLLM's own OpenAI-compatible server (python -m vllm.entrypoints.openai.api_server; make setup-vllm) "
         "on a model, set up as agentkit's vLLM engine (50 logprobs, raw logprobs, llguidance structured outputs, "
         "prefix caching; eager bf16 on a CPU), with vLLM's weight-update routes on (/pause, /resume, "
-        "/collective_rpc reload_weights, /update_weights, /update_weight_version; VLLM_SERVER_DEV_MODE) and, with "
+        "/collective_rpc reload_weights, /update_weight_version; VLLM_SERVER_DEV_MODE), vLLM's weight-transfer API "
+        "(--weight-transfer: NCCL on GPUs, gloo on a CPU; weights sent without a file) and, with "
         "--enable-lora, adapters loaded at run time. A trainer reaches it with engine: {kind: openai, "
         "base_url: http://HOST:PORT/v1} (or upstreams: [...] for several) and sends each step's weights there. "
         "With --api-key (or AGENTKIT_API_KEY) every route but /health and the API's description needs the key, the "
@@ -345,6 +347,14 @@ class VLLMServeCommand(Command):
             "--enable-lora", action="store_true", help="serve LoRA adapters and load them at run time (LoRA policies)"
         )
         parser.add_argument("--max-lora-rank", type=POS_INT, default=None, help="the largest rank (default: vLLM's 16)")
+        parser.add_argument(
+            "--weight-transfer",
+            choices=["auto", "nccl", "gloo", "none"],
+            default="auto",
+            help="vLLM's weight-transfer backend, for trainers with weight_transfer nccl or gloo (weights sent "
+            "without a file): nccl GPU to GPU, gloo over TCP (agentkit's plugin; CPU servers); auto: nccl with CUDA, "
+            "else gloo; none: only reloads from a directory (default: auto)",
+        )
         parser.add_argument("vllm_args", nargs=argparse.REMAINDER, help="after --: vLLM's own server options")
 
     def run(self, args: argparse.Namespace) -> int:
@@ -372,6 +382,13 @@ class VLLMServeCommand(Command):
             max_lora_rank=args.max_lora_rank,
         )
         argv += ["--port", str(args.port)]
+        transfer = args.weight_transfer
+        if transfer == "auto":
+            import torch
+
+            transfer = "nccl" if torch.cuda.is_available() else "gloo"
+        if transfer != "none":
+            argv += ["--weight-transfer-config", json.dumps({"backend": transfer})]
         env = {**os.environ, **serve_env(control=True, lora=args.enable_lora)}
         if key:
             env["VLLM_API_KEY"] = key  # not on the command line, where any user's ps would show it

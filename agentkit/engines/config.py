@@ -208,6 +208,15 @@ class OpenAIConfig(EngineConfig):
         None, "where a trainer's weights are saved for the servers to read (None: a temporary directory here)"
     )
     sync_adapters: bool = option(True, "a LoRA policy goes to the servers as an adapter, not as merged weights")
+    weight_transfer: Literal["reload", "gloo", "nccl"] = option(
+        "reload",
+        "how a trainer's full weights reach the servers: reload (saved to weights_dir, read by each server), or "
+        "vLLM's weight-transfer API without a file: nccl (GPU to GPU) or gloo (TCP; CPU servers); servers started "
+        "with the same agentkit vllm-serve --weight-transfer",
+    )
+    transfer_address: str = option(
+        "127.0.0.1", "this machine's address the servers reach it at for weight_transfer nccl or gloo"
+    )
 
     def urls(self) -> list[str]:
         """The servers: ``upstreams``, else ``base_url``, else ``$OPENAI_BASE_URL``."""

@@ -59,6 +59,12 @@ class OpenAIEngine(LocalTokenizer):
             machine's, or a shared file system); None: a temporary directory here.
         sync_adapters: a PEFT policy goes to the servers as a LoRA adapter (loaded at run time, served under its
             version's name) instead of merged weights.
+        weight_transfer: how full weights reach the servers: ``reload`` (saved under ``weights_dir``, each server
+            reads them), or through vLLM's weight-transfer API without a file (``agentkit.engines.weight_transfer``):
+            ``nccl`` (GPU to GPU) or ``gloo`` (TCP; CPU servers). The servers must be started with that backend
+            (``agentkit vllm-serve --weight-transfer``).
+        transfer_address: this machine's address the servers' workers reach it at for ``nccl``/``gloo`` (each
+            server gets a port of its own).
 
     Raises:
         AgentkitError: a base URL is missing, not http(s), or does not answer.
@@ -79,6 +85,8 @@ class OpenAIEngine(LocalTokenizer):
         wait_s: float = 300.0,
         weights_dir: str | None = None,
         sync_adapters: bool = True,
+        weight_transfer: str = "reload",
+        transfer_address: str = "127.0.0.1",
     ):
         urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
         urls = urls or [check_base_url(os.environ.get("OPENAI_BASE_URL"))]
@@ -111,6 +119,11 @@ class OpenAIEngine(LocalTokenizer):
         self._token = secrets.token_hex(4)  # names this engine's weight versions apart from another run's
         self._adapters: dict[str, str] = {}  # load_adapter's, loaded again on a server that rejoins
         self.sync_seconds: list[float] = []  # each load_weights' wall time
+        if weight_transfer not in ("reload", "gloo", "nccl"):
+            raise AgentkitError(f"weight_transfer {weight_transfer!r}: reload, gloo or nccl")
+        self.weight_transfer, self.transfer_address = weight_transfer, transfer_address
+        self._transfers: dict[str, Any] = {}  # server URL -> its trainer-side transfer engine (weight_transfer)
+        self._policy: Any = None  # the model the last transfer sent, sent again to a server that rejoins
 
     # ---- tokens (local tokenizer, else the upstream's /tokenize and /detokenize) ---------------------------
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -390,7 +403,10 @@ class OpenAIEngine(LocalTokenizer):
         adapter = (path is None and self.takes_adapters and hasattr(model, "peft_config")) or (
             path is not None and (Path(path) / "adapter_config.json").is_file()
         )
-        owned = path is None
+        owned = path is None and (adapter or self.weight_transfer == "reload")
+        if path is None and not owned:  # through vLLM's weight-transfer API: no file
+            path = ""
+            self._policy = model if not hasattr(model, "merge_and_unload") else _merged(model)
         if owned:
             root = Path(self.weights_dir or tempfile.gettempdir()) / f"agentkit-weights-{self._token}"
             path = str(root / str(n))
@@ -419,6 +435,8 @@ class OpenAIEngine(LocalTokenizer):
 
     def _send(self, server, new: WeightsVersion, previous: WeightsVersion | None) -> None:
         """Put ``new`` on ``server`` (``previous``: what it served, whose adapter is unloaded)."""
+        if not new.path and not new.adapter:
+            return self._transfer(server, new)
         if new.adapter:
             self._control(server, "/v1/load_lora_adapter", lora_name=new.version, lora_path=new.path)
             if previous is not None and previous.adapter:
@@ -435,6 +453,38 @@ class OpenAIEngine(LocalTokenizer):
             finally:
                 self._control(server, "/resume")
 
+    def _transfer(self, server, new: WeightsVersion) -> None:
+        """Send the policy's tensors to ``server`` through vLLM's weight-transfer API (joining its group first),
+        between ``/pause`` and ``/resume`` as a reload."""
+        import socket
+
+        from agentkit.engines.weight_transfer import CastSource, connect
+
+        source = CastSource(self._policy)
+        engine = self._transfers.get(server.url)
+        if engine is None:
+            with urllib.request.urlopen(
+                urllib.request.Request(server.root + "/get_world_size", headers=self._headers), timeout=self.timeout
+            ) as r:
+                workers = json.loads(r.read())["world_size"]
+
+            def post(path: str, **body: Any) -> dict[str, Any]:
+                return self._control(server, path, **body)
+
+            with socket.socket() as sock:  # a free port for the group's store, which this process hosts
+                sock.bind((self.transfer_address, 0))
+                port = sock.getsockname()[1]
+            engine = connect(self.weight_transfer, post, 1 + workers, self.transfer_address, port, source)
+            self._transfers[server.url] = engine
+        engine.source = source
+        self._control(server, "/pause", "?mode=wait")
+        try:
+            engine.send_weights()
+            self._control(server, "/reset_prefix_cache")
+            self._control(server, "/update_weight_version", new_version=new.version)
+        finally:
+            self._control(server, "/resume")
+
     def served_version(self, server) -> str | None:
         """What ``server`` serves now: the version of the weights ``load_weights`` sent it (vLLM's
         ``/weight_info``, or the policy adapter in its ``/v1/models``), None when it serves neither."""
@@ -450,6 +500,7 @@ class OpenAIEngine(LocalTokenizer):
         """A server that answers again (maybe restarted, on its original weights) gets the current weights and
         adapters before it takes requests."""
         if self.weights is not None and self.served_version(server) != self.weights.version:
+            self._transfers.pop(server.url, None)  # a restarted server has left the transfer group
             self._send(server, self.weights, None)
         for name, path in self._adapters.items():
             try:
@@ -465,6 +516,13 @@ class OpenAIEngine(LocalTokenizer):
                     self._control(server, "/v1/unload_lora_adapter", lora_name=self.weights.version)
                 except (OSError, ValueError):  # down, or it never had it (restarted): nothing to unload there
                     pass
+        for url, transfer in self._transfers.items():
+            server = next(s for s in self.pool.servers if s.url == url)
+            try:
+                self._control(server, "/shutdown_weight_transfer_engine")
+            except (OSError, ValueError, AgentkitError):  # down: its group went with it
+                pass
+            transfer.shutdown()
         self.pool.close()
         if self.weights is not None and self.weights.owned:
             shutil.rmtree(Path(self.weights.path).parent, ignore_errors=True)

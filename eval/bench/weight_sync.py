@@ -8,6 +8,9 @@ with the in-process engine's; LoRA on), then ``repeats`` times each:
 - ``reload``: the server reloads a saved checkpoint in place (``load_weights(path=…)``: vLLM's ``/pause``,
   ``/collective_rpc reload_weights``, ``/reset_prefix_cache``, ``/update_weight_version``, ``/resume``);
 - ``sync``: the whole path a trainer takes after a step (``load_weights(model=…)``: save, then reload);
+- ``transfer``: the same step through vLLM's weight-transfer API instead, no file (``weight_transfer="gloo"``:
+  start, update beside a broadcast of every tensor over TCP, finish; the protocol NCCL runs on GPUs), after one
+  untimed sync that sets the group up (``transfer_setup_s``);
 - ``adapter``: a LoRA policy (rank ``lora_rank`` on every linear layer) saved and loaded as a run-time adapter;
 - ``restart`` (the baseline, once): stop the server and start it on the saved checkpoint, until ``/health``.
 
@@ -67,6 +70,7 @@ def measure(model_name: str, repeats: int, lora_rank: int, work: Path) -> dict[s
 
     from agentkit.engines.hf import HFEngine
     from agentkit.engines.openai import OpenAIEngine
+    from agentkit.models import resolve
     from agentkit.server.http import ServerProcess
 
     local = HFEngine(model_name, dtype="float32", prefix_cache_mb=0, speculate=0)
@@ -93,6 +97,13 @@ def measure(model_name: str, repeats: int, lora_rank: int, work: Path) -> dict[s
         ]
         got = [c[0].token_ids for c in eng.generate(PROMPTS, GREEDY)]
         agrees = sum(a == b for a, b in zip(got, expected))
+        sender = OpenAIEngine(model_name, f"{server.url}/v1", api_key=KEY, weight_transfer="gloo", timeout=600)
+        eng.load_weights(path=str(resolve(model_name)))  # back to the original, so the transfer has work to show
+        (setup_s,) = _timed(lambda: sender.load_weights(model=policy), 1)
+        transfer = _timed(lambda: sender.load_weights(model=policy), repeats)
+        got = [c[0].token_ids for c in sender.generate(PROMPTS, GREEDY)]
+        transfer_agrees = sum(a == b for a, b in zip(got, expected))
+        sender.close()
         torch.manual_seed(0)
         cfg = LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, target_modules="all-linear", init_lora_weights=False)
         peft_policy = get_peft_model(copy.deepcopy(local.model), cfg)
@@ -116,6 +127,8 @@ def measure(model_name: str, repeats: int, lora_rank: int, work: Path) -> dict[s
         "save": _row(save, nbytes),
         "reload": _row(reload, nbytes),
         "sync": _row(sync, nbytes),
+        "transfer": {**_row(transfer, nbytes), "backend": "gloo", "agrees": f"{transfer_agrees}/{len(PROMPTS)}"},
+        "transfer_setup_s": round(setup_s, 3),
         "adapter": {**_row(adapter, adapter_bytes), "lora_rank": lora_rank},
         "restart": {"seconds": round(restart_s, 1)},
         "sync_vs_restart": round(restart_s / statistics.median(sync), 1),
@@ -143,7 +156,8 @@ def main(
     for r in res["models"]:
         print(
             f"\n{r['model']} ({r['parameters'] / 1e6:.1f} M parameters, {r['sync']['bytes'] / 1e6:.0f} MB): sync "
-            f"{r['sync']['median_s']} s (save {r['save']['median_s']} + reload {r['reload']['median_s']}), adapter "
+            f"{r['sync']['median_s']} s (save {r['save']['median_s']} + reload {r['reload']['median_s']}), gloo "
+            f"transfer {r['transfer']['median_s']} s, adapter "
             f"{r['adapter']['median_s']} s ({r['adapter']['bytes'] / 1e6:.1f} MB), restart {r['restart']['seconds']} "
             f"s: sync is {r['sync_vs_restart']}x faster than a restart; greedy answers agree {r['agrees']}"
         )
@@ -151,7 +165,7 @@ def main(
     return 0
 
 
-HELP = "weight sync to a vLLM server: save + reload in place, LoRA adapter, vs restarting it (needs vLLM)"
+HELP = "weight sync to a vLLM server: save + reload, weight-transfer API, LoRA adapter, vs a restart (needs vLLM)"
 
 
 def add_arguments(parser) -> None:

