@@ -155,6 +155,20 @@ def _check_launch() -> None:
         )
 
 
+def _fresh_gradient_state() -> None:
+    """Start the run with accelerate's gradient state as a new process has it.
+
+    accelerate keeps one ``GradientState`` per process, shared by every ``Accelerator``. A trainer stopped in the
+    middle of gradient accumulation (Ctrl-C in a notebook, a run interrupted in a test) leaves its
+    ``sync_gradients`` False, and every optimizer accelerate prepares afterwards in that process skips ``step()``
+    without a word: a later run would train nothing. ``_reset_state`` is accelerate's own (its tests use it); the
+    next ``Accelerator`` sets the state up again.
+    """
+    from accelerate.state import GradientState
+
+    GradientState._reset_state()
+
+
 def run_recipe(
     spec: str,
     sets: list[str] | None = None,
@@ -233,6 +247,7 @@ def run_recipe(
             raise AgentkitError(
                 f"{run_dir} already holds a run", f"resume it with --resume {run_dir}, or choose another --output-dir"
             )
+    _fresh_gradient_state()
     ctx = RunContext(run_dir, resume=bool(resume), quiet=quiet, report_to=report, name=name)
     if ctx.is_main:
         atomic_write(run_dir / "config.yaml", dump_yaml({"recipe": name, **to_dict(config)}))
