@@ -474,12 +474,25 @@ class OpenAIEngine(LocalTokenizer):
             with socket.socket() as sock:  # a free port for the group's store, which this process hosts
                 sock.bind((self.transfer_address, 0))
                 port = sock.getsockname()[1]
-            engine = connect(self.weight_transfer, post, 1 + workers, self.transfer_address, port, source)
+            try:
+                engine = connect(self.weight_transfer, post, 1 + workers, self.transfer_address, port, source)
+            except ValueError as e:
+                if "not configured" not in str(e):
+                    raise
+                raise AgentkitError(
+                    f"{server.url} takes no weights over {self.weight_transfer}: no weight transfer is configured",
+                    f"start it with `agentkit vllm-serve --weight-transfer {self.weight_transfer}`, or use "
+                    "weight_transfer: reload",
+                ) from None
             self._transfers[server.url] = engine
         engine.source = source
         self._control(server, "/pause", "?mode=wait")
         try:
-            engine.send_weights()
+            try:
+                engine.send_weights()
+            except (RuntimeError, ValueError) as e:  # the group broke (a worker died mid-transfer): set up anew
+                self._transfers.pop(server.url, None)
+                raise ConnectionError(f"weight transfer to {server.url} failed: {e}") from e
             self._control(server, "/reset_prefix_cache")
             self._control(server, "/update_weight_version", new_version=new.version)
         finally:
@@ -500,6 +513,9 @@ class OpenAIEngine(LocalTokenizer):
         """A server that answers again (maybe restarted, on its original weights) gets the current weights and
         adapters before it takes requests."""
         if self.weights is not None and self.served_version(server) != self.weights.version:
+            if self._adopted and not self.weights.path and not self.weights.adapter:
+                # the tensors are the sender's (the main training process): it sends them when the server rejoins it
+                raise ConnectionError(f"{server.url} waits for the weights from the process that sent them")
             self._transfers.pop(server.url, None)  # a restarted server has left the transfer group
             self._send(server, self.weights, None)
         for name, path in self._adapters.items():

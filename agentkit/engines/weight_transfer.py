@@ -28,6 +28,7 @@ needs vLLM on the trainer's side too (imported when used).
 from __future__ import annotations
 
 import datetime
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -157,10 +158,21 @@ class GlooTrainerWeightTransferEngine(TrainerWeightTransferEngine[GlooTrainerIni
         if not engine.is_sender:
             return engine
         worker = GlooInitInfo(init_info.master_address, init_info.master_port, 1, init_info.world_size)
-        with ThreadPoolExecutor(max_workers=1) as pool:  # the workers wait inside the call for the rendezvous
-            joined = pool.submit(client.init_weight_transfer_engine, asdict(worker))
-            engine.group = _join(init_info.master_address, init_info.master_port, 0, init_info.world_size)
-            joined.result()
+        # the workers wait inside the call for the rendezvous, which this end hosts; a server that refuses the call
+        # (no weight transfer configured) never comes, so its answer is not waited for behind the rendezvous
+        groups: list[dist.ProcessGroupGloo] = []
+        rendezvous = threading.Thread(
+            target=lambda: groups.append(
+                _join(init_info.master_address, init_info.master_port, 0, init_info.world_size)
+            ),
+            daemon=True,
+        )
+        rendezvous.start()
+        client.init_weight_transfer_engine(asdict(worker))
+        rendezvous.join(TIMEOUT.total_seconds())
+        if not groups:
+            raise RuntimeError("the server's workers accepted the weight transfer but never joined its group")
+        engine.group = groups[0]
         return engine
 
     def send_weights(self) -> None:

@@ -113,6 +113,23 @@ def test_weights_go_through_vllms_weight_transfer_api(server, tiny_engine):
     eng.close()
 
 
+def test_a_server_without_weight_transfer_is_named_at_once(tiny_engine, tmp_path):
+    """A trainer asking for gloo from a server started without it gets one line that says how to start it, at
+    once (not after the group's 10-minute rendezvous)."""
+    import time
+
+    from agentkit.errors import AgentkitError
+
+    args = ["-m", "agentkit", "vllm-serve", "--model", "tiny-random", "--weight-transfer", "none"]
+    with ServerProcess(args, tmp_path / "server.log", startup_timeout_s=300) as plain:
+        eng = OpenAIEngine("tiny-random", f"{plain.url}/v1", weight_transfer="gloo")
+        t0 = time.monotonic()
+        with pytest.raises(AgentkitError, match="no weight transfer is configured") as e:
+            eng.load_weights(model=tiny_engine.model)
+        assert time.monotonic() - t0 < 60 and "--weight-transfer gloo" in str(e.value)
+        eng.close()
+
+
 def test_a_lora_policy_goes_as_an_adapter(server, tmp_path):
     import torch
     from peft import LoraConfig, get_peft_model
