@@ -147,6 +147,32 @@ def test_a_lora_policy_goes_as_an_adapter(server, tmp_path):
     eng.close()
 
 
+def test_toollight_rounds_sample_on_the_server(server, tmp_path):
+    """Tool-Light's stages (SFT, then each DPO round) send the new policy to the server, which samples and evaluates
+    it: the recipe's CLI with engine.kind=openai and the weights over gloo."""
+    import re
+    import subprocess
+    import sys
+
+    from agentkit.testing.pairs import write_text_pairs
+
+    write_text_pairs(tmp_path / "pairs.jsonl")
+    served = server.log_path.read_text().count("POST /v1/completions")
+    sets = ["engine.kind=openai", f"engine.base_url={server.url}/v1", "engine.api_key=vk"]
+    sets += ["engine.weight_transfer=gloo", f"pairs={tmp_path / 'pairs.jsonl'}"]
+    cmd = [sys.executable, "-m", "agentkit", "run", "toollight", "--preset", "tiny", "--quiet"]
+    cmd += [x for s in sets for x in ("--set", s)] + ["--output-dir", str(tmp_path / "run")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| dpo-2 | arithmetic |" in (tmp_path / "run" / "report.md").read_text()
+    req = urllib.request.Request(server.url + "/weight_info", headers={"Authorization": "Bearer vk"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        version = json.loads(resp.read())["weight_version"]
+    # the SFT model, then the policy after each of the two DPO rounds
+    assert re.fullmatch(r"tiny-random@[0-9a-f]{8}-3", version), version
+    assert server.log_path.read_text().count("POST /v1/completions") > served  # it sampled there
+
+
 def test_grpo_rolls_out_on_the_server_across_its_restart(server, tmp_path):
     """Three GRPO steps whose rollouts go to the server, which is restarted after the first; afterwards its greedy
     answers are the trained policy's."""
