@@ -54,15 +54,16 @@ async def unload_lora_adapter(req: UnloadLoraAdapterRequest, serving: Serving) -
 
 
 def _allowed(serving: OpenAIServing) -> None:
+    """The runtime routes change adapters only on an engine that serves them, with ``--runtime-lora`` (a 400)."""
+    if not hasattr(serving.engine, "load_adapter"):
+        raise RequestError(400, f"the {type(serving.engine).__name__} serves no adapters", code="runtime_lora_off")
     if not serving.runtime_lora:
         raise RequestError(
-            404 if not hasattr(serving.engine, "load_adapter") else 400,
+            400,
             "runtime LoRA loading is off: start the server with --runtime-lora (adapters given with --lora are "
             "served either way)",
             code="runtime_lora_off",
         )
-    if not hasattr(serving.engine, "load_adapter"):
-        raise RequestError(400, f"the {type(serving.engine).__name__} serves no adapters", code="runtime_lora_off")
 
 
 async def _under_engine_lock(serving: OpenAIServing, fn, *args) -> None:

@@ -20,20 +20,10 @@ from agentkit.testing.servers import serve_in_thread
 from agentkit.tools.python import PythonTool
 from agentkit.tools.sandbox import SandboxConfig
 
+from .test_http import ADD as CHAT_ADD
+
 EVENT = TypeAdapter(ResponseStreamEvent)
-ADD = {
-    "type": "function",
-    "name": "add",
-    "description": "add two digits",
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "a": {"type": "integer", "minimum": 0, "maximum": 9},
-            "b": {"type": "integer", "minimum": 0, "maximum": 9},
-        },
-        "required": ["a", "b"],
-    },
-}
+ADD = {"type": "function", **CHAT_ADD["function"], "description": "add two digits"}  # the Responses API's shape
 
 
 @pytest.fixture(scope="module")
