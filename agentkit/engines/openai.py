@@ -35,6 +35,7 @@ from agentkit.engines.pool import UpstreamPool, check_base_url
 from agentkit.errors import AgentkitError
 from agentkit.files import atomic_dir
 from agentkit.models.catalog import get_info
+from agentkit.models.sharding import gathered_out
 
 
 class OpenAIEngine(LocalTokenizer):
@@ -516,6 +517,11 @@ class OpenAIEngine(LocalTokenizer):
             if self._adopted and not self.weights.path and not self.weights.adapter:
                 # the tensors are the sender's (the main training process): it sends them when the server rejoins it
                 raise ConnectionError(f"{server.url} waits for the weights from the process that sent them")
+            if not self.weights.path and not self.weights.adapter and gathered_out(self._policy):
+                raise ConnectionError(
+                    f"{server.url} cannot be sent the policy between syncs: its weights are ZeRO-3 partitions now "
+                    "(use weight_transfer: reload to have restarted servers rejoin mid-run)"
+                )
             self._transfers.pop(server.url, None)  # a restarted server has left the transfer group
             self._send(server, self.weights, None)
         for name, path in self._adapters.items():

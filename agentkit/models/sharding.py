@@ -43,11 +43,16 @@ def whole_weights() -> Iterator[None]:
             ds.set_hf_deepspeed_config(config)
 
 
+def gathered_out(model: Any) -> list[Any]:
+    """``model``'s parameters that are ZeRO-3 partitions not gathered now (empty: every weight is whole here)."""
+    return [p for p in model.parameters() if getattr(getattr(p, "ds_status", None), "name", "") == "NOT_AVAILABLE"]
+
+
 @contextmanager
 def whole(model: Any) -> Iterator[None]:
     """Within the block, ``model``'s partitioned weights are whole on this process; every process must enter it
     (gathering is a collective). Weights already whole, or never partitioned, are left as they are."""
-    parts = [p for p in model.parameters() if getattr(getattr(p, "ds_status", None), "name", "") == "NOT_AVAILABLE"]
+    parts = gathered_out(model)
     if not parts:
         yield
         return
