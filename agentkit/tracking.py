@@ -13,13 +13,16 @@ tracker         where it writes                                read it with
 ==============  =============================================  ===============================================
 
 The trackers' packages are optional (``pip install 'agentkit[tracking]'``); a tracker whose package is missing is
-one error naming it before the run starts. Only the main process reports.
+one error naming it before the run starts. Only the main process reports. trackio fixes its store's folder when
+it is imported, so a run that reports to it must be the first thing in its process to import it (else one error).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +43,17 @@ def parse_report_to(value: str | list[str] | None) -> list[str]:
     for n in names:
         if n not in TRACKERS:
             raise AgentkitError(f"--report-to: unknown tracker {n!r}", did_you_mean(n, TRACKERS))
-        try:
-            __import__(TRACKERS[n])
-        except ImportError:
+        if importlib.util.find_spec(TRACKERS[n]) is None:  # found, not imported: trackio fixes its store on import
             raise AgentkitError(
                 f"--report-to {n}: the {TRACKERS[n]} package is not installed", "pip install 'agentkit[tracking]'"
-            ) from None
+            )
+    if "trackio" in names and "trackio.utils" in sys.modules:
+        where = sys.modules["trackio.utils"].TRACKIO_DIR
+        raise AgentkitError(
+            f"--report-to trackio: trackio was imported in this process before the run, with its store at {where} "
+            "(it fixes the store when imported), so the run's metrics could not go to RUN/trackio",
+            "run it in a new process (agentkit run …)",
+        )
     return list(dict.fromkeys(names))
 
 
