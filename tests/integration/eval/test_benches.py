@@ -31,8 +31,11 @@ def test_sandbox_bench_runs():
 
     res = run(n=3, pool_size=1)
     assert res["isolation"] == "kernel"
-    # a call to a pooled worker skips the interpreter's start that a fresh `python -c` pays (~9x here, loaded)
-    assert 0 < res["sandbox"]["p50_ms"] < res["python_c"]["p50_ms"], res
+    # every row measured; which is faster is the benchmark's to say (docs/benchmarks.md), not a test's: on a
+    # loaded machine three samples each can order either way (a fresh clone's suite beside three busy processes did)
+    for row in ("sandbox", "python_c"):
+        assert 0 < res[row]["p50_ms"] <= res[row]["p95_ms"], res
+    assert res["speedup_p50"] == round(res["python_c"]["p50_ms"] / res["sandbox"]["p50_ms"], 1)
 
 
 def test_structured_bench_runs_on_the_tiny_model(tiny_engine):
