@@ -436,7 +436,7 @@ class OpenAIEngine(LocalTokenizer):
 
     def _send(self, server, new: WeightsVersion, previous: WeightsVersion | None) -> None:
         """Put ``new`` on ``server`` (``previous``: what it served, whose adapter is unloaded)."""
-        if not new.path and not new.adapter:
+        if new.transferred:
             return self._transfer(server, new)
         if new.adapter:
             self._control(server, "/v1/load_lora_adapter", lora_name=new.version, lora_path=new.path)
@@ -459,15 +459,11 @@ class OpenAIEngine(LocalTokenizer):
         between ``/pause`` and ``/resume`` as a reload."""
         import socket
 
-        from agentkit.engines.weight_transfer import CastSource, connect
+        from agentkit.engines.weight_transfer import connect, send
 
-        source = CastSource(self._policy)
         engine = self._transfers.get(server.url)
         if engine is None:
-            with urllib.request.urlopen(
-                urllib.request.Request(server.root + "/get_world_size", headers=self._headers), timeout=self.timeout
-            ) as r:
-                workers = json.loads(r.read())["world_size"]
+            workers = _http(server.root + "/get_world_size", None, self._headers, self.timeout)["world_size"]
 
             def post(path: str, **body: Any) -> dict[str, Any]:
                 return self._control(server, path, **body)
@@ -476,7 +472,7 @@ class OpenAIEngine(LocalTokenizer):
                 sock.bind((self.transfer_address, 0))
                 port = sock.getsockname()[1]
             try:
-                engine = connect(self.weight_transfer, post, 1 + workers, self.transfer_address, port, source)
+                engine = connect(self.weight_transfer, post, 1 + workers, self.transfer_address, port, self._policy)
             except ValueError as e:
                 if "not configured" not in str(e):
                     raise
@@ -486,11 +482,10 @@ class OpenAIEngine(LocalTokenizer):
                     "weight_transfer: reload",
                 ) from None
             self._transfers[server.url] = engine
-        engine.source = source
         self._control(server, "/pause", "?mode=wait")
         try:
             try:
-                engine.send_weights()
+                send(engine, self._policy)
             except (RuntimeError, ValueError) as e:  # the group broke (a worker died mid-transfer): set up anew
                 self._transfers.pop(server.url, None)
                 raise ConnectionError(f"weight transfer to {server.url} failed: {e}") from e
@@ -505,19 +500,16 @@ class OpenAIEngine(LocalTokenizer):
         if self.weights is not None and self.weights.adapter:
             names = {m.id for m in server.client.models.list().data}
             return self.weights.version if self.weights.version in names else None
-        with urllib.request.urlopen(
-            urllib.request.Request(server.root + "/weight_info", headers=self._headers), timeout=self.timeout
-        ) as r:
-            return json.loads(r.read()).get("weight_version")
+        return _http(server.root + "/weight_info", None, self._headers, self.timeout).get("weight_version")
 
     def _rejoin(self, server) -> None:
         """A server that answers again (maybe restarted, on its original weights) gets the current weights and
         adapters before it takes requests."""
         if self.weights is not None and self.served_version(server) != self.weights.version:
-            if self._adopted and not self.weights.path and not self.weights.adapter:
+            if self._adopted and self.weights.transferred:
                 # the tensors are the sender's (the main training process): it sends them when the server rejoins it
                 raise ConnectionError(f"{server.url} waits for the weights from the process that sent them")
-            if not self.weights.path and not self.weights.adapter and gathered_out(self._policy):
+            if self.weights.transferred and gathered_out(self._policy):
                 raise ConnectionError(
                     f"{server.url} cannot be sent the policy between syncs: its weights are ZeRO-3 partitions now "
                     "(use weight_transfer: reload to have restarted servers rejoin mid-run)"
@@ -561,6 +553,11 @@ class WeightsVersion:
     owned: bool
     n: int
 
+    @property
+    def transferred(self) -> bool:
+        """Sent as tensors through vLLM's weight-transfer API: no file, no adapter."""
+        return not self.path and not self.adapter
+
 
 def _merged(model: Any) -> Any:
     """A PEFT model's weights merged into a copy of its base (its own ``save_pretrained`` writes only the
@@ -570,9 +567,10 @@ def _merged(model: Any) -> Any:
     return copy.deepcopy(model).merge_and_unload()
 
 
-def _http(url: str, body: dict[str, Any], headers: dict[str, str], timeout: float) -> dict[str, Any]:
-    """POST ``body`` as JSON; the answer's JSON, or ``{"text": …}`` for a plain-text one (vLLM's LoRA routes)."""
-    req = urllib.request.Request(url, json.dumps(body).encode(), headers)
+def _http(url: str, body: dict[str, Any] | None, headers: dict[str, str], timeout: float) -> dict[str, Any]:
+    """POST ``body`` as JSON (None: GET); the answer's JSON, or ``{"text": …}`` for a plain-text one (vLLM's LoRA
+    routes)."""
+    req = urllib.request.Request(url, None if body is None else json.dumps(body).encode(), headers)
     with urllib.request.urlopen(req, timeout=timeout) as r:
         data = r.read()
     try:

@@ -20,8 +20,8 @@ with vLLM's layerwise reload. Backends:
   ``vllm.general_plugins`` entry point ``agentkit_weight_transfer`` (``register``), so the protocol runs where
   there is no GPU: this machine's tests, CPU rollout servers.
 
-Bytes moved per sync: every parameter once per server, in the trainer's dtype (``dtype`` casts them first: a
-bf16 server needs half of an fp32 trainer's bytes). ``OpenAIEngine(weight_transfer=…)`` drives it; this module
+Bytes moved per sync: every parameter once per server, in the trainer's dtype (vLLM's ``ModuleSource``; the
+server casts to its own). ``OpenAIEngine(weight_transfer=…)`` drives it; this module
 needs vLLM on the trainer's side too (imported when used).
 """
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import datetime
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
@@ -38,7 +38,6 @@ import torch
 import torch.distributed as dist
 from vllm.distributed.weight_transfer.base import (
     ModuleSource,
-    ParamMeta,
     TrainerInitInfo,
     TrainerWeightTransferEngine,
     WeightTransferEngine,
@@ -213,21 +212,6 @@ def register() -> None:
 
 
 # ---- what OpenAIEngine uses --------------------------------------------------------------------------------
-class CastSource(ModuleSource):
-    """A module's parameters, cast to ``dtype`` as they are sent (None: as they are)."""
-
-    def __init__(self, module: torch.nn.Module, dtype: torch.dtype | None = None) -> None:
-        super().__init__(module)
-        self.dtype = dtype
-
-    def metadata(self) -> list[ParamMeta]:
-        return [ParamMeta(m.name, self.dtype or m.dtype, m.shape) for m in super().metadata()]
-
-    def __iter__(self) -> Iterator[tuple[str, torch.Tensor]]:
-        for name, tensor in super().__iter__():
-            yield name, tensor if self.dtype is None else tensor.to(self.dtype)
-
-
 class Client:
     """vLLM's ``VLLMWeightSyncClient`` protocol over ``post(path, body)`` (the engine's authenticated control
     requests)."""
@@ -251,9 +235,9 @@ class Client:
         self.post("/shutdown_weight_transfer_engine")
 
 
-def connect(backend: str, post: Callable[..., Any], world_size: int, address: str, port: int, source):
+def connect(backend: str, post: Callable[..., Any], world_size: int, address: str, port: int, model):
     """A ready trainer engine for one server: ``backend``'s rendezvous (the trainer hosts it at ``address:port``,
-    which the server's workers must reach) with the server's ``world_size - 1`` workers."""
+    which the server's workers must reach) with the server's ``world_size - 1`` workers, ``model`` its source."""
     from vllm.distributed.weight_transfer.factory import WeightTransferTrainerFactory
 
     register()
@@ -265,4 +249,10 @@ def connect(backend: str, post: Callable[..., Any], world_size: int, address: st
         info = GlooTrainerInitInfo(address, port, world_size, rank=0)
     else:
         raise ValueError(f"weight transfer backend {backend!r}: one of {', '.join(BACKENDS)}")
-    return WeightTransferTrainerFactory.trainer_init(info, client=Client(post), source=source)
+    return WeightTransferTrainerFactory.trainer_init(info, client=Client(post), source=ModuleSource(model))
+
+
+def send(engine: TrainerWeightTransferEngine, model) -> None:
+    """One sync of ``model``'s named parameters over ``engine`` (``connect``'s)."""
+    engine.source = ModuleSource(model)
+    engine.send_weights()
