@@ -20,7 +20,6 @@ A step's playbook change is one log entry, so a run killed mid-step resumes from
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -206,7 +205,7 @@ class Adapter:
             self._reflect(wrong)
         deltas = [d for s in samples for d in s.tags()]
         # the curator sees the counters after this step's tags
-        view = copy.deepcopy(self.store.playbook)
+        view = self.store.playbook.copy()
         apply_batch(view, deltas)
         curate = [s for s in samples if s.reflection and (self.cfg.curate_correct or s.correct is not True)]
         stats, text = view.stats(), view.to_text()

@@ -33,7 +33,8 @@ delta log stores and replays.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Literal
 
 from agentkit.ace.playbook import OTHERS, Bullet, Playbook, clean_content, id_number
@@ -54,6 +55,10 @@ class Delta:
     content: str | None = None
     tag: str | None = None
     count: int = 1
+
+    def __post_init__(self) -> None:  # the content a bullet will hold, so the log replays to the same playbook
+        if self.content is not None:
+            object.__setattr__(self, "content", clean_content(self.content))
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"op": self.op}
@@ -119,6 +124,7 @@ class BatchResult:
         return bool(self.applied)
 
 
+@lru_cache(maxsize=1 << 17)  # every batch with an ADD reads all bullets
 def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
@@ -155,8 +161,9 @@ def _merge_groups(merges: list[Delta], removed: set[str]) -> list[tuple[list[str
 
 
 def apply_batch(pb: Playbook, deltas: list[Delta]) -> BatchResult:
-    """Apply one batch of deltas in place under the conflict rules above; the version goes up by one when
-    anything changed (new and rewritten bullets record it in ``created`` / ``updated``)."""
+    """Apply one batch of deltas to ``pb`` under the conflict rules above; the version goes up by one when
+    anything changed (new and rewritten bullets record it in ``created`` / ``updated``). A changed bullet is
+    replaced by a changed copy, never mutated, so a ``Playbook.copy`` sharing the bullets is not touched."""
     res = BatchResult()
     version = pb.version + 1
     known = set(pb.bullets)
@@ -186,17 +193,26 @@ def apply_batch(pb: Playbook, deltas: list[Delta]) -> BatchResult:
         elif d.op == "MERGE" and not [i for i in d.ids if i not in removed]:
             res.rejected.append((d, "conflict: every bullet of the merge is removed in this batch"))
 
+    owned: set[str] = set()
+
+    def own(bid: str) -> Bullet:
+        """The bullet to change: a copy the first time (``Playbook.copy`` shares bullets; none is mutated)."""
+        if bid not in owned:
+            pb.bullets[bid] = replace(pb.bullets[bid])
+            owned.add(bid)
+        return pb.bullets[bid]
+
     for (bid, tag), count in sorted(tags.items()):
-        b = pb.bullets[bid]
+        b = own(bid)
         setattr(b, tag, getattr(b, tag) + count)
         res.applied.append(Delta("TAG", id=bid, tag=tag, count=count))
     for bid in sorted(updates, key=lambda i: (id_number(i), i)):
         win, *lose = sorted(updates[bid], key=lambda d: d.content or "")
         res.rejected.extend((d, f"conflict: another UPDATE of {bid} in this batch wins") for d in lose)
-        if _rewrite(pb.bullets[bid], win.content or "", version):
+        if _rewrite(own(bid), win.content or "", version):
             res.applied.append(Delta("UPDATE", id=bid, content=win.content))
     for members, content in groups:
-        keep = pb.bullets[members[0]]
+        keep = own(members[0])
         for other in members[1:]:
             b = pb.bullets.pop(other)
             for counter in TAGS:
@@ -232,6 +248,8 @@ def _rewrite(b: Bullet, content: str, version: int) -> bool:
 
 
 def _add(pb: Playbook, adds: list[Delta], version: int, res: BatchResult) -> None:
+    if not adds:
+        return
     rank = {s: i for i, s in enumerate(pb.sections)}
     placed = [(pb.find_section(d.section or OTHERS), d) for d in adds]
     if any(s is None for s, _ in placed) and pb.find_section(OTHERS) is None:

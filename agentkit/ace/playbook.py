@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ _SLUGS = {
 # the official parser's pattern, anchored at both ends so a line is all bullet or none
 BULLET_LINE = re.compile(r"\[([^\]\s]+)\]\s*helpful=(\d+)\s*harmful=(\d+)\s*::\s*(.*)$")
 _ID_NUMBER = re.compile(r"-(\d+)$")
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def section_key(name: str) -> str:
@@ -82,6 +84,7 @@ def clean_content(text: str) -> str:
     return " ".join(str(text).split())
 
 
+@lru_cache(maxsize=1 << 17)  # ids are sorted by it on every refinement
 def id_number(bullet_id: str) -> int:
     """The number at the end of an id (``str-00012`` → 12); 0 for ids without one."""
     m = _ID_NUMBER.search(bullet_id)
@@ -201,10 +204,28 @@ class Playbook:
     def to_dict(self) -> dict[str, Any]:
         return {**self.to_dict_head(), "bullets": [dict(vars(b)) for b in self.ordered()]}
 
-    def to_json(self) -> str:
+    def copy(self) -> Playbook:
+        """A copy sharing the bullets: ``apply_batch`` replaces a bullet it changes instead of mutating it, so a
+        committed playbook's bullets never change and copies of it cost one dict."""
+        return Playbook(list(self.sections), dict(self.bullets), self.next_id, self.version)
+
+    def to_json(self, lines: dict[int, tuple[Bullet, str]] | None = None) -> str:
         """The JSON form, one bullet per line (readable, diffable; json's C encoder does each line, where
-        ``indent=`` would fall back to its pure-Python encoder: 20× slower on a 10,000-bullet playbook)."""
-        bullets = ",\n  ".join(json.dumps(vars(b), ensure_ascii=False) for b in self.ordered())
+        ``indent=`` would fall back to its pure-Python encoder: 20× slower on a 10,000-bullet playbook).
+
+        ``lines``: a cache of each bullet object's line, kept by the caller across versions (``PlaybookStore``):
+        bullets are never mutated once in a playbook (``copy``), so a version re-encodes only the bullets its
+        batch replaced. The cache is left holding this version's bullets only."""
+        if lines is None:
+            bullets = ",\n  ".join(_ENCODE(vars(b)) for b in self.ordered())
+        else:
+            fresh: dict[int, tuple[Bullet, str]] = {}
+            for b in self.ordered():
+                hit = lines.get(id(b))
+                fresh[id(b)] = hit if hit is not None and hit[0] is b else (b, _ENCODE(vars(b)))
+            lines.clear()
+            lines.update(fresh)
+            bullets = ",\n  ".join(line for _, line in fresh.values())
         body = json.dumps(self.to_dict_head(), ensure_ascii=False)[:-1]
         return f'{body}, "bullets": [\n  {bullets}\n]}}\n' if bullets else f'{body}, "bullets": []}}\n'
 

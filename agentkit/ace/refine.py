@@ -24,6 +24,7 @@ import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -35,7 +36,7 @@ from agentkit.config import Fraction, NonNegInt, PosInt, option
 from agentkit.files import atomic_write
 from agentkit.models.embedder import DEFAULT_EMBEDDER, embed
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # the numbers same_numbers compares
 
 
 @dataclass
@@ -68,8 +69,7 @@ def same_numbers(a: str, b: str) -> bool:
     >>> same_numbers("An hour has 3,600 seconds.", "There are 3600 seconds in one hour."), same_numbers("x 1.609", "x 1.852")
     (True, False)
     """
-    na = {m.replace(",", "") for m in _NUMBER.findall(a)}
-    nb = {m.replace(",", "") for m in _NUMBER.findall(b)}
+    na, nb = _numbers(a), _numbers(b)
     return not (na and nb and na != nb)
 
 
@@ -82,6 +82,7 @@ class EmbeddingCache:
         self.matrix = np.zeros((0, 0), np.float32)
 
     @staticmethod
+    @lru_cache(maxsize=1 << 17)  # every refinement looks up all bullets
     def key(text: str) -> str:
         return hashlib.sha1(text.encode()).hexdigest()
 
@@ -119,7 +120,13 @@ def duplicate_groups(
     pb: Playbook, cache: EmbeddingCache, threshold: float, among: list[str] | None = None, chunk: int = 1024
 ) -> list[list[str]]:
     """Groups (oldest first) of near-duplicate bullets. ``among``: only bullets in it start a group (the ones a
-    batch added or rewrote); None: every bullet. Each bullet joins at most one group."""
+    batch added or rewrote); None: every bullet. Each bullet joins at most one group.
+
+    The greedy pass: seeds in age order; a seed still free takes every free bullet it may merge with (cosine ≥
+    ``threshold`` and ``same_numbers``). The pairs are found as arrays, ``chunk`` seeds at a time; the Python loop
+    runs only over seeds that have a candidate. With every bullet a seed, a seed's older neighbours are already
+    taken when its turn comes (each took its free neighbours), so only younger columns are compared: half the
+    products."""
     bullets = sorted(pb.bullets.values(), key=lambda b: (id_number(b.id), b.id))
     if len(bullets) < 2:
         return []
@@ -128,24 +135,35 @@ def duplicate_groups(
     # same_numbers as array arithmetic: each bullet's set of numbers as an integer key, -1 for none; two bullets
     # may merge when either states no number or both state the same ones
     sets: dict[frozenset[str], int] = {}
-    nums = [frozenset(m.replace(",", "") for m in _NUMBER.findall(b.content)) for b in bullets]
-    key = np.array([sets.setdefault(n, len(sets)) if n else -1 for n in nums])  # [N]
+    key = np.array([sets.setdefault(n, len(sets)) if n else -1 for n in map(_numbers, (b.content for b in bullets))])
     free = np.ones(len(bullets), dtype=bool)  # not yet in a group
-    seeds = sorted(index[i] for i in among if i in index) if among is not None else list(range(len(bullets)))
+    seeds = np.array(sorted(index[i] for i in among if i in index) if among is not None else range(len(bullets)))
     groups = []
     for start in range(0, len(seeds), chunk):
         rows = seeds[start : start + chunk]
-        S = E[rows] @ E.T >= threshold  # [rows, N]
-        for r, i in enumerate(rows):
+        first = int(rows[0]) if among is None else 0  # all seeds: columns from the chunk's oldest on
+        r, c = np.nonzero(E[rows] @ E[first:].T >= threshold)  # row-major: each seed's pairs together, in order
+        c += first
+        i, j = rows[r], key[c]
+        keep = (c != i) & ((j == -1) | (key[i] == -1) | (j == key[i]))  # not itself; same_numbers
+        r, c = r[keep], c[keep]
+        starts = np.flatnonzero(np.diff(r, prepend=-1))  # where each seed's candidates begin
+        for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), len(r)]):
+            i = int(rows[r[lo]])
             if not free[i]:
                 continue
-            hit = S[r] & free & ((key == -1) | (key == key[i]) | (key[i] == -1))
-            hit[i] = False
-            if hit.any():
-                group = sorted([i, *np.flatnonzero(hit).tolist()])
+            hit = c[lo:hi][free[c[lo:hi]]]
+            if hit.size:
+                group = sorted([i, *hit.tolist()])
                 free[group] = False
                 groups.append([bullets[j].id for j in group])
     return groups
+
+
+@lru_cache(maxsize=1 << 17)  # every refinement reads all bullets
+def _numbers(text: str) -> frozenset[str]:
+    """The numbers a text states (``same_numbers``' sets)."""
+    return frozenset(m.replace(",", "") for m in NUMBER.findall(text))
 
 
 def merge_deltas(pb: Playbook, groups: list[list[str]]) -> list[Delta]:
@@ -178,9 +196,10 @@ class TokenCounter:
         return headers + sum(self.bullet(b) for b in pb.bullets.values())
 
 
-def eviction_deltas(pb: Playbook, budget: int, tokens: TokenCounter) -> list[Delta]:
-    """REMOVE deltas, worst first, until the playbook fits ``budget`` tokens (see the module docstring)."""
-    over = tokens.playbook(pb) - budget
+def eviction_deltas(pb: Playbook, budget: int, tokens: TokenCounter, total: int | None = None) -> list[Delta]:
+    """REMOVE deltas, worst first, until the playbook fits ``budget`` tokens (see the module docstring).
+    ``total``: ``tokens.playbook(pb)`` when the caller has it."""
+    over = (tokens.playbook(pb) if total is None else total) - budget
     if over <= 0:
         return []
 
@@ -226,15 +245,18 @@ class Refiner:
 
     def refine(self, store, changed: list[str]) -> dict[str, int]:
         pb = store.playbook
-        over = self.tokens.playbook(pb) > self.cfg.budget_tokens
         merged = 0
-        if (self.cfg.dedup == "proactive" and changed) or (self.cfg.dedup == "lazy" and over):
+        lazy = self.cfg.dedup == "lazy" and self.tokens.playbook(pb) > self.cfg.budget_tokens
+        if (self.cfg.dedup == "proactive" and changed) or lazy:
             among = changed if self.cfg.dedup == "proactive" else None
             groups = duplicate_groups(pb, self.cache, self.cfg.dedup_threshold, among)
             if groups:
                 res = store.commit(merge_deltas(pb, groups), source="dedup")
                 merged = sum(len(d.ids) - 1 for d in res.applied if d.op == "MERGE")
-        evict = eviction_deltas(store.playbook, self.cfg.budget_tokens, self.tokens)
+        pb = store.playbook
+        total = self.tokens.playbook(pb)
+        evict = eviction_deltas(pb, self.cfg.budget_tokens, self.tokens, total)
         if evict:
+            total -= sum(self.tokens.bullet(pb.bullets[d.id]) for d in evict)  # sections stay: exact
             store.commit(evict, source="evict")
-        return {"merged": merged, "evicted": len(evict), "tokens": self.tokens.playbook(store.playbook)}
+        return {"merged": merged, "evicted": len(evict), "tokens": total}

@@ -9,14 +9,17 @@ Log entries (one JSON object per line, fsynced before the playbook file is repla
 
 ``sha256`` is the hash of the playbook's JSON after the entry, so replaying the log is checked byte for byte
 (``verify``). A crash between the log append and the file write leaves the file one version behind: ``open``
-replays the entries it lacks. A line cut by a crash is the last one and is ignored. A rollback keeps
-``next_id``: ids are never reused, so a bullet id names one text in the whole history.
+replays the entries it lacks. A line cut by a crash (no newline) is the last one: it is ignored, and the next
+write replaces it. A rollback keeps ``next_id``: ids are never reused, so a bullet id names one text in the whole
+history.
 
 One writer at a time: every write (a learning server, ``agentkit ace rollback``, a recipe) takes the file's
 inter-process lock (``agentkit.files.locked``), reads the entries other processes appended since it last looked,
 and only then applies its change on top of the newest version. Replaying is one pass over the log: each version's
 playbook is kept as its JSON while the pass goes on, so a rollback entry takes its target's state instead of
-replaying the log again (the cost is linear in the log's length however many rollbacks it holds).
+replaying the log again (the cost is linear in the log's length however many rollbacks it holds). A store reads
+only what was appended since it last looked, and a version encodes only the bullets its batch changed
+(``Playbook.to_json``'s line cache): a batch into a 10,000-bullet playbook costs milliseconds, not a re-parse.
 
 Every entry is checked as it is read, and a log that breaks a rule is one error naming its line: versions are
 integers, each one more than the last; ``init`` holds a playbook, a rollback an earlier version's number, any
@@ -70,7 +73,9 @@ class PlaybookStore:
             )
         self.entries: list[dict[str, Any]] = []
         self._texts: list[str] = []  # each entry's playbook JSON, in log order
+        self._lines: dict[int, tuple[Any, str]] = {}  # Playbook.to_json's cache: each bullet's JSON line
         self._log_size = -1
+        self._offset = 0  # bytes of the log read and taken: whole lines, each ending in a newline
         with locked(self.path):
             self._read_new()
             current = _read_text(self.path)
@@ -116,10 +121,10 @@ class PlaybookStore:
         """
         with locked(self.path):
             self._read_new()
-            pb = Playbook.from_json(self._texts[-1])
+            pb = self._current.copy()
             res = apply_batch(pb, deltas)
             if res.changed:
-                text = pb.to_json()
+                text = pb.to_json(self._lines)
                 entry = {
                     "version": pb.version,
                     "time": _now(),
@@ -161,7 +166,10 @@ class PlaybookStore:
         return self._current
 
     def _write(self, entry: dict[str, Any], text: str, pb: Playbook) -> None:
+        if _size(self.log) > self._offset:  # a line cut by a crash mid-append: the new entry replaces it
+            os.truncate(self.log, self._offset)
         _append(self.log, entry)
+        self._offset = _size(self.log)
         self._take(entry, text, pb)
         self._log_size = _size(self.log)
         atomic_write(self.path, text)
@@ -220,27 +228,30 @@ class PlaybookStore:
         """Read and replay the log's entries after those already taken (all of them the first time)."""
         if not self.log.is_file():
             raise AgentkitError(f"{self.log} is missing", "a playbook's history lives beside it; was it moved alone?")
-        raw = self.log.read_bytes()
-        self._log_size = len(raw)
-        try:
-            lines = raw.decode("utf-8").splitlines()
-        except UnicodeDecodeError as e:
-            raise AgentkitError(f"{self.log}: not UTF-8 text (byte {e.start})", "is it a playbook's log?") from None
-        for n, line in enumerate(lines, 1):
-            if n <= len(self.entries):
-                continue
+        with open(self.log, "rb") as f:  # only what was appended since the last read
+            f.seek(self._offset)
+            raw = f.read()
+        self._log_size = self._offset + len(raw)
+        *lines, cut = raw.split(b"\n")  # cut: a last line without its newline, from a crash mid-append
+        for line in lines:
+            n = len(self.entries) + 1
             try:
-                e = json.loads(line)
+                e = json.loads(line.decode("utf-8"))
+            except UnicodeDecodeError as err:
+                raise AgentkitError(f"{self.log}:{n}: not UTF-8 text (byte {err.start})", _WHAT_LOG) from None
             except json.JSONDecodeError:
-                if n == len(lines):
-                    break  # cut by a crash before its playbook was written
                 raise AgentkitError(f"{self.log}:{n}: not valid JSON") from None
             problem = self._entry_problem(e, n)
             if problem:
                 raise AgentkitError(f"{self.log}:{n}: {problem}")
             pb = self._replay(e, f"{self.log}:{n}: version {e['version']}")
-            self._take(e, pb.to_json(), pb)
+            self._take(e, pb.to_json(self._lines), pb)
+            self._offset += len(line) + 1
         if not self.entries:
+            try:
+                cut.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise AgentkitError(f"{self.log}: not UTF-8 text (byte {err.start})", _WHAT_LOG) from None
             raise AgentkitError(f"{self.log}: the first entry must be the init playbook")
 
     def _entry_problem(self, e: Any, n: int) -> str | None:
@@ -276,7 +287,7 @@ class PlaybookStore:
             old = self.at(e["to"])
             old.version, old.next_id = e["version"], self._current.next_id
             return old
-        pb = Playbook.from_json(self._texts[-1])
+        pb = self._current.copy()
         try:
             res = apply_batch(pb, [Delta.parse(d, resolved=True) for d in e["deltas"]])
         except ValueError as err:
@@ -284,6 +295,9 @@ class PlaybookStore:
         if pb.version != e["version"] or res.rejected:
             raise AgentkitError(f"{where} does not replay ({len(res.rejected)} rejected)")
         return pb
+
+
+_WHAT_LOG = "is it a playbook's log?"
 
 
 def _read_text(path: Path) -> str:

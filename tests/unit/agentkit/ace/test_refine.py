@@ -101,6 +101,10 @@ def test_refiner_on_a_store_proactive_and_lazy(tmp_path, tok, cache):
     budget = out["tokens"] + 5  # one bullet's worth: the duplicate puts it over
     out = Refiner(RefineConfig(budget_tokens=budget, dedup="lazy"), count(tok), cache).refine(store, [])
     assert out["merged"] == 1 and out["evicted"] == 0 and out["tokens"] <= budget
+    store.commit([Delta("ADD", section="OTHERS", content=f"Rule {i}: check the units twice.") for i in range(6)])
+    tight = Refiner(RefineConfig(budget_tokens=budget, dedup="off"), count(tok), cache)
+    out = tight.refine(store, [])
+    assert out["evicted"] > 0 and out["tokens"] == tight.tokens.playbook(store.playbook) <= budget
     store.verify()
 
 
@@ -133,3 +137,60 @@ def test_the_default_threshold_is_the_calibrated_one():
     assert best["precision"] >= 0.8 and best["recall"] == 0.5  # the table in docs/ace.md
     official = next(r for r in rows if r["threshold"] == 0.9)
     assert official["recall"] == 0.0 and official["merged_distinct"] == 2
+
+
+def _row_loop_groups(pb, cache, threshold, among=None):
+    """The greedy grouping as the earlier row-by-row loop wrote it (the reference the array form must equal)."""
+    from agentkit.ace.playbook import id_number
+    from agentkit.ace.refine import same_numbers
+
+    bullets = sorted(pb.bullets.values(), key=lambda b: (id_number(b.id), b.id))
+    E = cache.vectors([b.content for b in bullets])
+    free = [True] * len(bullets)
+    ids = [b.id for b in bullets]
+    seeds = range(len(bullets)) if among is None else sorted(ids.index(i) for i in among if i in ids)
+    groups = []
+    for i in seeds:
+        if not free[i]:
+            continue
+        hit = [
+            j
+            for j in range(len(bullets))
+            if j != i and free[j] and E[i] @ E[j] >= threshold and same_numbers(bullets[i].content, bullets[j].content)
+        ]
+        if hit:
+            group = sorted([i, *hit])
+            for j in group:
+                free[j] = False
+            groups.append([ids[j] for j in group])
+    return groups
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1024])
+def test_array_grouping_equals_the_row_loop(chunk):
+    """Planted clusters of near-copies (some stating other numbers) among random directions: the chunked array
+    form gives the row loop's groups exactly, for all seeds and for a batch's seeds."""
+    import numpy as np
+
+    from agentkit.ace.refine import EmbeddingCache as Cache
+
+    rng = np.random.default_rng(0)
+    contents, vectors = [], []
+    for c in range(40):
+        centre = rng.normal(size=32)
+        for k in range(int(rng.integers(1, 5))):
+            name = "".join(chr(97 + int(d)) for d in f"{c}{k}")  # no digits: only the limits are numbers
+            contents.append(f"rule {name}" + (f" limit {rng.integers(0, 2)}" if k % 2 else ""))
+            vectors.append(centre + 0.4 * rng.normal(size=32))
+    order = rng.permutation(len(contents))
+    contents, vectors = [contents[i] for i in order], np.stack([vectors[i] for i in order])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    fake = Cache()
+    fake.rows = {Cache.key(t): i for i, t in enumerate(contents)}
+    fake.matrix = vectors.astype(np.float32)
+    pb = playbook(*contents)
+    among = [b for i, b in enumerate(pb.bullets) if i % 3 == 0]
+    for seeds in (None, among):
+        want = _row_loop_groups(pb, fake, 0.8, seeds)
+        assert sum(len(g) for g in want) > 20  # the clusters do merge
+        assert duplicate_groups(pb, fake, 0.8, seeds, chunk=chunk) == want

@@ -181,3 +181,57 @@ def test_verify_reads_what_another_writer_added_since_opening(tmp_path):
     a.commit([Delta("ADD", section="OTHERS", content="after opening")])
     opened.verify()
     assert opened.playbook.version == a.playbook.version == 4
+
+
+def test_a_commit_leaves_the_previous_version_untouched_and_encodes_like_a_fresh_encoder(tmp_path):
+    """Versions share unchanged bullets (``Playbook.copy``) and each bullet's JSON line is cached by object: a
+    commit must not change the version before it, and the file must equal an encoding without the cache."""
+    store = grown(tmp_path)
+    store.commit([Delta("ADD", section="OTHERS", content="three"), Delta("ADD", section="OTHERS", content="four")])
+    before = store.playbook
+    frozen = before.to_json()
+    store.commit(
+        [
+            Delta("TAG", id="misc-00001", tag="harmful"),
+            Delta("UPDATE", id="misc-00003", content="three, rewritten"),
+            Delta("MERGE", ids=("misc-00001", "misc-00004"), content="one, two and four"),
+        ]
+    )
+    assert before.to_json() == frozen  # the old version's bullets were replaced, not mutated
+    after = store.playbook
+    assert after.bullets["misc-00001"].harmful == 1 and after.bullets["misc-00001"].content == "one, two and four"
+    assert after.bullets["misc-00003"].content == "three, rewritten"
+    fresh = Playbook.from_json(store.path.read_text())
+    assert store.path.read_text() == after.to_json() == fresh.to_json()  # cached lines == a fresh encoding
+    assert after.bullets["misc-00003"] is not before.bullets["misc-00003"]
+    store.verify()
+    PlaybookStore(store.path).verify()
+
+
+def test_a_cut_line_is_replaced_by_the_next_write(tmp_path):
+    store = grown(tmp_path)
+    with open(log_path(store.path), "a") as f:
+        f.write('{"version": 4, "source": "cut-mark')  # a crash in the middle of an append
+    reopened = PlaybookStore(store.path)
+    reopened.commit([Delta("ADD", section="OTHERS", content="after the crash")])
+    text = log_path(store.path).read_text()
+    assert "cut-mark" not in text and text.endswith("\n")
+    again = PlaybookStore(store.path)
+    assert again.playbook.version == 4 and "after the crash" in again.playbook.to_text()
+    again.verify()
+
+
+def test_content_with_line_breaks_and_separators_replays(tmp_path):
+    """A Delta built in Python holds the content its bullet will (whitespace runs as one space), so the log
+    replays to the file; and JSON leaves U+2028 unescaped, so the log splits at newlines only."""
+    store = PlaybookStore.create(tmp_path / "pb.json")
+    store.commit([Delta("ADD", section="OTHERS", content="before\u2028after \u0085 end\n\nnext")])
+    assert store.playbook.bullets["misc-00001"].content == "before after end next"
+    store.commit([Delta("ADD", section="OTHERS", content="a \u2028 b")])
+    log_path(store.path).write_bytes(log_path(store.path).read_bytes().replace(b" b", b"\xe2\x80\xa8b"))
+    store = PlaybookStore(store.path)  # a log line holding a raw U+2028 (another writer's) is still one entry
+    assert store.playbook.bullets["misc-00002"].content == "a b" and store.playbook.version == 2
+    store.commit([Delta("TAG", id="misc-00001", tag="helpful")])
+    reopened = PlaybookStore(store.path)
+    assert reopened.playbook.version == 3 and reopened.playbook.bullets["misc-00001"].helpful == 1
+    reopened.verify()
