@@ -270,20 +270,16 @@ class _MemoryCgroup:
             if (self.path / name).exists():
                 (self.path / name).write_text(value)
 
-    def add_tree(self, pid: int) -> None:
-        """Move ``pid`` and its descendants in (they exist before the code runs, so nothing escapes)."""
-        children: dict[int, list[int]] = {}
-        for name in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                ppid = int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(name))
-        todo = [pid]
-        while todo:
-            p = todo.pop()
-            (self.path / "cgroup.procs").write_text(str(p))
-            todo += children.get(p, [])
+    @property
+    def procs(self) -> Path:
+        """The file a process writes its pid to to join (the worker's first process does, before bwrap)."""
+        return self.path / "cgroup.procs"
+
+    def holds(self, pid: int) -> bool:
+        try:
+            return str(pid) in self.procs.read_text().split()
+        except OSError:
+            return False
 
     def remove(self) -> None:
         for _ in range(50):  # the tree's processes exit a moment after the kill
@@ -346,6 +342,14 @@ class _Worker:
             cmd = [*bwrap_argv(cfg, as_root), sys.executable, "-I", _IN_SANDBOX_WORKER, json.dumps(wcfg)]
         else:
             cmd = [sys.executable, "-I", WORKER, json.dumps(wcfg)]
+        self.cgroup: _MemoryCgroup | None = None
+        if (root := _memory_cgroup_root()) is not None:
+            try:
+                self.cgroup = _MemoryCgroup(root, cfg.memory_mb)
+            except OSError:  # cgroups refused here: RLIMIT_AS still bounds each process
+                self.cgroup = None
+        if self.cgroup is not None:  # joined before bwrap starts, so the whole tree is in it from its first process
+            cmd = ["/bin/sh", "-c", '{ echo $$ > "$0"; } 2>/dev/null; exec "$@"', str(self.cgroup.procs), *cmd]
         self.proc = subprocess.Popen(
             cmd,
             stdin=subprocess.PIPE,
@@ -358,8 +362,6 @@ class _Worker:
         )
         self.isolation = cfg.isolation
         self.seccomp = False
-        self.cgroup: _MemoryCgroup | None = None
-        self.memory_mb = cfg.memory_mb
         self.last_used = time.monotonic()
         self.lock = threading.Lock()
         # the longest honest result line: stdout, stderr and error text cut at max_output, JSON-escaped
@@ -374,14 +376,9 @@ class _Worker:
         except (TypeError, ValueError, KeyError, AssertionError):
             self.kill()
             raise RuntimeError("the sandbox worker failed to start") from None
-        if (root := _memory_cgroup_root()) is not None:
-            try:
-                self.cgroup = _MemoryCgroup(root, self.memory_mb)
-                self.cgroup.add_tree(self.proc.pid)
-            except OSError:  # cgroups refused here: RLIMIT_AS still bounds each process
-                if self.cgroup is not None:
-                    self.cgroup.remove()
-                self.cgroup = None
+        if self.cgroup is not None and not self.cgroup.holds(self.proc.pid):  # the join was refused
+            self.cgroup.remove()
+            self.cgroup = None
 
     def _readline(self, timeout: float) -> bytes | None:
         """One line from the worker, read against a deadline: None when the deadline passes first (however

@@ -471,6 +471,28 @@ print(alive)"""
         assert sb.run("print('alive')").output == "alive\n"
 
 
+def test_a_refused_cgroup_join_runs_without_the_cgroup(monkeypatch):
+    """Each worker joins its cgroup before bwrap starts (one write by the worker's first process); where that
+    write is refused the worker still runs, under RLIMIT_AS alone, and says so."""
+    from agentkit.tools import sandbox as sbx
+
+    if sbx._memory_cgroup_root() is None:
+        pytest.skip("no writable memory cgroup here")
+    made = []
+    real = sbx._MemoryCgroup.__init__
+
+    def record(self, root, memory_mb):
+        real(self, root, memory_mb)
+        made.append(self.path)
+
+    monkeypatch.setattr(sbx._MemoryCgroup, "__init__", record)
+    monkeypatch.setattr(sbx._MemoryCgroup, "procs", property(lambda self: self.path / "no-such-dir" / "procs"))
+    with Sandbox(SandboxConfig(pool_size=0)) as sb:
+        r = sb.run("print(1+1)")
+    assert r.ok and r.output == "2\n" and r.meta["memory_cgroup"] is False, r
+    assert made and not any(p.exists() for p in made)  # the unused cgroup was removed
+
+
 def test_a_result_expression_comes_back_on_the_result_channel(sandbox):
     r = sandbox.run("x = 6 * 7\nprint('@@RESULT@@ 666')", result="{'x': x, 'l': [x, None]}")
     assert r.ok and r.meta["value"] == {"x": 42, "l": [42, None]} and r.output == "@@RESULT@@ 666\n"
