@@ -30,16 +30,28 @@ def extract_answer(text: str) -> str:
     return text.strip()
 
 
+_BRACE = re.compile(r"[{}]")
+
+
 def last_boxed(text: str) -> str | None:
+    r"""The contents of the last ``\boxed{…}`` (braces balanced), or None.
+
+    >>> last_boxed(r"\boxed{1} then \boxed{\frac{1}{2}} and"), last_boxed(r"\boxed{open")
+    ('\\frac{1}{2}', None)
+    """
     start = text.rfind("\\boxed{")
     if start < 0:
         return None
     i, depth = start + len("\\boxed{"), 1
-    for j in range(i, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[j], 0)
+    for m in _BRACE.finditer(text, i):
+        depth += 1 if m.group() == "{" else -1
         if depth == 0:
-            return text[i:j]
+            return text[i : m.start()]
     return None
+
+
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
 def normalize_answer(s: str) -> str:
@@ -48,10 +60,7 @@ def normalize_answer(s: str) -> str:
     >>> normalize_answer("The  Eiffel-Tower!")
     'eiffeltower'
     """
-    s = s.lower()
-    s = "".join(ch for ch in s if ch not in set(string.punctuation))
-    s = re.sub(r"\b(a|an|the)\b", " ", s)
-    return " ".join(s.split())
+    return " ".join(_ARTICLES.sub(" ", s.lower().translate(_PUNCTUATION)).split())
 
 
 def exact_match(prediction: str, gold: str) -> float:

@@ -19,6 +19,8 @@ grid        rows of cells (``"1 2\n3 4"``)                ``1,2;3,4``, ``[[1, 2]
 text        a word or phrase (``aliases`` allowed)        SQuAD-normalised equality; anything else is left to a judge
 =========== ============================================= ===================================================
 
+``metadata["verify"]["accept"]`` lists other valid answers of any kind (each read as the gold is).
+
 A parser returns None when it cannot read the answer as its kind (no number, several different numbers, two
 labels…): then no rule decides, and the judge (any Engine, ``Judge``) is asked if one is given; without one the
 sample scores 0. ``metadata["verify"]["check"] = True`` sends the parsed answer to the game's own checker
@@ -32,10 +34,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentkit.errors import AgentkitError
 from agentkit.eval.metrics import last_boxed, normalize_answer
@@ -43,10 +44,10 @@ from agentkit.eval.metrics import last_boxed, normalize_answer
 KINDS = ("choice", "int", "number", "coord", "coords", "set", "sequence", "grid", "text")
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """score: 1.0 correct, 0.0 not. path: what decided (rule / game / judge / none: nothing could). source: where
-    the answer was read from. extracted: that answer text. parsed: what the kind's parser read (None: unreadable)."""
+    the answer was read from. extracted: that answer text. parsed: what the kind's parser read (None: unreadable).
+    (A named tuple: immutable, and made in a fraction of a frozen dataclass's time, once per sample.)"""
 
     score: float
     path: str
@@ -73,7 +74,8 @@ def extract(text: str, lines: int = 1) -> tuple[str, str]:
     >>> extract("1 2\n3 4", lines=2)
     ('1 2\n3 4', 'last_line')
     """
-    tags = _TAG.findall(text)
+    lower = text.lower()  # the regexes below run only on outputs holding their words
+    tags = _TAG.findall(text) if "<answer>" in lower else None
     if tags:
         inner = tags[-1]
         boxed = last_boxed(inner)
@@ -85,7 +87,7 @@ def extract(text: str, lines: int = 1) -> tuple[str, str]:
         after = text.rsplit("###", 1)[1].strip()
         if after:
             return after, "marker"
-    found = _ANSWER_IS.findall(text)
+    found = _ANSWER_IS.findall(text) if "answer" in lower else None
     if found and found[-1].strip():  # up to the end of its sentence: "… is "none" because …" reads "none"
         return _BECAUSE.split(found[-1].strip(), 1)[0].strip(), "answer_is"
     rows = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
@@ -323,9 +325,15 @@ def parse_grid(s: str, rows: int, cols: int) -> tuple[tuple[str, ...], ...] | No
 
 
 # ---- multiple choice ----------------------------------------------------------------------------------------------
-def labels(n: int, style: str = "letter") -> list[str]:
+@lru_cache(maxsize=1 << 14)  # an entry's options are read for each of its G samples
+def _option_texts(options: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(normalize_answer(o) for o in options)
+
+
+@lru_cache(maxsize=64)
+def labels(n: int, style: str = "letter") -> tuple[str, ...]:
     """Option labels: ``A, B, …`` or ``1, 2, …``."""
-    return [chr(65 + i) for i in range(n)] if style == "letter" else [str(i + 1) for i in range(n)]
+    return tuple(chr(65 + i) for i in range(n)) if style == "letter" else tuple(str(i + 1) for i in range(n))
 
 
 def parse_choice(s: str, options: Sequence[str], style: str = "letter") -> str | None:
@@ -342,7 +350,7 @@ def parse_choice(s: str, options: Sequence[str], style: str = "letter") -> str |
     if upper in labs:
         return upper
     norm = normalize_answer(s)
-    texts = [normalize_answer(str(o)) for o in options]
+    texts = _option_texts(tuple(map(str, options)))
     if norm and texts.count(norm) == 1:
         return labs[texts.index(norm)]
     lab = "[A-Z]" if style == "letter" else r"\d+"
@@ -368,7 +376,21 @@ Checker = Callable[[dict[str, Any], Any], bool]
 
 
 def rule_decides(answer: str, gold: str, spec: dict[str, Any]) -> tuple[bool | None, Any]:
-    """``(correct or None when no rule decides, what was parsed)`` for the extracted answer against ``gold``."""
+    """``(correct or None when no rule decides, what was parsed)`` for the extracted answer against ``gold``, or
+    against any of ``spec["accept"]`` (other valid answers: every solution of an n-queens board)."""
+    ok, parsed = _decide(answer, gold, spec)
+    if ok is False and spec.get("accept") and spec.get("kind", "text") != "text":  # text reads accept itself
+        if any(_decide(answer, str(alt), spec)[0] for alt in spec["accept"]):
+            return True, parsed
+    return ok, parsed
+
+
+@lru_cache(maxsize=1 << 16)  # golds repeat on every sample
+def _normalized(gold: str) -> str:
+    return normalize_answer(gold)
+
+
+def _decide(answer: str, gold: str, spec: dict[str, Any]) -> tuple[bool | None, Any]:
     kind = spec.get("kind", "text")
     aliases = spec.get("aliases")
     if kind == "choice":
@@ -398,8 +420,8 @@ def rule_decides(answer: str, gold: str, spec: dict[str, Any]) -> tuple[bool | N
         return (None if got is None else got == parse_grid(gold, rows, cols)), got
     if kind == "text":
         norm = normalize_answer(_clean(answer))
-        golds = [gold, *spec.get("accept", [])]
-        return (True if any(norm == normalize_answer(g) for g in golds) else None), norm
+        golds = [gold, *spec.get("accept", ())]
+        return (True if any(norm == _normalized(str(g)) for g in golds) else None), norm
     raise ValueError(f"unknown answer kind {kind!r} (one of {', '.join(KINDS)})")
 
 
@@ -420,9 +442,22 @@ def verify(output: str, entry: dict[str, Any], checker: Checker | None = None) -
     >>> verify("Counting gives 3. <answer>(C)</answer>", e)
     Verdict(score=1.0, path='rule', source='answer_tag', extracted='(C)', parsed='C')
     """
-    spec = entry.get("metadata", {}).get("verify") or {"kind": "text"}
+    spec = entry.get("metadata", {}).get("verify") or _TEXT
     lines = spec.get("rows", 1) if spec.get("kind") == "grid" else 1
-    answer, source = extract(output if isinstance(output, str) else "", lines)
+    return decide(*extract(output if isinstance(output, str) else "", lines), entry, checker)
+
+
+_TEXT = {"kind": "text"}
+
+
+def decide(answer: str, source: str, entry: dict[str, Any], checker: Checker | None = None) -> Verdict:
+    """``verify``'s verdict on an answer already extracted (``extract``; ``source``: where it was read).
+
+    >>> e = {"question": "…", "answer": "(2, 3)", "metadata": {"verify": {"kind": "coord"}}}
+    >>> decide("row 2, column 3", "last_line", e).score
+    1.0
+    """
+    spec = entry.get("metadata", {}).get("verify") or _TEXT
     if spec.get("check"):
         from agentkit.gamerl.games import game_checker
 
@@ -552,5 +587,5 @@ def clear_caches() -> None:
     """Forget memoised parses and solver results (benchmarks time from cold)."""
     from agentkit.gamerl.games.base import _solved
 
-    for f in (parse_int, parse_coord, parse_coords, parse_grid, _one_number, _solved):
+    for f in (parse_int, parse_coord, parse_coords, parse_grid, _one_number, _solved, _normalized, _option_texts):
         f.cache_clear()

@@ -7,7 +7,10 @@ bare last line), distractors, and prose no rule can read. Timed: ``verify`` on a
 not included; answers that need the game's checker run its solver; parses and solver results are memoised, as in
 training, where each gold is verified against G samples, and the caches start empty). Beside it, in the same process:
 
-- reasoning-gym's ``score_answer`` on as many outputs for its own game datasets (the peer's rule path);
+- reasoning-gym on the same answers (``against_reasoning_gym``): as many outputs for its games whose answers a
+  rule kind here reads (maze: int, mini-sudoku and n-queens: grid, every valid board accepted, tsumego: text),
+  its ``score_answer`` against ``decide`` on the answers ``extract`` read, and its whole path (``extract_answer``,
+  which reads ``<answer>`` tags only, then ``score_answer``) against ``verify``; interleaved rounds, median;
 - the judge (``Judge`` on the embedded chat model, greedy, constrained to Yes / No) on ``judge_answers`` of the
   same outputs: what the official reward pays per answer, and how often a small judge agrees with the rules.
 """
@@ -15,13 +18,14 @@ training, where each gold is verified against G samples, and the caches start em
 from __future__ import annotations
 
 import random
+import statistics
 import time
 
 from agentkit.argtypes import NONNEG_INT, POS_INT
 from agentkit.command import add_model_option, add_out_option
 from agentkit.eval.bench import write_json
 from agentkit.gamerl import GAMES, create_dataset
-from agentkit.gamerl.verifiers import Judge, clear_caches, verify, verify_batch
+from agentkit.gamerl.verifiers import Judge, clear_caches, decide, extract, path_counts, verify, verify_batch
 
 WRAPPERS = (
     "<answer>{}</answer>",
@@ -60,21 +64,100 @@ def workload(answers: int, seed: int = 0) -> tuple[list[str], list[dict]]:
     return outputs, picked
 
 
-def _rg_workload(answers: int, seed: int) -> list[tuple] | None:
+# reasoning-gym's games whose answers a rule kind here reads as its scorer does: a number, a board, a move
+RG_KINDS = ("maze", "mini_sudoku", "n_queens", "tsumego")
+
+
+def rg_spec(name: str, entry: dict) -> dict:
+    """The rule that reads a reasoning-gym game's answer here (every valid board of n-queens accepted)."""
+    if name == "maze":
+        return {"kind": "int"}
+    if name == "tsumego":
+        return {"kind": "text"}
+    rows = len(entry["answer"].strip().splitlines())
+    spec = {"kind": "grid", "rows": rows, "cols": rows}
+    if name == "n_queens":
+        spec["accept"] = list(entry["metadata"]["valid_answers"])
+    return spec
+
+
+def rg_workload(answers: int, seed: int = 0) -> list[tuple] | None:
+    """``(dataset, output, its entry, the entry with our spec)`` over ``RG_KINDS``: model-like outputs as in
+    ``workload`` (the gold, another entry's answer, or prose, in the same wrappers)."""
     try:
         import reasoning_gym as rg
     except ImportError:
         return None
-    names = ["maze", "mini_sudoku", "tower_of_hanoi", "n_queens", "tsumego"]
-    sets = {n: rg.create_dataset(n, size=20, seed=seed) for n in names}
+    sets = {n: rg.create_dataset(n, size=50, seed=seed) for n in RG_KINDS}
     held = {n: list(ds) for n, ds in sets.items()}  # its entries are generated on access: once, untimed
     rng = random.Random(seed)
-    triples = []
+    rows = []
     for _ in range(answers):
-        n = rng.choice(names)
+        n = rng.choice(RG_KINDS)
         e = rng.choice(held[n])
-        triples.append((sets[n], e["answer"] if rng.random() < 0.5 else "1", e))
-    return triples
+        roll = rng.random()
+        body = (
+            e["answer"]
+            if roll < 0.5
+            else rng.choice(held[n])["answer"]
+            if roll < 0.85
+            else "I am not sure, it depends on the board"
+        )
+        ours = {"question": e["question"], "answer": e["answer"], "metadata": {"verify": rg_spec(n, e)}}
+        rows.append((sets[n], rng.choice(WRAPPERS).format(body), e, ours))
+    return rows
+
+
+def against_reasoning_gym(answers: int, rounds: int = 5, seed: int = 0) -> dict | None:
+    """Both sides on the same answers, interleaved ``rounds`` times (memoised parses cleared each round; the
+    median round is reported). The scorers: reasoning-gym's ``score_answer`` and ``decide`` here, each given the
+    answer ``extract`` read from the output. The pipelines: reasoning-gym's ``extract_answer`` (``<answer>`` tags
+    only) then ``score_answer``, and ``verify`` here (every wrapper). Agreement: on the same extracted answers,
+    how often both give full credit or both do not."""
+    rows = rg_workload(answers, seed)
+    if rows is None:
+        return None
+    from reasoning_gym.utils import extract_answer
+
+    extracted = [extract(out, spec["rows"] if (spec := ours["metadata"]["verify"]).get("kind") == "grid" else 1)
+                 for _, out, _, ours in rows]  # fmt: skip
+    runs: dict[str, list[float]] = {k: [] for k in ("rg_score", "ours_decide", "rg_pipeline", "ours_verify")}
+    for _ in range(rounds):
+        clear_caches()
+        t = time.perf_counter()
+        ours_v = [decide(a, src, ours) for (a, src), (_, _, _, ours) in zip(extracted, rows)]
+        runs["ours_decide"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        rg_v = [ds.score_answer(a, e) for (a, _), (ds, _, e, _) in zip(extracted, rows)]
+        runs["rg_score"].append(time.perf_counter() - t)
+        clear_caches()
+        t = time.perf_counter()
+        for _, out, _, ours in rows:
+            verify(out, ours)
+        runs["ours_verify"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        rg_read = [extract_answer(out) for _, out, _, _ in rows]
+        for (ds, _, e, _), a in zip(rows, rg_read):
+            ds.score_answer(a, e)
+        runs["rg_pipeline"].append(time.perf_counter() - t)
+    per_s = {k: answers / statistics.median(v) for k, v in runs.items()}
+    ratios = {
+        "decide_vs_rg_score": statistics.median(r / o for r, o in zip(runs["rg_score"], runs["ours_decide"])),
+        "verify_vs_rg_pipeline": statistics.median(r / o for r, o in zip(runs["rg_pipeline"], runs["ours_verify"])),
+    }
+    return {
+        "rg_games": list(RG_KINDS),
+        "rg_answers": answers,
+        "rg_rounds": rounds,
+        **{f"{k}_answers_per_s": round(v) for k, v in per_s.items()},
+        **{k: round(v, 2) for k, v in ratios.items()},
+        "rg_paths": path_counts(ours_v),
+        "full_credit_agreement": round(sum((v.score == 1.0) == (r == 1.0) for v, r in zip(ours_v, rg_v)) / answers, 4),
+        "answers_read": {
+            "rg_extract_answer": round(sum(a is not None for a in rg_read) / answers, 4),
+            "ours": round(sum(v.path != "none" for v in ours_v) / answers, 4),
+        },
+    }
 
 
 def main(answers: int = 20000, judge_answers: int = 32, model: str | None = None, out: str | None = None) -> int:
@@ -93,14 +176,17 @@ def main(answers: int = 20000, judge_answers: int = 32, model: str | None = None
         "correct_rate": sum(v.score for v in verdicts) / answers,
     }
     print(f"agentkit rules: {answers} answers in {ours:.2f} s = {answers / ours:,.0f}/s; paths {paths}")
-    rg = _rg_workload(answers, 0)
+    rg = against_reasoning_gym(answers)
     if rg is not None:
-        t0 = time.perf_counter()
-        for ds, ans, e in rg:
-            ds.score_answer(ans, e)
-        peer = time.perf_counter() - t0
-        result["reasoning_gym_answers_per_s"] = answers / peer
-        print(f"reasoning-gym score_answer (its maze, mini_sudoku, hanoi, n-queens, tsumego): {answers / peer:,.0f}/s")
+        result.update(rg)
+        print(
+            f"on the same {answers} answers to reasoning-gym's {', '.join(RG_KINDS)} ({rg['rg_rounds']} rounds, "
+            f"median): its score_answer {rg['rg_score_answers_per_s']:,}/s, decide here "
+            f"{rg['ours_decide_answers_per_s']:,}/s ({rg['decide_vs_rg_score']}x); whole outputs: its extract_answer "
+            f"+ score_answer {rg['rg_pipeline_answers_per_s']:,}/s (reads {rg['answers_read']['rg_extract_answer']:.0%} "
+            f"of them), verify here {rg['ours_verify_answers_per_s']:,}/s ({rg['verify_vs_rg_pipeline']}x, reads "
+            f"{rg['answers_read']['ours']:.0%}); full credit agrees on {rg['full_credit_agreement']:.1%}"
+        )
     if judge_answers:
         from agentkit.engines.hf import HFEngine
         from agentkit.models.catalog import DEFAULT_CHAT_MODEL

@@ -104,4 +104,7 @@ def test_gamerl_verify_bench_runs(tmp_path):
     assert main(answers=600, judge_answers=0, out=str(out)) == 0
     result = json.loads(out.read_text())
     assert result["ours_answers_per_s"] > 0 and sum(result["paths"].values()) == 600
-    assert result["reasoning_gym_answers_per_s"] > 0 and "provenance" in result
+    assert result["rg_score_answers_per_s"] > 0 and result["ours_decide_answers_per_s"] > 0 and "provenance" in result
+    # the same answers, decided alike: full credit here exactly where reasoning-gym gives full credit
+    assert result["full_credit_agreement"] == 1.0 and sum(result["rg_paths"].values()) == 600
+    assert result["answers_read"]["ours"] > result["answers_read"]["rg_extract_answer"]

@@ -202,3 +202,22 @@ def test_the_judge_on_a_real_engine_answers_yes_or_no(tiny_engine):
     verdicts = verify_batch(["<answer>a dozen</answer>", "<answer>a tie</answer>"], entries, Judge(tiny_engine))
     assert [v.path for v in verdicts] == ["judge", "judge"]
     assert all(v.score in (0.0, 1.0) for v in verdicts)
+
+
+def test_accept_lists_other_valid_answers_of_any_kind():
+    """n-queens has several solutions: each board in ``accept`` is read as the gold is; others stay wrong."""
+    board = "Q _\n_ _"
+    other = "_ Q\n_ _"
+    e = {"answer": board, "metadata": {"verify": {"kind": "grid", "rows": 2, "cols": 2, "accept": [other]}}}
+    assert verify("<answer>\n_ Q\n_ _\n</answer>", e).score == 1.0
+    assert verify("<answer>\nQ,_;_,_\n</answer>", e).score == 1.0
+    wrong = verify("<answer>\n_ _\nQ _\n</answer>", e)
+    assert wrong.score == 0.0 and wrong.path == "rule"
+
+
+def test_decide_is_verify_after_extract():
+    from agentkit.gamerl.verifiers import decide, extract
+
+    e = {"answer": "42", "metadata": {"verify": {"kind": "int"}}}
+    for out in ("<answer>forty-two</answer>", "so \\boxed{41}", "nothing here"):
+        assert decide(*extract(out), e) == verify(out, e)
