@@ -75,16 +75,23 @@ test-vllm: setup-vllm
 gpu-check:
 	$(PYTHON) eval/gpu_check.py
 
+# Every benchmark into $(BENCH_OUT), one table of their ratios, and each ratio against the recorded run
+# (docs/results/bench, what docs/benchmarks.md shows): a fall of more than 10 % is flagged. With vLLM in this
+# environment (make setup-vllm) the vLLM peers and the weight-sync benchmark run too. About 2 hours on 2 cores.
+BENCH_OUT ?= outputs/bench
+BENCHES_CPU := sandbox ace gamerl-verify uncertainty toollight-sampling structured engine agent tips-potentials \
+	revela rl-step
 bench: setup
-	$(VENV)/bin/agentkit bench serve --out outputs/bench/serve.json
-	$(VENV)/bin/agentkit bench engine --out outputs/bench/engine.json
-	$(VENV)/bin/agentkit bench sandbox --out outputs/bench/sandbox.json
-	$(VENV)/bin/agentkit bench agent --out outputs/bench/agent.json
-	$(VENV)/bin/agentkit bench uncertainty --out outputs/bench/uncertainty.json
-	$(VENV)/bin/agentkit bench toollight-sampling --out outputs/bench/toollight-sampling.json
-	$(VENV)/bin/agentkit bench structured --out outputs/bench/structured.json
-	$(VENV)/bin/agentkit bench tips-potentials --out outputs/bench/tips-potentials.json
-	$(VENV)/bin/agentkit bench rl-step --out outputs/bench/rl-step.json
+	@mkdir -p $(BENCH_OUT)
+	@set -e; for b in $(BENCHES_CPU); do echo "== agentkit bench $$b"; \
+		$(VENV)/bin/agentkit bench $$b --out $(BENCH_OUT)/$$b.json; done
+	@if $(PY) -c "import vllm" 2>/dev/null; then \
+		$(VENV)/bin/agentkit bench serve --peer vllm --out $(BENCH_OUT)/serve.json && \
+		$(VENV)/bin/agentkit bench weight-sync --out $(BENCH_OUT)/weight-sync.json; \
+	else $(VENV)/bin/agentkit bench serve --out $(BENCH_OUT)/serve.json; \
+		echo "note: no vLLM here (make setup-vllm): serve ran without its vLLM peer, weight-sync was left out"; fi
+	$(VENV)/bin/agentkit bench summary $(BENCH_OUT)
+	-$(VENV)/bin/agentkit bench compare docs/results/bench $(BENCH_OUT)
 
 # ruff check, and the formatter in check mode (ruff is pinned to a minor version: its style changes only there)
 lint: setup

@@ -13,8 +13,10 @@ from typing import Any
 
 from agentkit.registry import Registry
 
-# `agentkit bench NAME`: a module with HELP (one line), add_arguments(parser) and main(**options) -> exit code, whose
-# parameters are its options' names; third parties add theirs under the entry-point group agentkit.benches.
+# `agentkit bench NAME`: a module with HELP (one line), add_arguments(parser), main(**options) -> exit code, whose
+# parameters are its options' names, and ratios(result) -> {label: (value, "higher" | "lower": which is better)},
+# what `bench summary` prints and `bench compare` checks; third parties add theirs under the entry-point group
+# agentkit.benches.
 BENCHES: Registry[Any] = Registry("benchmark", group="agentkit.benches")
 for _name in ("engine", "agent", "serve", "structured", "toollight-sampling", "uncertainty", "tips-potentials",
               "rl-step", "ace", "revela", "gamerl-verify", "sandbox", "weight-sync"):  # fmt: skip
@@ -85,3 +87,73 @@ def write_json(out: str | None, result: dict[str, Any]) -> None:
         from agentkit.files import atomic_write
 
         atomic_write(Path(out), json.dumps({**result, "provenance": provenance()}, indent=2))
+
+
+Ratios = dict[str, tuple[float, str]]
+
+
+def _results(path: Path) -> dict[str, dict[str, Any]]:
+    """Bench name → result, from one ``NAME.json`` or every such file of a folder (names not registered are
+    skipped; a file that is not a result is an error naming it)."""
+    from agentkit.errors import AgentkitError
+
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    if not path.exists():
+        raise AgentkitError(f"{path} does not exist", "give a bench result (NAME.json) or a folder of them")
+    out = {}
+    for f in files:
+        if f.stem not in BENCHES.names():
+            continue
+        try:
+            out[f.stem] = json.loads(f.read_text())
+        except (OSError, ValueError) as e:
+            raise AgentkitError(f"{f}: not a bench result ({e})") from None
+    return out
+
+
+def ratios_of(name: str, result: dict[str, Any]) -> Ratios:
+    """The ratios bench ``name`` declares for one of its results (empty for a bench that declares none)."""
+    module = BENCHES.get(name)
+    return module.ratios(result) if hasattr(module, "ratios") else {}
+
+
+def summary(path: str | Path) -> list[dict[str, Any]]:
+    """One row per ratio of every result under ``path``: bench, ratio, value, which way is better, commit, machine.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "sandbox.json").write_text(json.dumps(
+    ...     {"speedup_p50": 4.8, "sandbox": {"p50_ms": 6.3, "p95_ms": 13.9}, "provenance": {"commit": "abc"}}))
+    >>> [(r["ratio"], r["value"], r["better"]) for r in summary(d)][0]
+    ('p50: python -c / sandbox', 4.8, 'higher')
+    """
+    rows = []
+    for name, res in _results(Path(path)).items():
+        prov = res.get("provenance", {})
+        machine = prov.get("machine", {})
+        where = f"{machine.get('cpu', '?')}, {machine.get('torch_threads', '?')} threads" if machine else "?"
+        for label, (value, better) in ratios_of(name, res).items():
+            rows.append({"bench": name, "ratio": label, "value": value, "better": better,
+                         "commit": prov.get("commit"), "machine": where})  # fmt: skip
+    return rows
+
+
+def compare(old: str | Path, new: str | Path, margin: float = 0.1) -> list[dict[str, Any]]:
+    """Every ratio present in both ``old`` and ``new`` (files or folders of results), with ``fell`` True where it
+    moved the worse way by more than ``margin`` (relative: 0.1 = 10 %).
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); (d / "a").mkdir(); (d / "b").mkdir()
+    >>> for sub, x in (("a", 4.8), ("b", 3.9)):
+    ...     _ = (d / sub / "sandbox.json").write_text(json.dumps({"speedup_p50": x, "sandbox": {"p50_ms": 6, "p95_ms": 14}}))
+    >>> [(r["ratio"], r["change"], r["fell"]) for r in compare(d / "a", d / "b")][0]
+    ('p50: python -c / sandbox', -0.188, True)
+    """
+    before, after = _results(Path(old)), _results(Path(new))
+    rows = []
+    for name in sorted(before.keys() & after.keys()):
+        was, now = ratios_of(name, before[name]), ratios_of(name, after[name])
+        for label in [k for k in was if k in now]:
+            (a, better), (b, _) = was[label], now[label]
+            change = (b - a) / abs(a) if a else 0.0
+            fell = change < -margin if better == "higher" else change > margin
+            rows.append({"bench": name, "ratio": label, "old": a, "new": b, "better": better,
+                         "change": round(change, 3), "fell": fell})  # fmt: skip
+    return rows

@@ -242,6 +242,17 @@ def main(bullets: int = 10_000, steps: int = 5, out: str | None = None) -> int:
     return 0
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read."""
+    out = {
+        "100 deltas: step / re-embed all pairs": (res["step_ratio_vs_baseline"], "lower"),
+        "100 deltas: step seconds (target 0.5)": (res["step_median_s"], "lower"),
+    }
+    if "lazy_speedup" in res:
+        out["lazy grouping: row loop / arrays"] = (res["lazy_speedup"], "higher")
+    return out
+
+
 HELP = "100 deltas into a 10,000-bullet playbook with de-duplication and the budget"
 
 

@@ -135,6 +135,16 @@ def main(
     return 0
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
+    out = {}
+    for wl in WORKLOADS:
+        if wl in res:
+            out[f"{wl}: prefix cache / re-encode all"] = (res[wl]["speedup_vs_re_encode_all"], "higher")
+            out[f"{wl}: prefix cache / shared-prefix ablation"] = (res[wl]["speedup"], "higher")
+    return out
+
+
 HELP = "agent rollouts/min with HFEngine's prefix cache against re-encoding"
 
 

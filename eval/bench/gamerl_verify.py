@@ -221,6 +221,17 @@ def main(answers: int = 20000, judge_answers: int = 32, model: str | None = None
 __all__ = ["main", "verify_batch", "workload"]
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
+    out = {}
+    if "decide_vs_rg_score" in res:
+        out["same answers: rules here / reasoning-gym's scorers"] = (res["decide_vs_rg_score"], "higher")
+        out["whole outputs: verify / reasoning-gym's pipeline"] = (res["verify_vs_rg_pipeline"], "higher")
+    if "rules_vs_judge_speedup" in res:
+        out["rules / judge model (answers/s)"] = (res["rules_vs_judge_speedup"], "higher")
+    return out
+
+
 HELP = "Game-RL answer verification/s: rules vs reasoning-gym and a judge model"
 
 

@@ -215,6 +215,15 @@ def main(batch: int = 16, tokens: int = 64, repeats: int = 5, out: str | None = 
     return 0
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read."""
+    return {
+        "LM step: Revela / plain": (res["ratio_revela_lm_vs_plain"], "lower"),
+        "whole step: Revela / plain LM": (res["ratio_revela_full_vs_plain"], "lower"),
+        "LM step: naive per pair / Revela": (res["ratio_naive_vs_revela_lm"], "higher"),
+    }
+
+
 HELP = "a Revela step on 16 chunks vs a plain LM step and a per-pair implementation"
 
 

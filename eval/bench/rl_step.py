@@ -307,6 +307,14 @@ def main(
     return 0
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read."""
+    return {
+        "rollout tokens/s: agentkit / TRL": (res["rollout_throughput_ratio"], "higher"),
+        "step time: agentkit / TRL": (res["step_time_ratio"], "lower"),
+    }
+
+
 HELP = "one multi-turn GRPO step: agentkit.rl vs TRL's GRPOTrainer(tools=...)"
 
 

@@ -88,6 +88,18 @@ def main(n: int = 100, out: str | None = None) -> int:
     return 0
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read."""
+    out = {
+        "p50: python -c / sandbox": (res["speedup_p50"], "higher"),
+        "sandbox p50 ms (target 12)": (res["sandbox"]["p50_ms"], "lower"),
+        "sandbox p95 ms (target 20)": (res["sandbox"]["p95_ms"], "lower"),
+    }
+    if res.get("speedup_vs_bwrap_p50"):
+        out["p50: bwrap python -c / sandbox"] = (res["speedup_vs_bwrap_p50"], "higher")
+    return out
+
+
 HELP = "python sandbox latency (pre-warmed pool) against a fresh `python -c`"
 
 

@@ -124,6 +124,14 @@ def main(
     return 0
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
+    out = {"agentkit: concurrent / one by one (requests/s)": (res["agentkit"]["throughput_ratio"], "higher")}
+    if "vs_vllm" in res:
+        out["agentkit / vLLM server (requests/s, 16 clients)"] = (res["vs_vllm"]["requests_per_s"], "higher")
+    return out
+
+
 HELP = "load on agentkit serve: concurrent clients vs one by one"
 
 

@@ -322,6 +322,15 @@ def main(
     return 0
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
+    return {
+        f"{r['workload']} b{r['batch']}: constrained / free (tokens/s)": (r["ratio"], "higher")
+        for r in res["hfengine"]
+        if r["workload"] == "fixed"  # natural rows stop at different lengths: not a speed ratio
+    }
+
+
 HELP = "constrained decoding: grammar libraries, HFEngine constrained vs free"
 
 

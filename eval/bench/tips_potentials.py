@@ -98,6 +98,14 @@ def main(model: str = DEFAULT_CHAT_MODEL, trajectories: int = 32, out: str | Non
     return 0
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read (lower is better: shared / per pair)."""
+    return {
+        "potentials: time, shared / per pair": (res["time_ratio_vs_per_pair"], "lower"),
+        "potentials: tokens, shared / per pair": (res["token_ratio_vs_per_pair"], "lower"),
+    }
+
+
 HELP = "TIPS potentials: each trajectory encoded once vs a pass per pair"
 
 

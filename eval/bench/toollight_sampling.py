@@ -109,6 +109,14 @@ def main(
     return 0
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read (lower is better: the cache's share)."""
+    return {
+        "branches: prompt tokens, cache / re-encode": (res["token_ratio"], "lower"),
+        "branches: time, cache / re-encode": (res["time_ratio"], "lower"),
+    }
+
+
 HELP = "entropy-guided branching: prefix cache vs re-encoding each prefix"
 
 

@@ -215,6 +215,14 @@ def main(questions: int = 2000, samples: int = 5, out: str | None = None) -> int
     return 0
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
+    return {
+        "estimators: per-pair loop / vectorised": (res["speedup"], "higher"),
+        "with similarity: per-pair sim / embed once": (res["pipeline_speedup"], "higher"),
+    }
+
+
 HELP = "scoring 2,000 questions x 2 models x 5 samples: vectorised vs a per-pair loop"
 
 

@@ -165,6 +165,11 @@ def main(
     return 0
 
 
+def ratios(res: dict) -> dict[str, tuple[float, str]]:
+    """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
+    return {f"{m['model']}: restart / reload sync": (m["sync_vs_restart"], "higher") for m in res["models"]}
+
+
 HELP = "weight sync to a vLLM server: save + reload, weight-transfer API, LoRA adapter, vs a restart (needs vLLM)"
 
 

@@ -176,6 +176,8 @@ BAD = [
     ("bench sandbox -n 0", "argument -n: must be >= 1"),
     ("bench agent --turns -1", "argument --turns: must be >= 1"),
     ("bench toollight-sampling --workload web", "argument --workload: invalid choice"),
+    ("bench compare nosuch.json docs/results/bench", "nosuch.json does not exist"),
+    ("bench compare docs/results/bench docs/results/bench --margin -1", "argument --margin: must be >= 0"),
     ("uncertainty generate --models smollm2-135m --tasks arithmetic:0 --out o.jsonl", "N must be a positive"),
     ("uncertainty generate --models smollm2-135m --tasks nosuch --out o.jsonl", "'nosuch' is neither a file"),
     ("uncertainty generate --models tiny-random,tiny-random --tasks arithmetic:2 --out o.jsonl", "names a model twice"),

@@ -108,3 +108,42 @@ def test_gamerl_verify_bench_runs(tmp_path):
     # the same answers, decided alike: full credit here exactly where reasoning-gym gives full credit
     assert result["full_credit_agreement"] == 1.0 and sum(result["rg_paths"].values()) == 600
     assert result["answers_read"]["ours"] > result["answers_read"]["rg_extract_answer"]
+
+
+def test_bench_compare_flags_a_ratio_that_fell(tmp_path, capsys):
+    """`agentkit bench compare OLD NEW`: a ratio that moved the worse way by more than the margin is flagged and
+    the exit status is 1; within the margin, 0. Directions come from each bench's ratios()."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from agentkit.cli import main
+
+    recorded = Path("docs/results/bench/ace.json")
+    for sub in ("old", "new"):
+        (tmp_path / sub).mkdir()
+        shutil.copy(recorded, tmp_path / sub / "ace.json")
+    assert main(["bench", "compare", str(tmp_path / "old"), str(tmp_path / "new")]) == 0
+    capsys.readouterr()
+    res = json.loads(recorded.read_text())
+    res["step_median_s"] *= 1.25  # slower: "lower is better" fell by 25 %
+    res["lazy_speedup"] *= 1.05  # a higher speed-up never counts as a fall
+    (tmp_path / "new" / "ace.json").write_text(json.dumps(res))
+    assert main(["bench", "compare", str(tmp_path / "old"), str(tmp_path / "new"), "--margin", "0.2"]) == 1
+    out = capsys.readouterr().out
+    assert "1 of 3 ratios fell by more than 20%" in out and "FELL" in out.split("step seconds")[1].split("\n")[0]
+    assert main(["bench", "compare", str(tmp_path / "old"), str(tmp_path / "new"), "--margin", "0.3"]) == 0
+    assert main(["bench", "summary", str(tmp_path / "new")]) == 0
+    assert "no result under" in capsys.readouterr().out
+
+
+def test_make_bench_runs_every_bench_and_each_declares_its_ratios():
+    import re
+    from pathlib import Path
+
+    from agentkit.eval.bench import BENCHES
+
+    make = Path("Makefile").read_text()
+    cpu = re.search(r"BENCHES_CPU := (.*?)\n(?!\t)", make, re.S).group(1).replace("\\", " ").split()
+    assert sorted([*cpu, "serve", "weight-sync"]) == sorted(BENCHES.names())
+    assert all(callable(getattr(BENCHES.get(n), "ratios", None)) for n in BENCHES.names())

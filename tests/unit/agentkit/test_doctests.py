@@ -12,6 +12,7 @@ import agentkit.engines.base
 import agentkit.engines.hf
 import agentkit.engines.sampling
 import agentkit.errors
+import agentkit.eval.bench
 import agentkit.eval.bench.revela
 import agentkit.eval.ir_benchmarks
 import agentkit.eval.metrics as metrics
@@ -39,6 +40,7 @@ import agentkit.tools.search
     "mod",
     [
         metrics,
+        agentkit.eval.bench,
         agentkit.ace.playbook,
         agentkit.ace.refine,
         agentkit.ace.roles,
