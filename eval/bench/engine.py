@@ -13,8 +13,12 @@ All three sample (temperature 1, no top-k/p). Two modes:
   - natural: rows stop at EOS (up to ``2 × max_tokens``), as real workloads do; only tokens up to and including
              each row's EOS count, for ``generate`` too (it keeps decoding finished rows until the longest ends,
              HFEngine drops them from the batch).
-Achieved FLOP/s = 2 × parameters × tokens/s, reported as a fraction of this machine's fp32 matmul peak
-(measured here with 2048² matmuls).
+  - HFEngine bf16 decode: the same engine with ``decode_dtype="bfloat16"`` (decode steps of ≤ 4 rows read the
+                      layers' weights in bf16, ``agentkit.engines.lowp``), on the same weights.
+The roofline, both sides: achieved FLOP/s = 2 × parameters × tokens/s as a fraction of this machine's fp32 matmul
+peak (measured here with 2048² matmuls), and the weight bytes a decode step reads × steps/s (tokens/s ÷ batch) as a
+fraction of its memory bandwidth (measured here: copies of 512 MB). Then greedy decoding of suite (a)'s first 16
+questions at batch 1 with both engines: identical completions, and each one's accuracy.
 """
 
 from __future__ import annotations
@@ -44,6 +48,51 @@ def matmul_peak_gflops(n: int = 2048, reps: int = 8) -> float:
         a @ b
         best = min(best, time.perf_counter() - t)
     return 2 * n**3 / best / 1e9
+
+
+def memory_bandwidth_gbs(mb: int = 512, reps: int = 5) -> float:
+    """This machine's memory bandwidth in GB/s: the best of ``reps`` copies of ``mb`` MB (bytes read + written)."""
+    src = torch.ones(mb * 2**18)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        dst.copy_(src)
+        best = min(best, time.perf_counter() - t)
+    return 2 * src.numel() * 4 / best / 1e9
+
+
+def weight_bytes(model, low: bool) -> int:
+    """Bytes of weights a decode step reads: every parameter, the layers' linear weights in bf16 on the
+    low-precision path (``agentkit.engines.lowp``: the output head stays fp32)."""
+    head = model.get_output_embeddings()
+    seen, total = set(), 0
+    for mod in model.modules():
+        for p in mod.parameters(recurse=False):
+            if id(p) in seen:  # tied embeddings: read once
+                continue
+            seen.add(id(p))
+            half = low and isinstance(mod, torch.nn.Linear) and mod is not head and p is mod.weight
+            total += p.numel() * (2 if half else p.element_size())
+    return total
+
+
+def greedy_agreement(fp32, low, n: int = 16, max_tokens: int = 48) -> dict:
+    """Suite (a)'s first ``n`` questions one at a time (batch 1, where the bf16 path runs), greedy, on both engines:
+    how many completions are identical, and each engine's accuracy (the final number against the gold)."""
+    from agentkit.eval.metrics import extract_answer, numeric_match
+
+    tasks = arithmetic_suite(n, seed=123)
+    sp = SamplingParams(max_tokens=max_tokens, temperature=0)
+    same, right = 0, {"float32": 0, "bfloat16": 0}
+    for t in tasks:
+        chat = [[{"role": "user", "content": t.question}]]
+        a, b = fp32.generate(chat, sp)[0][0], low.generate(chat, sp)[0][0]
+        same += a.token_ids == b.token_ids
+        right["float32"] += numeric_match(extract_answer(a.text), t.answer)
+        right["bfloat16"] += numeric_match(extract_answer(b.text), t.answer)
+    return {"prompts": n, "max_tokens": max_tokens, "identical": same, "correct": right}
 
 
 def _prompts(tok, n: int) -> list[str]:
@@ -95,8 +144,13 @@ def run(
 
     engine = HFEngine(model_name, max_batch_size=max(batch_sizes))
     model, tok = engine.model, engine.tokenizer
+    # the same weights, decode steps of ≤ 4 rows reading bf16 (inert outside this engine's steps: model.generate
+    # and the fp32 engine read fp32)
+    low = HFEngine(model, tok, name=model_name, max_batch_size=max(batch_sizes), decode_dtype="bfloat16")
     params_count = sum(p.numel() for p in model.parameters())
     peak = matmul_peak_gflops()
+    bandwidth = memory_bandwidth_gbs()
+    nbytes = {"fp32": weight_bytes(model, low=False), "bf16": weight_bytes(model, low=True)}
     _hf_generate(model, tok, _prompts(tok, 2), 4)  # warm-up
     engine.generate(_prompts(tok, 2), SamplingParams(max_tokens=4))
     rows = []
@@ -112,24 +166,46 @@ def run(
                 n1, t1 = n1 + n, t1 + t
             nb, tb = _timed(_hf_generate, model, tok, prompts, limit, natural)
             ne, te = _timed(_engine_tokens, engine, prompts, sp)
-            tps = {"generate_per_prompt": n1 / t1, "generate_batched": nb / tb, "hfengine_entropy": ne / te}
+            nl, tl = _timed(_engine_tokens, low, prompts, sp)
+            tps = {
+                "generate_per_prompt": n1 / t1,
+                "generate_batched": nb / tb,
+                "hfengine_entropy": ne / te,
+                "hfengine_bf16_decode": nl / tl,
+            }
             row = {
                 "mode": mode,
                 "batch": b,
                 **{k: round(v, 1) for k, v in tps.items()},
                 "ratio_vs_batched": round(tps["hfengine_entropy"] / tps["generate_batched"], 2),
                 "ratio_vs_per_prompt": round(tps["hfengine_entropy"] / tps["generate_per_prompt"], 2),
+                "ratio_bf16_decode_vs_fp32": round(tps["hfengine_bf16_decode"] / tps["hfengine_entropy"], 2),
                 "peak_fraction_hfengine": round(2 * params_count * tps["hfengine_entropy"] / 1e9 / peak, 3),
                 "peak_fraction_batched": round(2 * params_count * tps["generate_batched"] / 1e9 / peak, 3),
+                # the roofline's other side: weight bytes a decode step reads × steps/s (tokens/s ÷ batch), as a
+                # fraction of the measured bandwidth (speculation's accepted drafts make steps fewer: an upper bound)
+                "bandwidth_fraction_hfengine": round(nbytes["fp32"] * tps["hfengine_entropy"] / b / 1e9 / bandwidth, 3),
+                "bandwidth_fraction_bf16_decode": round(
+                    (nbytes["bf16"] if b <= low.decode_rows else nbytes["fp32"])
+                    * tps["hfengine_bf16_decode"]
+                    / b
+                    / 1e9
+                    / bandwidth,
+                    3,
+                ),
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
+    agreement = greedy_agreement(engine, low)
     if vllm and importlib.util.find_spec("vllm") is not None:
         _vllm_rows(model_name, rows, max_tokens)
     return {
         "model": model_name,
         "parameters": params_count,
         "matmul_peak_gflops": round(peak, 1),
+        "memory_bandwidth_gbs": round(bandwidth, 1),
+        "weight_bytes": nbytes,
+        "greedy_bf16_decode_vs_fp32": agreement,
         "max_tokens": max_tokens,
         "threads": torch.get_num_threads(),
         "rows": rows,
@@ -147,6 +223,7 @@ def _vllm_rows(model_name: str, rows: list[dict], max_tokens: int) -> None:
             n, t = _timed(_engine_tokens, engine, _prompts(engine.tokenizer, row["batch"]), sp)
             row["vllm"] = round(n / t, 1)
             row["ratio_vs_vllm"] = round(row["hfengine_entropy"] / row["vllm"], 2)
+            row["ratio_bf16_decode_vs_vllm"] = round(row["hfengine_bf16_decode"] / row["vllm"], 2)
             print(json.dumps(row), flush=True)
     finally:
         engine.close()
@@ -166,17 +243,28 @@ def main(
         f"{res['matmul_peak_gflops']} GFLOP/s, {res['threads']} threads, {res['max_tokens']} new tokens/sequence"
     )
     print(
+        f"memory bandwidth {res['memory_bandwidth_gbs']} GB/s; weight bytes per decode step: fp32 "
+        f"{res['weight_bytes']['fp32'] / 1e6:.0f} MB, bf16 decode {res['weight_bytes']['bf16'] / 1e6:.0f} MB"
+    )
+    print(
         f"{'mode':>7} {'batch':>5} {'generate/prompt':>16} {'generate/batched':>17} {'HFEngine+entropy':>17} "
-        f"{'×batched':>9} {'×per-prompt':>12} {'peak (HFEngine)':>16} {'peak (batched)':>15} {'vLLM bf16':>10} "
-        f"{'×vLLM':>6}"
+        f"{'bf16 decode':>12} {'×batched':>9} {'×per-prompt':>12} {'peak (HFEngine)':>16} {'bandwidth':>10} "
+        f"{'bw (bf16)':>10} {'vLLM bf16':>10} {'×vLLM':>6} {'bf16 ×vLLM':>11}"
     )
     for r in res["rows"]:
         print(
             f"{r['mode']:>7} {r['batch']:>5} {r['generate_per_prompt']:>16.1f} {r['generate_batched']:>17.1f} "
-            f"{r['hfengine_entropy']:>17.1f} {r['ratio_vs_batched']:>9.2f} {r['ratio_vs_per_prompt']:>12.2f} "
-            f"{r['peak_fraction_hfengine']:>16.1%} {r['peak_fraction_batched']:>15.1%} "
-            f"{r.get('vllm', float('nan')):>10.1f} {r.get('ratio_vs_vllm', float('nan')):>6.2f}"
+            f"{r['hfengine_entropy']:>17.1f} {r['hfengine_bf16_decode']:>12.1f} {r['ratio_vs_batched']:>9.2f} "
+            f"{r['ratio_vs_per_prompt']:>12.2f} {r['peak_fraction_hfengine']:>16.1%} "
+            f"{r['bandwidth_fraction_hfengine']:>10.1%} {r['bandwidth_fraction_bf16_decode']:>10.1%} "
+            f"{r.get('vllm', float('nan')):>10.1f} {r.get('ratio_vs_vllm', float('nan')):>6.2f} "
+            f"{r.get('ratio_bf16_decode_vs_vllm', float('nan')):>11.2f}"
         )
+    g = res["greedy_bf16_decode_vs_fp32"]
+    print(
+        f"greedy, suite (a), {g['prompts']} prompts at batch 1: {g['identical']} identical completions; correct "
+        f"fp32 {g['correct']['float32']:g}, bf16 decode {g['correct']['bfloat16']:g}"
+    )
     write_json(out, res)
     return 0
 
@@ -186,8 +274,15 @@ def ratios(res: dict) -> dict[str, tuple[float, str]]:
     out = {}
     for r in res["rows"]:
         out[f"{r['mode']} b{r['batch']}: HFEngine / batched generate"] = (r["ratio_vs_batched"], "higher")
+        if "ratio_bf16_decode_vs_fp32" in r:
+            out[f"{r['mode']} b{r['batch']}: bf16 decode / fp32"] = (r["ratio_bf16_decode_vs_fp32"], "higher")
         if "ratio_vs_vllm" in r:
             out[f"{r['mode']} b{r['batch']}: HFEngine / vLLM-CPU"] = (r["ratio_vs_vllm"], "higher")
+        if "ratio_bf16_decode_vs_vllm" in r:
+            out[f"{r['mode']} b{r['batch']}: HFEngine bf16 decode / vLLM-CPU"] = (
+                r["ratio_bf16_decode_vs_vllm"],
+                "higher",
+            )
     return out
 
 

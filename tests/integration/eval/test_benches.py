@@ -147,3 +147,15 @@ def test_make_bench_runs_every_bench_and_each_declares_its_ratios():
     cpu = re.search(r"BENCHES_CPU := (.*?)\n(?!\t)", make, re.S).group(1).replace("\\", " ").split()
     assert sorted([*cpu, "serve", "weight-sync"]) == sorted(BENCHES.names())
     assert all(callable(getattr(BENCHES.get(n), "ratios", None)) for n in BENCHES.names())
+
+
+def test_engine_bench_rows_carry_bf16_decode_and_the_roofline():
+    from agentkit.eval.bench.engine import run
+
+    res = run("tiny-random", batch_sizes=(1, 6), max_tokens=4, modes=("fixed",), vllm=False)
+    assert res["memory_bandwidth_gbs"] > 0 and res["weight_bytes"]["bf16"] < res["weight_bytes"]["fp32"]
+    for r in res["rows"]:
+        assert r["hfengine_bf16_decode"] > 0 and 0 < r["bandwidth_fraction_hfengine"]
+        assert r["ratio_bf16_decode_vs_fp32"] == round(r["hfengine_bf16_decode"] / r["hfengine_entropy"], 2)
+    g = res["greedy_bf16_decode_vs_fp32"]
+    assert g["prompts"] == 16 and 0 <= g["identical"] <= 16
