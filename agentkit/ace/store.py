@@ -91,7 +91,8 @@ class PlaybookStore:
 
     @property
     def playbook(self) -> Playbook:
-        """The newest version this store has read (``refresh()`` reads what others wrote since)."""
+        """The newest version this store has read (``refresh()`` reads what others wrote since). Read-only: its
+        bullets are shared with the versions after it; change it through ``commit``."""
         return self._current
 
     @classmethod

@@ -37,8 +37,13 @@ class BenchCommand(Command):
             "--margin", type=NONNEG_FLOAT, default=0.1, help="relative fall that is flagged (default: 0.1 = 10%%)"
         )
         sub.set_defaults(_bench=None)
+        sub = targets.add_parser("page", help="rewrite docs/benchmarks.md's result blocks from docs/results/bench")
+        sub.add_argument("--check", action="store_true", help="change nothing; exit 1 when the page is out of date")
+        sub.set_defaults(_bench=None)
 
     def run(self, args: argparse.Namespace) -> int:
+        if args.target == "page":
+            return _page(args.check)
         if args.target == "summary":
             return _summary(args.path)
         if args.target == "compare":
@@ -75,3 +80,19 @@ def _compare(old: str, new: str, margin: float) -> int:
     fell = [r for r in rows if r["fell"]]
     print(f"\n{len(fell)} of {len(rows)} ratios fell by more than {margin:.0%}")
     return 1 if fell else 0
+
+
+def _page(check: bool) -> int:
+    from agentkit.eval.bench import PAGE, render_page
+    from agentkit.files import atomic_write
+
+    new = render_page()
+    if new == PAGE.read_text():
+        print(f"{PAGE} is up to date with its results")
+        return 0
+    if check:
+        print(f"{PAGE} is out of date with its results: run agentkit bench page")
+        return 1
+    atomic_write(PAGE, new)
+    print(f"{PAGE} rewritten from its results")
+    return 0

@@ -61,7 +61,7 @@ class HFEngine(LocalTokenizer):
         speculate: draft tokens per row and step by prompt lookup (``_draft``), checked in the same forward pass;
             0 turns it off. Outputs keep their distribution (greedy: the same tokens).
         decode_dtype: ``bfloat16`` reads the decoder's linear weights in bf16 in decode steps of at most
-            ``decode_rows`` rows, on a CPU (``agentkit.engines.lowp``: about 1.4× at batch 1 here; logprobs within
+            ``decode_rows`` rows, on a CPU (``agentkit.engines.lowp``: about 1.3× at batch 1 here; logprobs within
             0.1 nats, so greedy outputs can part at near-ties); ``float32`` (the default) reads fp32 throughout.
         decode_rows: the widest decode step (rows × tokens fed) that takes the ``decode_dtype`` path.
         speculate_tokens: speculate only while rows × (speculate + 1) is at most this (the default: batches of

@@ -10,7 +10,7 @@ of 20 by up to 0.06). On a CPU without AVX-512 BF16 the bf16 matmul is emulated,
 narrow: ``max_rows`` rows (tokens × sequences) or fewer; wider passes (prefill, large batches) read the fp32
 weights as before.
 
-Measured on SmolLM2-135M (2-core AMD EPYC with AVX2 only, ``agentkit bench engine``): batch 1 decodes ~1.4×
+Measured on SmolLM2-135M (2-core AMD EPYC with AVX2 only, ``agentkit bench engine``): batch 1 decodes ~1.3×
 faster; per-token logprobs and entropies stay within 0.1 nats of fp32 (up to ~0.05 measured), so greedy outputs
 can part where two tokens are nearly tied (tested: ``tests/unit/agentkit/engines/test_lowp.py``).
 

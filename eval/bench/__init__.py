@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -15,8 +16,8 @@ from agentkit.registry import Registry
 
 # `agentkit bench NAME`: a module with HELP (one line), add_arguments(parser), main(**options) -> exit code, whose
 # parameters are its options' names, and ratios(result) -> {label: (value, "higher" | "lower": which is better)},
-# what `bench summary` prints and `bench compare` checks; third parties add theirs under the entry-point group
-# agentkit.benches.
+# what `bench summary` prints and `bench compare` checks; report(result) -> markdown, where it has a block on the
+# benchmarks page (`bench page`); third parties add theirs under the entry-point group agentkit.benches.
 BENCHES: Registry[Any] = Registry("benchmark", group="agentkit.benches")
 for _name in ("engine", "agent", "serve", "structured", "toollight-sampling", "uncertainty", "tips-potentials",
               "rl-step", "ace", "revela", "gamerl-verify", "sandbox", "weight-sync"):  # fmt: skip
@@ -157,3 +158,49 @@ def compare(old: str | Path, new: str | Path, margin: float = 0.1) -> list[dict[
             rows.append({"bench": name, "ratio": label, "old": a, "new": b, "better": better,
                          "change": round(change, 3), "fell": fell})  # fmt: skip
     return rows
+
+
+PAGE = Path("docs/benchmarks.md")
+RESULTS = Path("docs/results/bench")
+_BLOCK = re.compile(r"(<!-- bench:([a-z0-9-]+) -->\n)(.*?)(<!-- /bench:\2 -->)", re.S)
+
+
+def provenance_line(res: dict[str, Any], file: str | None = None) -> str:
+    """The italic line above a result's tables: command, commit, time and machine (and a link to the file).
+
+    >>> provenance_line({"provenance": {"command": "agentkit bench ace", "commit": "abc", "time_utc": "2026-12-06 07:31",
+    ...     "machine": {"cpu": "AMD EPYC", "cores": 2, "memory_gib": 23.5, "gpu": None, "torch": "2.13.0+cpu",
+    ...     "torch_threads": 2}}})
+    '*`agentkit bench ace` · commit abc · 2026-12-06 07:31 UTC · 2-core AMD EPYC, 24 GiB, no GPU, torch 2.13.0+cpu (2 threads)*'
+    """
+    p = res.get("provenance", {})
+    m = p.get("machine", {})
+    machine = (
+        f"{m.get('cores')}-core {m.get('cpu')}, {m.get('memory_gib') or 0:.0f} GiB, {m.get('gpu') or 'no GPU'}, "
+        f"torch {m.get('torch')} ({m.get('torch_threads')} threads)"
+    )
+    line = f"*`{p.get('command')}` · commit {p.get('commit')} · {p.get('time_utc')} UTC · {machine}*"
+    return line + (f" ([file]({file}))" if file else "")
+
+
+def render_page(page: Path = PAGE, results: Path = RESULTS) -> str:
+    """``page`` with every ``<!-- bench:NAME -->`` … ``<!-- /bench:NAME -->`` block rewritten from
+    ``results/NAME.json``: the provenance line, then the bench's ``report(result)`` (markdown tables and the
+    sentences that quote figures), so no figure in a block is copied by hand."""
+    from agentkit.errors import AgentkitError
+
+    text = page.read_text()
+
+    def block(m: re.Match) -> str:
+        name = m.group(2)
+        file = results / f"{name}.json"
+        if not file.is_file():
+            raise AgentkitError(
+                f"{page}: block bench:{name} has no result {file}", f"run agentkit bench {name} --out {file}"
+            )
+        res = json.loads(file.read_text())
+        link = os.path.relpath(file, page.parent)
+        body = provenance_line(res, link) + "\n\n" + BENCHES.get(name).report(res).strip() + "\n"
+        return m.group(1) + body + m.group(4)
+
+    return _BLOCK.sub(block, text)

@@ -242,6 +242,23 @@ def main(bullets: int = 10_000, steps: int = 5, out: str | None = None) -> int:
     return 0
 
 
+def report(res: dict) -> str:
+    """The benchmarks page's block (``bench page``)."""
+    lo, hi = min(res["step_seconds"]), max(res["step_seconds"])
+    return (
+        f"| what | agentkit | baseline | ratio |\n|---|---|---|---|\n"
+        f"| {res['deltas_per_batch']} deltas into {res['bullets']:,} bullets (median of {res['steps']}; target ≤ "
+        f"{res['target_s']} s) | **{res['step_median_s']} s** ({lo}–{hi}) | {res['baseline_reembed_all_pairs_s']} s "
+        f"(re-embed all, group all pairs) | {res['step_ratio_vs_baseline']}× |\n"
+        f"| lazy grouping, all pairs of {res['lazy_bullets']:,} bullets ({res['lazy_paraphrases']:,} paraphrases; "
+        f"target ≤ {res['lazy_target_s']} s) | **{res['lazy_grouping_s']} s** | {res['lazy_row_loop_s']} s (row by "
+        f"row) | {res['lazy_speedup']}× faster |\n\n"
+        f"Each batch merged {min(res['merged_per_step'])}–{max(res['merged_per_step'])} near-duplicates and evicted "
+        f"{min(res['evicted_per_step'])}–{max(res['evicted_per_step'])} bullets to hold the budget; both groupings "
+        f"found the same {res['lazy_groups']:,} groups."
+    )
+
+
 def ratios(res: dict) -> dict[str, tuple[float, str]]:
     """The ratios ``bench summary`` and ``bench compare`` read."""
     out = {

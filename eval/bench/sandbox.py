@@ -88,6 +88,28 @@ def main(n: int = 100, out: str | None = None) -> int:
     return 0
 
 
+def report(res: dict) -> str:
+    """The benchmarks page's block (``bench page``): the latency table and its ratios."""
+    rows = [
+        ("the sandbox (pooled worker, calls 50 ms apart)", res["sandbox"]),
+        (f"the sandbox, {res['n']} calls without a pause", res["sandbox_burst"]),
+        ("a fresh `python -c`", res["python_c"]),
+    ]
+    if res.get("bwrap_python_c"):
+        rows.append(("a bare `bwrap … python -c`", res["bwrap_python_c"]))
+    table = "\n".join(f"| {what} | {r['p50_ms']:.2f} ms | {r['p95_ms']:.2f} ms |" for what, r in rows)
+    bare = (
+        f" and {res['speedup_vs_bwrap_p50']}× faster than starting bubblewrap per call"
+        if res.get("bwrap_python_c")
+        else ""
+    )
+    return (
+        f"| what runs `print(1+1)` | p50 | p95 |\n|---|---|---|\n{table}\n\n"
+        f"Pooled, a sandboxed call is {res['speedup_p50']}× faster than a fresh `python -c` (p50){bare}; the "
+        f"targets are p50 ≤ 12 ms and p95 ≤ 20 ms. Isolation: {res['isolation']}, pool of {res['pool_size']}."
+    )
+
+
 def ratios(res: dict) -> dict[str, tuple[float, str]]:
     """The ratios ``bench summary`` and ``bench compare`` read."""
     out = {
