@@ -177,7 +177,7 @@ def provenance_line(res: dict[str, Any], file: str | None = None) -> str:
     m = p.get("machine", {})
     machine = (
         f"{m.get('cores')}-core {m.get('cpu')}, {m.get('memory_gib') or 0:.0f} GiB, {m.get('gpu') or 'no GPU'}, "
-        f"torch {m.get('torch')} ({m.get('torch_threads')} threads)"
+        f"torch {m.get('torch')} ({m.get('torch_threads')} thread{'s' if m.get('torch_threads') != 1 else ''})"
     )
     line = f"*`{p.get('command')}` · commit {p.get('commit')} · {p.get('time_utc')} UTC · {machine}*"
     return line + (f" ([file]({file}))" if file else "")

@@ -307,6 +307,25 @@ def main(
     return 0
 
 
+def report(res: dict) -> str:
+    """The benchmarks page's block (``bench page``)."""
+    a, t, same = res["agentkit"], res["trl"], res["same_rollouts_loss"]
+    return (
+        "| trainer | rollout | model tokens | rollout tokens/s | step | tool calls per trajectory |\n"
+        "|---|---|---|---|---|---|\n"
+        f"| TRL `GRPOTrainer(tools=…)` | {t['rollout_seconds']} s | {t['model_tokens']:,} | {t['rollout_tokens_per_s']} | "
+        f"{t['step_seconds']} s | {t['tool_calls_per_trajectory']} |\n"
+        f"| `agentkit.rl` `AgentGRPOTrainer` | {a['rollout_seconds']} s | {a['model_tokens']:,} | "
+        f"{a['rollout_tokens_per_s']} (**{res['rollout_throughput_ratio']}×**) | {a['step_seconds']} s "
+        f"(**{res['step_time_ratio']}×**) | {a['tool_calls_per_trajectory']} |\n\n"
+        f"Same rollouts through both trainers: loss {same['agentkit']:.7f} and {same['trl']:.7f} (difference "
+        f"{same['abs_diff']:.1e}), per-token advantages within {same['max_token_advantage_diff']:.1e}. The step's "
+        f"remainder ({a['step_seconds'] - a['rollout_seconds']:.0f} s and {t['step_seconds'] - t['rollout_seconds']:.0f} s) "
+        f"is mostly the loss's forward and backward passes, the same code on both sides. The warm start took "
+        f"{res['warm_start']['seconds']:.0f} s."
+    )
+
+
 def ratios(res: dict) -> dict[str, tuple[float, str]]:
     """The ratios ``bench summary`` and ``bench compare`` read."""
     return {

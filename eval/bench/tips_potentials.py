@@ -98,6 +98,18 @@ def main(model: str = DEFAULT_CHAT_MODEL, trajectories: int = 32, out: str | Non
     return 0
 
 
+def report(res: dict) -> str:
+    """The benchmarks page's block (``bench page``)."""
+    a, b = res["packed"], res["per-pair"]
+    return (
+        "| (state, answer) pairs | tokens through the model (shared / per pair) | wall time (shared / per pair) | "
+        "largest difference in Φ |\n|---|---|---|---|\n"
+        f"| {res['pairs']} | {a['tokens']:,} / {b['tokens']:,} (**{res['token_ratio_vs_per_pair']}×**) | "
+        f"{a['seconds']} s / {b['seconds']} s (**{res['time_ratio_vs_per_pair']}×**) | "
+        f"{res['max_abs_potential_diff']:.1e} |"
+    )
+
+
 def ratios(res: dict) -> dict[str, tuple[float, str]]:
     """The ratios ``bench summary`` and ``bench compare`` read (lower is better: shared / per pair)."""
     return {
