@@ -215,6 +215,24 @@ def main(batch: int = 16, tokens: int = 64, repeats: int = 5, out: str | None = 
     return 0
 
 
+def report(res: dict) -> str:
+    """The benchmarks page's block (``bench page``): each variant's median ratio to a plain LM step."""
+    mib = res["saved_for_backward_mib"]
+    return (
+        f"- LM side, with the real Sim at τ = 1e-4, as the paper trains (no plain loss): "
+        f"**{res['ratio_revela_lm_vs_plain']:.2f}×** a plain LM step (target ≤ {res['target_ratio']}×).\n"
+        f"- The same with the plain loss computed and logged (the recipe's default): "
+        f"{res['ratio_revela_lm_logged_vs_plain']:.2f}×.\n"
+        f"- The same with pass 1's keys and values kept in the graph (`kv_grad`, the official code's): "
+        f"{res['ratio_revela_lm_kv_grad_vs_plain']:.2f}× a plain step, {res['ratio_revela_lm_kv_grad_vs_revela_lm']:.2f}× "
+        f"the default LM side; autograd keeps {mib['revela_lm_step_kv_grad']:,.0f} MiB for backward against "
+        f"{mib['revela_lm_step']:,.0f} MiB (a plain step: {mib['plain_lm_step']:,.0f} MiB).\n"
+        f"- LM side, with a dense Sim: {res['ratio_revela_lm_dense_vs_plain']:.2f}×.\n"
+        f"- The whole step, retriever included: {res['ratio_revela_full_vs_plain']:.2f}×.\n"
+        f"- The naive per-pair way: {res['ratio_naive_vs_revela_lm']:.1f}× the Revela LM side."
+    )
+
+
 def ratios(res: dict) -> dict[str, tuple[float, str]]:
     """The ratios ``bench summary`` and ``bench compare`` read."""
     return {

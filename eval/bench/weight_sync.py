@@ -165,6 +165,33 @@ def main(
     return 0
 
 
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.0f}" if n >= 10e6 else f"{n / 1e6:.1f}"
+
+
+def report(res: dict) -> str:
+    """The benchmarks page's block (``bench page``): one line per model."""
+    lines = []
+    for m in res["models"]:
+        parts = [
+            f"save + reload in place **{m['sync']['median_s']} s** (save {m['save']['median_s']} s, reload "
+            f"{m['reload']['median_s']} s)"
+        ]
+        if "transfer" in m:
+            parts.append(
+                f"through vLLM's weight-transfer API over {m['transfer']['backend']}, no file, "
+                f"{m['transfer']['median_s']} s (after a {m['transfer_setup_s']} s group set-up)"
+            )
+        if "adapter" in m:
+            parts.append(f"a LoRA r={m['adapter']['lora_rank']} adapter {m['adapter']['median_s']} s")
+        parts.append(f"restarting the server {m['restart']['seconds']} s (**{m['sync_vs_restart']}×** a reload sync)")
+        lines.append(
+            f"- {m['model']}, {_mb(m['save']['bytes'])} MB: " + "; ".join(parts) + f". Greedy answers agree "
+            f"{m['agrees']} after either path."
+        )
+    return "\n".join(lines)
+
+
 def ratios(res: dict) -> dict[str, tuple[float, str]]:
     """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
     return {f"{m['model']}: restart / reload sync": (m["sync_vs_restart"], "higher") for m in res["models"]}
