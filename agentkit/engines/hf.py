@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from agentkit.engines import lowp
+from agentkit.engines import attention, lowp
 from agentkit.engines.base import Completion, ContextLengthError, LocalTokenizer, Prompt, SamplingParams, Scored
 from agentkit.engines.kv import (
     growing_only,
@@ -131,14 +131,17 @@ class HFEngine(LocalTokenizer):
         self._compiler: GrammarCompiler | None = None
         self.adapters: dict[str, str] = {}  # LoRA adapters served per row (load_adapter): name -> path
         self.decode_dtype, self.decode_rows = decode_dtype, decode_rows
-        self._low_precision()
+        self._prepare_model()
 
     def _decode_precision(self):
         """The context of a decode step: the ``decode_dtype`` path on (``agentkit.engines.lowp``), or nothing."""
         return contextlib.nullcontext() if self.decode_dtype == "float32" else lowp.active(self.decode_rows)
 
-    def _low_precision(self) -> None:
-        """Give the model the ``decode_dtype`` path (checked: an fp32 model on a CPU)."""
+    def _prepare_model(self) -> None:
+        """On a CPU: grouped-query attention without copying the cache under a mask (``agentkit.engines.attention``,
+        the same results), and the ``decode_dtype`` path (checked: an fp32 model on a CPU)."""
+        if self.device.type == "cpu":
+            attention.use(self.model)
         if self.decode_dtype == "float32":
             return
         if self.device.type != "cpu" or next(self.model.parameters()).dtype != torch.float32:
@@ -238,7 +241,7 @@ class HFEngine(LocalTokenizer):
             model, _ = load_model(str(path), dtype=self._options["dtype"], device=self._options["device"])
         self.model = model.eval()
         self.device = next(model.parameters()).device
-        self._low_precision()
+        self._prepare_model()
         if self.prefix_cache is not None:
             self.prefix_cache.clear()
 
@@ -806,7 +809,7 @@ class HFEngine(LocalTokenizer):
 
     def _mask(self, allowed: torch.Tensor, dtype):
         """A boolean mask as the attention implementation takes it: as is for SDPA, additive for eager."""
-        if self.model.config._attn_implementation == "sdpa":
+        if self.model.config._attn_implementation in ("sdpa", attention.NAME):
             return allowed.to(self.device)
         return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min).to(self.device)
 
