@@ -8,8 +8,7 @@ they are under a mask (``enable_gqa``, torch ≥ 2.5), with the same result to t
 ``sdpa_gqa`` calls them so, and hands every other case (no mask, no groups, another device, gradients, position
 biases, paged caches) to transformers' own function.
 
-``use(model)`` switches a model that runs ``sdpa`` to it; HFEngine does so on a CPU. Measured on SmolLM2-135M
-(2-core AMD EPYC, 16 rows of 1,500 cached tokens, one layer): 111 ms with the repeat against 11 ms.
+``use(model)`` switches a model that runs ``sdpa`` to it; HFEngine does so on a CPU.
 """
 
 from __future__ import annotations
