@@ -216,16 +216,14 @@ class Playbook:
         ``lines``: a cache of each bullet object's line, kept by the caller across versions (``PlaybookStore``):
         bullets are never mutated once in a playbook (``copy``), so a version re-encodes only the bullets its
         batch replaced. The cache is left holding this version's bullets only."""
-        if lines is None:
-            bullets = ",\n  ".join(_ENCODE(vars(b)) for b in self.ordered())
-        else:
-            fresh: dict[int, tuple[Bullet, str]] = {}
-            for b in self.ordered():
-                hit = lines.get(id(b))
-                fresh[id(b)] = hit if hit is not None and hit[0] is b else (b, _ENCODE(vars(b)))
-            lines.clear()
-            lines.update(fresh)
-            bullets = ",\n  ".join(line for _, line in fresh.values())
+        lines = {} if lines is None else lines
+        fresh: dict[int, tuple[Bullet, str]] = {}
+        for b in self.ordered():
+            hit = lines.get(id(b))
+            fresh[id(b)] = hit if hit is not None and hit[0] is b else (b, _ENCODE(vars(b)))
+        lines.clear()
+        lines.update(fresh)
+        bullets = ",\n  ".join(line for _, line in fresh.values())
         body = json.dumps(self.to_dict_head(), ensure_ascii=False)[:-1]
         return f'{body}, "bullets": [\n  {bullets}\n]}}\n' if bullets else f'{body}, "bullets": []}}\n'
 

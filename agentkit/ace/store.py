@@ -170,9 +170,8 @@ class PlaybookStore:
         if _size(self.log) > self._offset:  # a line cut by a crash mid-append: the new entry replaces it
             os.truncate(self.log, self._offset)
         _append(self.log, entry)
-        self._offset = _size(self.log)
+        self._offset = self._log_size = _size(self.log)  # under the lock: nobody appended after this entry
         self._take(entry, text, pb)
-        self._log_size = _size(self.log)
         atomic_write(self.path, text)
 
     def _take(self, entry: dict[str, Any], text: str, pb: Playbook) -> None:

@@ -442,12 +442,17 @@ def verify(output: str, entry: dict[str, Any], checker: Checker | None = None) -
     >>> verify("Counting gives 3. <answer>(C)</answer>", e)
     Verdict(score=1.0, path='rule', source='answer_tag', extracted='(C)', parsed='C')
     """
-    spec = entry.get("metadata", {}).get("verify") or _TEXT
-    lines = spec.get("rows", 1) if spec.get("kind") == "grid" else 1
-    return decide(*extract(output if isinstance(output, str) else "", lines), entry, checker)
+    return decide(*extract_for(output, entry), entry, checker)
 
 
 _TEXT = {"kind": "text"}
+
+
+def extract_for(output: str, entry: dict[str, Any]) -> tuple[str, str]:
+    """``extract`` as ``verify`` runs it for ``entry``: a grid answer reads as many lines as the grid has rows."""
+    spec = entry.get("metadata", {}).get("verify") or _TEXT
+    lines = spec.get("rows", 1) if spec.get("kind") == "grid" else 1
+    return extract(output if isinstance(output, str) else "", lines)
 
 
 def decide(answer: str, source: str, entry: dict[str, Any], checker: Checker | None = None) -> Verdict:

@@ -25,7 +25,7 @@ from agentkit.argtypes import NONNEG_INT, POS_INT
 from agentkit.command import add_model_option, add_out_option
 from agentkit.eval.bench import write_json
 from agentkit.gamerl import GAMES, create_dataset
-from agentkit.gamerl.verifiers import Judge, clear_caches, decide, extract, path_counts, verify, verify_batch
+from agentkit.gamerl.verifiers import Judge, clear_caches, decide, extract_for, path_counts, verify, verify_batch
 
 WRAPPERS = (
     "<answer>{}</answer>",
@@ -111,7 +111,7 @@ def rg_workload(answers: int, seed: int = 0) -> list[tuple] | None:
 def against_reasoning_gym(answers: int, rounds: int = 5, seed: int = 0) -> dict | None:
     """Both sides on the same answers, interleaved ``rounds`` times (memoised parses cleared each round; the
     median round is reported). The scorers: reasoning-gym's ``score_answer`` and ``decide`` here, each given the
-    answer ``extract`` read from the output. The pipelines: reasoning-gym's ``extract_answer`` (``<answer>`` tags
+    answer ``extract_for`` read from the output. The pipelines: reasoning-gym's ``extract_answer`` (``<answer>`` tags
     only) then ``score_answer``, and ``verify`` here (every wrapper). Agreement: on the same extracted answers,
     how often both give full credit or both do not."""
     rows = rg_workload(answers, seed)
@@ -119,8 +119,7 @@ def against_reasoning_gym(answers: int, rounds: int = 5, seed: int = 0) -> dict 
         return None
     from reasoning_gym.utils import extract_answer
 
-    extracted = [extract(out, spec["rows"] if (spec := ours["metadata"]["verify"]).get("kind") == "grid" else 1)
-                 for _, out, _, ours in rows]  # fmt: skip
+    extracted = [extract_for(out, ours) for _, out, _, ours in rows]
     runs: dict[str, list[float]] = {k: [] for k in ("rg_score", "ours_decide", "rg_pipeline", "ours_verify")}
     for _ in range(rounds):
         clear_caches()
