@@ -87,6 +87,11 @@ class GameGRPOTrainer(AgentGRPOTrainer):
         question_seed: int = 0,
         **kw,
     ):
+        if curriculum is not None and kw.get("rollout_ahead"):
+            from agentkit.errors import AgentkitError
+
+            # the curriculum redraws each row's question at its step: a rollout sampled a step early is of another
+            raise AgentkitError("rollout_ahead: the curriculum redraws questions at each step", "turn one of them off")
         self.curriculum, self.game_configs, self.question_seed = curriculum, game_configs, question_seed
         self.seen: set[str] = set()
         callbacks = list(kw.pop("callbacks", None) or [])

@@ -47,6 +47,11 @@ class RLSettings:
         ),
         "the rollouts: the agent's limits and sampling (sampling.temperature also scales the trained log-probs)",
     )
+    rollout_ahead: bool = option(
+        False,
+        "sample step k+1 while step k trains, with step k's weights (one step off policy; GRPO methods; needs "
+        "agent.sampling temperature 1, top_p 1, top_k 0)",
+    )
     save_steps: PosInt = option(5, "checkpoint interval in steps (the resume point)")
     lora_r: NonNegInt = option(0, "rank of LoRA adapters to train instead of all weights (0: full fine-tuning)")
 
@@ -58,6 +63,12 @@ class RLSettings:
             out.append(f"micro_batch: {self.micro_batch} does not divide questions_per_step × group_size = {per_step}")
         if self.agent.sampling.temperature == 0:
             out.append("agent.sampling.temperature: 0 samples every trajectory of a group alike (no advantage)")
+        s = self.agent.sampling
+        if self.rollout_ahead and (s.temperature != 1.0 or s.top_p < 1.0 or s.top_k):
+            out.append(
+                "rollout_ahead: needs agent.sampling temperature 1.0, top_p 1.0 and top_k 0 (the sampler's "
+                "log-probabilities are the loss's old ones)"
+            )
         return out
 
 

@@ -77,7 +77,8 @@ class AgentPPOTrainer(AgentGRPOTrainer):
         tools: the tools the agent may call.
         agent: the rollout's limits and sampling.
         ppo: the critic and GAE settings (default ``PPOSettings()``).
-        engine, shaper, outcome, callbacks, peft_config: as for ``AgentGRPOTrainer``.
+        engine, shaper, outcome, callbacks, peft_config: as for ``AgentGRPOTrainer`` (its ``length_buckets`` only
+            with a separate critic: a value head reads the hidden states of TRL's one padded batch).
     """
 
     def __init__(
@@ -112,6 +113,7 @@ class AgentPPOTrainer(AgentGRPOTrainer):
             outcome=outcome,
             callbacks=callbacks,
             peft_config=peft_config,
+            length_buckets=self.ppo.critic != "head",  # the head reads the hidden states of one padded batch
         )
         critic = separate if separate is not None else ValueHead(hidden_size(model))
         self.critic = self.accelerator.prepare_model(critic.to(self.accelerator.device))

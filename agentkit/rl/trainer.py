@@ -27,9 +27,11 @@ With ``grpo`` and no shaper the loss equals TRL's own GRPO on the same rollouts 
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,7 @@ from agentkit.engines.config import EngineConfig, HFConfig
 from agentkit.engines.hf import HFEngine
 from agentkit.models.sharding import clear_hooks, is_partitioned, whole
 from agentkit.rl.advantages import ESTIMATORS, TurnRewards, estimate
+from agentkit.rl.buckets import FORWARD_COST_TOKENS, bucketed_logps, compact_fused_head
 from agentkit.rl.rewards import OutcomeReward
 from agentkit.tools.base import Tool
 
@@ -131,6 +134,15 @@ class AgentGRPOTrainer(GRPOTrainer):
             (``potentials`` of the local trajectories, ``shape`` on the gathered batch); None: outcome only.
         outcome: the outcome reward (default ``OutcomeReward()``: format 0.4 + EM): ``score_row(trajectory, row)``
             returns at least ``score``, ``em``, ``f1`` and ``format`` (e.g. ``agentkit.gamerl.reward.GameReward``).
+        length_buckets: run the loss's forward pass per group of similar lengths, each padded to its own longest
+            (``agentkit.rl.buckets``; the same log-probabilities up to rounding); False: TRL's one padded batch.
+        rollout_ahead: sample step k+1's trajectories while step k trains, with step k's weights (one step off
+            policy, like TRL's ``AsyncGRPOTrainer`` with ``max_staleness=1``). The engine gets a frozen copy of the
+            weights (an HFEngine a snapshot; vLLM and servers copy by nature), and the loss's old log-probabilities
+            are the sampler's, so the clipped ratio π_θ/π_old corrects for the lag. Needs sampling at temperature 1
+            without top-p/top-k (then the sampler's log-probabilities are the behaviour policy's), one iteration per
+            generation, and text rows. Pays where rollout and training run on different hardware (a vLLM server, a
+            second GPU); on one CPU both share the cores.
     """
 
     def __init__(
@@ -149,6 +161,8 @@ class AgentGRPOTrainer(GRPOTrainer):
         outcome: OutcomeReward | None = None,
         callbacks=None,
         peft_config=None,
+        length_buckets: bool = True,
+        rollout_ahead: bool = False,
     ):
         ESTIMATORS.target(estimator)  # an unknown name fails here, before any rollout
         missing = {"prompt", "answers", "id"} - set(train_dataset.column_names)
@@ -161,6 +175,14 @@ class AgentGRPOTrainer(GRPOTrainer):
         self.estimator, self.estimator_options = estimator, dict(estimator_options or {})
         self.shaper = shaper
         self.outcome = outcome or OutcomeReward()
+        self.length_buckets = length_buckets
+        self.rollout_ahead = rollout_ahead
+        if rollout_ahead:
+            _check_ahead(args, agent, train_dataset)
+        self._ahead: _Ahead | None = None  # the next step's rollout, under way
+        self._peeked: list = []  # the next step's batch, taken from the data loader early
+        self._stale = False  # this batch was sampled by the last step's weights
+        self._pool = None
         self._engine = None if engine is None or isinstance(engine, EngineConfig) else engine
         self._engine_config = engine if isinstance(engine, EngineConfig) else HFConfig(model=None)
         self._engine_step = -1
@@ -195,14 +217,37 @@ class AgentGRPOTrainer(GRPOTrainer):
         policy = self.accelerator.unwrap_model(self.model)
         if self._engine is None:  # hf: an HFEngine, or a VisionEngine on a vision-language policy
             name = getattr(policy.config, "name_or_path", None)
-            shares = self._engine_config.SHARES_WEIGHTS  # runs the policy's own tensors: never reloaded
-            weights = policy if shares else _servable(policy, getattr(self._engine_config, "sync_adapters", False))
+            adopts = self._engine_config.SHARES_WEIGHTS  # serves the model object it is given
+            shares = adopts and not self.rollout_ahead  # runs the policy's own tensors: never reloaded
+            if shares:
+                weights = policy
+            elif adopts:  # rollout_ahead: a frozen copy, which the optimizer does not change under the rollout
+                weights = snapshot(policy)
+            else:
+                weights = _servable(policy, getattr(self._engine_config, "sync_adapters", False))
             self._engine = build_with_weights(self._engine_config, weights, tokenizer=self.processing_class, name=name)
             self._engine_step = -2 if shares else self.state.global_step
         elif self._engine_step not in (-2, self.state.global_step):
-            send_weights(self._engine, _servable(policy, getattr(self._engine, "takes_adapters", False)))
+            if self.rollout_ahead:
+                refresh_teacher(self._engine, policy)  # a frozen copy, whatever the engine
+            else:
+                send_weights(self._engine, _servable(policy, getattr(self._engine, "takes_adapters", False)))
             self._engine_step = self.state.global_step
         return self._engine
+
+    def _sample(self, engine, rows: list[dict[str, Any]], prompts: list, step: int) -> tuple[list[Trajectory], float]:
+        """``rows``' trajectories on ``engine`` with step ``step``'s seeds, and the seconds they took."""
+        cfg = self.agent_config
+        if cfg.sampling.seed is not None:
+            cfg = cfg.with_sampling(seed=cfg.sampling.seed + 1_000_003 * step)
+        first = self.accelerator.process_index * len(rows)  # each row draws with its own seed on every process
+        trajs = [
+            Trajectory(str(r["id"]), p, engine.encode(p), meta={"sample": first + i})
+            for i, (r, p) in enumerate(zip(rows, prompts))
+        ]
+        t0 = time.perf_counter()
+        continue_rollout(engine, trajs, self.agent_tools, cfg)
+        return trajs, time.perf_counter() - t0
 
     def _rollout(self, prompts: list) -> dict[str, list]:
         rows = self._rows
@@ -210,10 +255,14 @@ class AgentGRPOTrainer(GRPOTrainer):
             raise RuntimeError(f"rollout asked for {len(prompts)} prompts but the batch has {len(rows)} rows")
         policy = self.accelerator.unwrap_model(self.model)
         training = policy.training  # read first: building or reloading an HFEngine puts its model in eval mode
-        cfg = self.agent_config
-        if cfg.sampling.seed is not None:
-            cfg = cfg.with_sampling(seed=cfg.sampling.seed + 1_000_003 * self.state.global_step)
-        first = self.accelerator.process_index * len(rows)  # each row draws with its own seed on every process
+        mode = "train" if training else "eval"
+        step = self.state.global_step
+        ahead, t0 = self._ahead, time.perf_counter()
+        if ahead is not None:
+            ahead.future.result()  # the engine is the rollout's until it ends (an evaluation waits too)
+        waited = time.perf_counter() - t0
+        if training:
+            self._ahead = None
         # ZeRO-3 partitions the weights: gathered whole on every process for the rollout, its forward hooks off
         # (each process samples for as long as its own rows need, so no collective may run meanwhile); FSDP1
         # the same way. TRL's own helpers, as for its generate.
@@ -221,25 +270,80 @@ class AgentGRPOTrainer(GRPOTrainer):
             unwrap_model_for_generation(self.model_wrapped, self.accelerator),
             self._dist.summon_full_params(self.model_wrapped, recurse=False),
         ):
-            engine = self.rollout_engine()
-            trajs = [
-                Trajectory(str(r["id"]), p, engine.encode(p), meta={"sample": first + i})
-                for i, (r, p) in enumerate(zip(rows, prompts))
-            ]
-            policy.eval()
-            t0 = time.perf_counter()
-            try:
-                continue_rollout(engine, trajs, self.agent_tools, cfg)
-            finally:
-                policy.train(training)
-            seconds = time.perf_counter() - t0
+            self._stale = training and ahead is not None and ahead.matches(rows, prompts, step)
+            if self._stale:  # sampled while the last step trained
+                trajs, seconds = ahead.future.result()
+                self._metrics[mode]["rollout/wait_seconds"].append(waited)
+            else:
+                if training and ahead is not None:  # its rows or prompts changed at this step: sampled again
+                    self._metrics[mode]["rollout/ahead_discarded"].append(1.0)
+                engine = self.rollout_engine()
+                policy.eval()
+                try:
+                    trajs, seconds = self._sample(engine, rows, prompts, step)
+                finally:
+                    policy.train(training)
+            upcoming = self._peeked[0] if self._peeked else None
+            if training and self.rollout_ahead and upcoming is not None and step + 1 < self.state.max_steps:
+                engine = self.rollout_engine()  # this step's weights, a frozen copy: step + 1 samples from them
+                if self._pool is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    self._pool = ThreadPoolExecutor(1, thread_name_prefix="agentkit-rollout-ahead")
+                upcoming = list(upcoming)
+                asked = [copy.deepcopy(r["prompt"]) for r in upcoming]
+                future = self._pool.submit(self._sample, engine, upcoming, asked, step + 1)
+                self._ahead = _Ahead(step + 1, [str(r["id"]) for r in upcoming], asked, future)
         self._trajs = trajs
         self._scores = [self.outcome.score_row(t, r) for t, r in zip(trajs, rows)]
-        mode = "train" if training else "eval"
         generated = sum(sum(t.mask) for t in trajs)
         self._metrics[mode]["rollout/seconds"].append(seconds)
         self._metrics[mode]["rollout/tokens_per_second"].append(generated / max(seconds, 1e-9))
         return {**rollout_fields(trajs), "outcome_score": [s["score"] for s in self._scores]}
+
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        """The Trainer's, and with ``rollout_ahead`` one batch more taken early: the next step's rows, which
+        ``_rollout`` starts sampling before this step trains (given back first at the next call)."""
+        if not self.rollout_ahead:
+            return super().get_batch_samples(epoch_iterator, num_batches, device)
+        peeked, self._peeked = self._peeked, []
+        out = super().get_batch_samples(itertools.chain(peeked, epoch_iterator), num_batches, device)
+        self._peeked = list(itertools.islice(epoch_iterator, 1))
+        return out
+
+    # ---- the loss's forward pass --------------------------------------------------------------------------
+    def _get_per_token_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        **inputs,
+    ):
+        """TRL's, per length group (``length_buckets``); a batch with images or other per-row inputs, or an MoE
+        load-balancing loss, goes through TRL's as one batch. Either way the fused head projects only the labelled
+        positions (``compact_fused_head``)."""
+        parent = super()._get_per_token_logps_and_entropies
+        with compact_fused_head():  # on a CPU TRL's head would also project the prompt and the padding
+            if not self.length_buckets or compute_aux_loss or any(v is not None for v in inputs.values()):
+                return parent(
+                    model,
+                    input_ids,
+                    attention_mask,
+                    logits_to_keep,
+                    batch_size,
+                    compute_entropy,
+                    compute_aux_loss,
+                    **inputs,
+                )
+
+            def call(ids, mask, keep):
+                return parent(model, ids, mask, keep, batch_size=batch_size, compute_entropy=compute_entropy)[:2]
+
+            return (*bucketed_logps(call, input_ids, attention_mask, logits_to_keep, FORWARD_COST_TOKENS), None)
 
     # ---- advantages ---------------------------------------------------------------------------------------
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -248,6 +352,10 @@ class AgentGRPOTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         rewards = self._turn_rewards(mode, inputs)
         out["advantages"] = self._advantages(out, rewards, gather_object([str(r["id"]) for r in inputs]), mode)
+        if self._stale:  # sampled by the last step's weights: the loss's π_old is the sampler's
+            out["old_per_token_logps"] = sampler_logps(self._trajs, out["completion_ids"].shape[1]).to(
+                out["completion_ids"].device
+            )
         self._log_batch(mode, rewards, self._trajs)
         if mode == "train":
             self._record(self._local(rewards), out["advantages"])
@@ -318,9 +426,47 @@ class AgentGRPOTrainer(GRPOTrainer):
         self._metrics[mode]["reward/shaped_return"].append(sum(r.total for r in rewards) / max(1, len(rewards)))
 
     def close(self) -> None:
-        """Close the rollout engine this trainer built or was given."""
+        """Close the rollout engine this trainer built or was given (after a rollout still under way)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
         if self._engine is not None:
             self._engine.close()
+
+
+@dataclass
+class _Ahead:
+    """A rollout started a step early: for ``step``'s rows ``ids``."""
+
+    step: int
+    ids: list[str]
+    prompts: list
+    future: Any
+
+    def matches(self, rows: list[dict[str, Any]], prompts: list, step: int) -> bool:
+        """The same step, rows and prompts (a subclass may rewrite a row's prompt at its step: then the rollout
+        is done again)."""
+        return self.step == step and self.ids == [str(r["id"]) for r in rows] and self.prompts == list(prompts)
+
+
+def _check_ahead(args: GRPOConfig, agent: AgentConfig, train_dataset) -> None:
+    """``rollout_ahead``'s conditions (see ``AgentGRPOTrainer``), each refused with what to change."""
+    from agentkit.errors import AgentkitError
+
+    s = agent.sampling
+    if s.temperature != 1.0 or s.top_p < 1.0 or s.top_k or args.temperature != 1.0:
+        raise AgentkitError(
+            "rollout_ahead: the sampler's log-probabilities are the behaviour policy's only at temperature 1 "
+            "without top-p/top-k",
+            "sample with temperature 1.0, top_p 1.0, top_k 0, or turn rollout_ahead off",
+        )
+    if args.num_iterations != 1 or args.steps_per_generation != args.gradient_accumulation_steps:
+        raise AgentkitError(
+            "rollout_ahead: each generation must be trained on once, in one optimizer step",
+            "set num_iterations 1 and leave steps_per_generation at gradient_accumulation_steps",
+        )
+    if "image" in train_dataset.column_names:
+        raise AgentkitError("rollout_ahead: rows with images are not sampled ahead", "turn rollout_ahead off")
 
 
 def _unserialisable(obj: Any) -> str:
@@ -336,6 +482,20 @@ def _turn_means(t: Trajectory, token_values: list[float]) -> list[float]:
             part = token_values[pos : pos + n]
             out.append(round(sum(part) / len(part), 4) if part else 0.0)
         pos += n
+    return out
+
+
+def sampler_logps(trajs: Sequence[Trajectory], width: int) -> torch.Tensor:
+    """``[B, width]``: the sampler's log-probability of each model token, 0 on tool tokens and padding."""
+    out = torch.zeros(len(trajs), width)
+    for row, t in enumerate(trajs):
+        pos = 0
+        for seg in t.segments:
+            n = len(seg.token_ids)
+            if seg.kind == "model" and seg.logprobs:
+                values = seg.logprobs[: max(0, width - pos)]
+                out[row, pos : pos + len(values)] = torch.tensor(values, dtype=out.dtype)
+            pos += n
     return out
 
 

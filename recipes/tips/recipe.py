@@ -140,7 +140,7 @@ class TipsRecipe(Recipe[TipsConfig]):
         args = grpo_config(self.config.rl, out, seed, self.ctx.state.num_processes, self.ctx.quiet)
         if method in METHOD_ESTIMATOR:
             estimator = c.estimator or METHOD_ESTIMATOR[method]
-            trainer = AgentGRPOTrainer(model, args, data, estimator=estimator, **common)
+            trainer = AgentGRPOTrainer(model, args, data, estimator=estimator, rollout_ahead=r.rollout_ahead, **common)
         else:
             trainer = AgentPPOTrainer(model, args, data, ppo=c.ppo, **common)
         resume = any(out.glob("checkpoint-*"))

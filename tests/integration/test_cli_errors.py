@@ -111,6 +111,10 @@ BAD = [
     ),
     ("run toollight --set rules.hard_to_easy=[2]", "rules.hard_to_easy: expected 2 items, got 1"),
     ("run tips --set rl.agent.sampling.temperature=0", "rl.agent.sampling.temperature: 0 samples every trajectory"),
+    (
+        "run tips --set rl.rollout_ahead=true --set rl.agent.sampling.top_p=0.9",
+        "rl.rollout_ahead: needs agent.sampling temperature 1.0",
+    ),
     ("run tips --set engine.kind=openai", "engine.base_url: the openai engine needs the server's base URL"),
     ("run tips --set engine.model=smollm2-135m", "engine.model: the rollout engine runs the policy"),
     (

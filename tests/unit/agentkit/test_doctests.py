@@ -27,6 +27,7 @@ import agentkit.registry
 import agentkit.revela.attention
 import agentkit.revela.data
 import agentkit.rl.advantages
+import agentkit.rl.buckets
 import agentkit.rl.value
 import agentkit.server.http
 import agentkit.tips.advantages
@@ -63,6 +64,7 @@ import agentkit.tools.search
         agentkit.revela.attention,
         agentkit.revela.data,
         agentkit.rl.advantages,
+        agentkit.rl.buckets,
         agentkit.rl.value,
         agentkit.tips.advantages,
         agentkit.tips.shaping,

@@ -42,7 +42,7 @@ class Search:
         pass
 
 
-def _trainer(tmp_path, estimator="grpo", shaper=None, steps=1, engine="scripted", **extra):
+def _trainer(tmp_path, estimator="grpo", shaper=None, steps=1, engine="scripted", tasks=None, ours=None, **extra):
     from trl import GRPOConfig
 
     from agentkit.rl.trainer import AgentGRPOTrainer, agent_dataset
@@ -52,11 +52,11 @@ def _trainer(tmp_path, estimator="grpo", shaper=None, steps=1, engine="scripted"
         max_turns=3, max_total_tokens=512, sampling=SamplingParams(max_tokens=64, temperature=1.0, seed=0, entropy=True)
     )
     tools = {"search": Search()}
-    data = agent_dataset(
-        [{"id": "q1", "question": Q1, "answer": "Drenholt"}, {"id": "q2", "question": Q2, "answers": ["Vel Oskar"]}],
-        tools,
-        agent,
-    )
+    tasks = tasks or [
+        {"id": "q1", "question": Q1, "answer": "Drenholt"},
+        {"id": "q2", "question": Q2, "answers": ["Vel Oskar"]},
+    ]
+    data = agent_dataset(tasks, tools, agent)
     args = GRPOConfig(
         output_dir=str(tmp_path),
         num_generations=4,
@@ -83,6 +83,7 @@ def _trainer(tmp_path, estimator="grpo", shaper=None, steps=1, engine="scripted"
         engine=ScriptedEngine(SCRIPT) if engine == "scripted" else engine,
         estimator=estimator,
         shaper=shaper,
+        **(ours or {}),
     )
 
 
@@ -249,3 +250,135 @@ def test_lagged_teacher_is_saved_with_checkpoints_and_restored(tmp_path):
     assert cb.restore(tmp_path / "checkpoint-4")
     assert all(torch.equal(saved[k], v) for k, v in cb.teacher.model.state_dict().items())
     assert not cb.restore(tmp_path / "checkpoint-9")  # no teacher there: left as it is
+
+
+def test_length_buckets_give_trl_s_log_probs_and_gradients(tmp_path):
+    """The loss's forward pass per length group (the default) gives the log-probabilities, entropies and gradients
+    of TRL's one padded batch (rotary positions shifted by the trimmed padding: equal up to rounding)."""
+    from trl import GRPOTrainer
+
+    ours = _trainer(tmp_path)
+    _, out = _batch(ours)
+    ids = torch.cat([out["prompt_ids"], out["completion_ids"]], dim=1)
+    mask = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
+    keep = out["completion_ids"].shape[1]
+    lengths = out["completion_mask"].sum(1)
+    assert lengths.min() < keep // 2  # the batch has short and long rows: several groups, trimmed
+    weights = torch.randn(ids.shape[0], keep, generator=torch.Generator().manual_seed(0)) * out["completion_mask"]
+
+    def run(fn):
+        ours.model.zero_grad()
+        logps, ent, _ = fn(ours.model, ids, mask, keep, compute_entropy=True)
+        (logps * weights).sum().backward()
+        return logps.detach(), ent.detach(), [p.grad.clone() for p in ours.model.parameters()]
+
+    calls = []
+    real = GRPOTrainer._get_per_token_logps_and_entropies
+
+    def counted(self, model, input_ids, *args, **kwargs):
+        calls.append(tuple(input_ids.shape))
+        return real(self, model, input_ids, *args, **kwargs)
+
+    GRPOTrainer._get_per_token_logps_and_entropies = counted
+    try:
+        ours.length_buckets = True
+        a = run(ours._get_per_token_logps_and_entropies)
+    finally:
+        GRPOTrainer._get_per_token_logps_and_entropies = real
+    b = run(lambda *x, **k: real(ours, *x, **k))
+    assert len(calls) > 1 and sum(r * c for r, c in calls) < ids.numel()  # fewer padded tokens than one batch
+    m = out["completion_mask"].bool()
+    assert torch.allclose(a[0][m], b[0][m], atol=1e-5) and torch.allclose(a[1][m], b[1][m], atol=1e-5)
+    assert (a[0][~m] == 0).all()
+    for ga, gb in zip(a[2], b[2]):
+        assert torch.allclose(ga, gb, atol=1e-5, rtol=1e-4)
+
+
+def test_rollout_ahead_samples_the_next_step_while_this_one_trains(tmp_path):
+    """rollout_ahead on a real HFEngine: step k+1's trajectories are sampled (in the background thread, by a
+    frozen copy of step k's weights) before step k's optimizer step ends; their batch carries the sampler's
+    log-probabilities as the loss's old ones; the first step, sampled in line, does not."""
+    import threading
+    import time
+
+    from transformers import TrainerCallback
+
+    from agentkit.rl.trainer import sampler_logps
+
+    tasks = [{"id": f"q{i}", "question": (Q1, Q2)[i % 2], "answer": "Drenholt"} for i in range(6)]
+    trainer = _trainer(tmp_path, steps=3, engine=None, tasks=tasks, ours={"rollout_ahead": True})
+    events, batches = [], []
+    sample, generate = trainer._sample, trainer._generate_and_score_completions
+
+    def timed_sample(engine, rows, prompts, step):
+        start = time.perf_counter()
+        assert engine.model is not trainer.model  # a frozen copy: the optimizer does not change it under us
+        out = sample(engine, rows, prompts, step)
+        events.append(("sample", step, start, threading.current_thread().name))
+        return out
+
+    def recorded(inputs):
+        out = generate(inputs)
+        batches.append((out, list(trainer._trajs)))
+        return out
+
+    class Steps(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            events.append(("end", state.global_step, time.perf_counter(), None))
+
+    trainer._sample, trainer._generate_and_score_completions = timed_sample, recorded
+    trainer.add_callback(Steps())
+    trainer.train()
+    trainer.close()
+    samples = {e[1]: e for e in events if e[0] == "sample"}
+    ends = {e[1]: e[2] for e in events if e[0] == "end"}
+    assert sorted(samples) == [0, 1, 2] and sorted(ends) == [1, 2, 3]
+    assert samples[0][3] == threading.current_thread().name  # the first step samples in line
+    for step in (1, 2):  # the others in the background, started before the previous step's update ended
+        assert samples[step][3].startswith("agentkit-rollout-ahead") and samples[step][2] < ends[step]
+    assert "old_per_token_logps" not in batches[0][0]
+    for out, trajs in batches[1:]:
+        expected = sampler_logps(trajs, out["completion_ids"].shape[1])
+        assert torch.equal(out["old_per_token_logps"], expected)
+        model_tokens = (out["completion_mask"] * out["tool_mask"]).bool()
+        assert (expected[model_tokens] < 0).all() and (expected[~model_tokens] == 0).all()
+    logged = [h for h in trainer.state.log_history if "rollout/wait_seconds" in h]
+    assert len(logged) == 2
+
+
+def test_rollout_ahead_conditions(tmp_path):
+    with pytest.raises(AgentkitError, match="temperature 1"):
+        _trainer(tmp_path, ours={"rollout_ahead": True}, temperature=0.7)
+    with pytest.raises(AgentkitError, match="trained on once"):
+        _trainer(tmp_path, ours={"rollout_ahead": True}, num_iterations=2)
+
+
+def test_compact_fused_head_projects_only_labelled_positions():
+    """On a CPU TRL's fused head projects every position; inside ``compact_fused_head`` only the labelled ones,
+    with the same log-probabilities."""
+    import trl.trainer.utils as trl_utils
+    from trl.trainer.utils import add_fused_lm_head
+
+    from agentkit.rl.buckets import compact_fused_head
+
+    model, _ = load_model("tiny-random")
+    add_fused_lm_head(model, outputs=("log_probs", "entropy"))
+    ids = torch.randint(5, 200, (2, 12), generator=torch.Generator().manual_seed(0))
+    labels = ids.clone()
+    labels[:, :8] = -100  # after the shift by one: positions 7–10 of 11 labelled, 4 per row
+    seen, real = [], trl_utils._ChunkedLogProbFunction.apply
+
+    def counted(hidden, *args):
+        seen.append(hidden.shape[0])
+        return real(hidden, *args)
+
+    trl_utils._ChunkedLogProbFunction.apply = counted
+    try:
+        full = model(input_ids=ids, labels=labels, fused_lm_head=True).log_probs
+        with compact_fused_head():
+            compact = model(input_ids=ids, labels=labels, fused_lm_head=True).log_probs
+    finally:
+        trl_utils._ChunkedLogProbFunction.apply = real
+    assert seen == [2 * 11, 2 * 4]  # every shifted position, then the labelled ones only
+    assert torch.allclose(full, compact, atol=1e-6)
+    assert trl_utils._use_triton(torch.device("cpu")) is False  # switched back

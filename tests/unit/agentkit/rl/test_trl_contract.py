@@ -2,7 +2,9 @@
 
 AgentGRPOTrainer (1) passes ``rollout_func`` whose output carries ``env_mask`` (TRL's tool mask) and extra fields
 for the reward functions, (2) overrides ``_generate_and_score_completions(inputs) -> dict`` and replaces its
-``advantages`` with a (B, T) tensor, which (3) ``_compute_loss`` must use token by token.
+``advantages`` with a (B, T) tensor, which (3) ``_compute_loss`` must use token by token; (4) its length buckets
+wrap ``_get_per_token_logps_and_entropies``, and ``rollout_ahead`` wraps the Trainer's ``get_batch_samples`` and
+sets ``old_per_token_logps``.
 """
 
 import inspect
@@ -22,6 +24,33 @@ def test_signatures_and_hooks():
     generate = inspect.getsource(GRPOTrainer._generate)
     assert 'extra_fields.pop("env_mask"' in generate  # env_mask becomes the tool mask
     assert "self.rollout_func(prompts, self)" in generate
+    # length buckets call TRL's log-probabilities per group, by position up to compute_aux_loss
+    logps = list(inspect.signature(GRPOTrainer._get_per_token_logps_and_entropies).parameters)
+    assert logps[:8] == [
+        "self",
+        "model",
+        "input_ids",
+        "attention_mask",
+        "logits_to_keep",
+        "batch_size",
+        "compute_entropy",
+        "compute_aux_loss",
+    ]
+    # rollout_ahead takes the next step's batch in get_batch_samples, which the training loop calls once per step
+    from transformers import Trainer
+
+    assert list(inspect.signature(Trainer.get_batch_samples).parameters) == [
+        "self",
+        "epoch_iterator",
+        "num_batches",
+        "device",
+    ]
+    assert "self.get_batch_samples(epoch_iterator, num_batches" in inspect.getsource(Trainer)
+    assert 'inputs.get("old_per_token_logps")' in inspect.getsource(GRPOTrainer._compute_loss)
+    # compact_fused_head switches the fused head's compaction through trl.trainer.utils._use_triton
+    import trl.trainer.utils as trl_utils
+
+    assert "compact = _use_triton(hidden_states.device)" in inspect.getsource(trl_utils.add_fused_lm_head)
     loss = inspect.getsource(GRPOTrainer._compute_loss)
     assert "advantages.dim() == 1" in loss  # (B,) is unsqueezed; (B, T) is used as is
     assert 'completion_mask * inputs["tool_mask"]' in loss
