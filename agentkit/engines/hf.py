@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import time
 from collections.abc import Sequence
 
 import torch
@@ -117,6 +118,7 @@ class HFEngine(LocalTokenizer):
         self.speculate, self.speculate_tokens = speculate, speculate_tokens
         self.drafted = self.draft_hits = 0  # draft tokens fed and kept
         self.prefill_tokens = 0  # prompt tokens run through the model so far (cache hits excluded)
+        self.prefill_seconds = 0.0  # time spent encoding prompts (the share of the work a prefix cache can save)
         self.scored_tokens = 0  # tokens ``score`` ran through the model (a packed trunk's tokens once)
         self.device = next(self.model.parameters()).device
         # transformers renamed forward's `past_key_values` to `cache` (5.2x; the old name warns, then goes away).
@@ -218,10 +220,11 @@ class HFEngine(LocalTokenizer):
         return HFEngine(self.model, self.tokenizer, name=self.model_name, **{**self._options, **options})
 
     # ---- the rest of the Engine protocol ------------------------------------------------------------------
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> dict[str, float]:
         out = {
             **self.counts,
             "prefill_tokens": self.prefill_tokens,
+            "prefill_seconds": round(self.prefill_seconds, 3),
             "scored_tokens": self.scored_tokens,
             "draft_tokens": self.drafted,
             "draft_tokens_kept": self.draft_hits,
@@ -472,9 +475,11 @@ class HFEngine(LocalTokenizer):
         # Free cache slots for the decode steps (beyond 512 the buffers grow by doubling, to bound the memory).
         names = self._adapters(params, len(encoded))  # each prompt's adapter (None: the base model)
         yield
+        started = time.perf_counter()
         cache, logits, mask, pos = self._prefill(
             [encoded[i] for i in unique], max(0, min(max(budget), 512)) + 1, [names[i] for i in unique]
         )
+        self.prefill_seconds += time.perf_counter() - started
         # Each distinct prompt was encoded once; repeat its cache rows for its samples.
         expand = torch.tensor([unique.index(i) for i, _ in seqs], device=self.device)
         select_rows(cache, expand)

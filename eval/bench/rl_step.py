@@ -12,8 +12,11 @@ Tool-Light SFT code); ``warm_start=0`` skips that. TRL generates with ``model.ge
 whole conversation at every tool turn; ``agentkit.rl`` rolls out with ``HFEngine`` (KV cache reused across
 turns, finished rows dropped).
 
-Reported per side: rollout seconds, model-written tokens, rollout tokens/s, step seconds, tool calls per
-trajectory. Then TRL is given agentkit's rollouts (``rollout_func`` replaying them): with outcome GRPO both
+Reported per side: rollout seconds, model-written tokens, rollout tokens/s, training seconds (the step less the
+rollout), step seconds, tool calls per trajectory. ``agentkit.rl`` runs twice: with its length buckets (the
+default) and with TRL's one padded batch (``length_buckets=False``); the same seeds give both the same rollouts,
+so the training seconds measure the buckets alone (both project only completion positions through the fused
+head, ``agentkit.rl.buckets.compact_fused_head``). Then TRL is given agentkit's rollouts (``rollout_func`` replaying them): with outcome GRPO both
 trainers must compute the same loss.
 """
 
@@ -147,30 +150,42 @@ def run(
         if warm_start:
             res["warm_start"] = _warm_start(policy, tok, kb, suite, tool, agent, warm_start, f"{tmp}/sft")
 
-        # ---- agentkit.rl ----
+        # ---- agentkit.rl, and the same step without length buckets (the same rollouts: same seeds) ----
+        def one_step(out: str, buckets: bool):
+            trainer = AgentGRPOTrainer(
+                copy.deepcopy(policy),
+                _args(out, questions, group, max_tokens, turns),
+                data,
+                processing_class=tok,
+                tools=[tool],
+                agent=agent,
+                outcome=outcome,
+                length_buckets=buckets,
+            )
+            t0 = time.perf_counter()
+            trainer.train()
+            step = time.perf_counter() - t0
+            log = next(h for h in trainer.state.log_history if "rollout/seconds" in h)
+            trajs = trainer._trajs
+            tokens = sum(sum(t.mask) for t in trajs)
+            lengths = [len(t.prompt_ids) + len(t.completion_ids) for t in trajs]
+            return trainer, {
+                "rollout_seconds": round(log["rollout/seconds"], 2),
+                "model_tokens": tokens,
+                "rollout_tokens_per_s": round(tokens / log["rollout/seconds"], 1),
+                "step_seconds": round(step, 2),
+                "train_seconds": round(step - log["rollout/seconds"], 2),
+                "tool_calls_per_trajectory": round(sum(t.tool_calls for t in trajs) / len(trajs), 2),
+                "sequence_tokens": sum(lengths),
+                "padded_tokens": len(lengths)
+                * (max(len(t.prompt_ids) for t in trajs) + max(len(t.completion_ids) for t in trajs)),
+            }
+
         print("agentkit.rl: one step …", file=sys.stderr, flush=True)
-        ours = AgentGRPOTrainer(
-            copy.deepcopy(policy),
-            _args(f"{tmp}/a", questions, group, max_tokens, turns),
-            data,
-            processing_class=tok,
-            tools=[tool],
-            agent=agent,
-            outcome=outcome,
-        )
-        t0 = time.perf_counter()
-        ours.train()
-        step = time.perf_counter() - t0
-        log = next(h for h in ours.state.log_history if "rollout/seconds" in h)
+        ours, res["agentkit"] = one_step(f"{tmp}/a", True)
         trajs = ours._trajs
-        tokens = sum(sum(t.mask) for t in trajs)
-        res["agentkit"] = {
-            "rollout_seconds": round(log["rollout/seconds"], 2),
-            "model_tokens": tokens,
-            "rollout_tokens_per_s": round(tokens / log["rollout/seconds"], 1),
-            "step_seconds": round(step, 2),
-            "tool_calls_per_trajectory": round(sum(t.tool_calls for t in trajs) / len(trajs), 2),
-        }
+        print("agentkit.rl without length buckets: one step …", file=sys.stderr, flush=True)
+        _, res["agentkit_one_padded_batch"] = one_step(f"{tmp}/a0", False)
 
         # ---- TRL's GRPOTrainer(tools=…) ----
         print(f"agentkit.rl: {res['agentkit']}\nTRL GRPOTrainer(tools=…): one step …", file=sys.stderr, flush=True)
@@ -219,6 +234,7 @@ def run(
             "model_tokens": tokens,
             "rollout_tokens_per_s": round(tokens / timed["seconds"], 1),
             "step_seconds": round(step, 2),
+            "train_seconds": round(step - timed["seconds"], 2),
             "tool_calls_per_trajectory": round(tlog.get("tools/call_frequency", 0.0), 2),
         }
 
@@ -229,6 +245,10 @@ def run(
     a, b = res["agentkit"], res["trl"]
     res["rollout_throughput_ratio"] = round(a["rollout_tokens_per_s"] / b["rollout_tokens_per_s"], 2)
     res["step_time_ratio"] = round(a["step_seconds"] / b["step_seconds"], 3)
+    res["train_time_ratio"] = round(a["train_seconds"] / b["train_seconds"], 3)
+    res["length_buckets_train_speedup"] = round(
+        res["agentkit_one_padded_batch"]["train_seconds"] / a["train_seconds"], 2
+    )
     del torch
     return res
 
@@ -310,19 +330,37 @@ def main(
 def report(res: dict) -> str:
     """The benchmarks page's block (``bench page``)."""
     a, t, same = res["agentkit"], res["trl"], res["same_rollouts_loss"]
-    return (
-        "| trainer | rollout | model tokens | rollout tokens/s | step | tool calls per trajectory |\n"
-        "|---|---|---|---|---|---|\n"
+    table = (
+        "| trainer | rollout | model tokens | rollout tokens/s | training | step | tool calls per trajectory |\n"
+        "|---|---|---|---|---|---|---|\n"
         f"| TRL `GRPOTrainer(tools=…)` | {t['rollout_seconds']} s | {t['model_tokens']:,} | {t['rollout_tokens_per_s']} | "
-        f"{t['step_seconds']} s | {t['tool_calls_per_trajectory']} |\n"
+        f"{t.get('train_seconds', round(t['step_seconds'] - t['rollout_seconds'], 2))} s | {t['step_seconds']} s | "
+        f"{t['tool_calls_per_trajectory']} |\n"
+    )
+    padded = res.get("agentkit_one_padded_batch")
+    if padded:
+        table += (
+            f"| `AgentGRPOTrainer(length_buckets=False)` | {padded['rollout_seconds']} s | {padded['model_tokens']:,} | "
+            f"{padded['rollout_tokens_per_s']} | {padded['train_seconds']} s | {padded['step_seconds']} s | "
+            f"{padded['tool_calls_per_trajectory']} |\n"
+        )
+    table += (
         f"| `agentkit.rl` `AgentGRPOTrainer` | {a['rollout_seconds']} s | {a['model_tokens']:,} | "
-        f"{a['rollout_tokens_per_s']} (**{res['rollout_throughput_ratio']}×**) | {a['step_seconds']} s "
-        f"(**{res['step_time_ratio']}×**) | {a['tool_calls_per_trajectory']} |\n\n"
-        f"Same rollouts through both trainers: loss {same['agentkit']:.7f} and {same['trl']:.7f} (difference "
-        f"{same['abs_diff']:.1e}), per-token advantages within {same['max_token_advantage_diff']:.1e}. The step's "
-        f"remainder ({a['step_seconds'] - a['rollout_seconds']:.0f} s and {t['step_seconds'] - t['rollout_seconds']:.0f} s) "
-        f"is mostly the loss's forward and backward passes, the same code on both sides. The warm start took "
-        f"{res['warm_start']['seconds']:.0f} s."
+        f"{a['rollout_tokens_per_s']} (**{res['rollout_throughput_ratio']}×**) | "
+        f"{a.get('train_seconds', round(a['step_seconds'] - a['rollout_seconds'], 2))} s | {a['step_seconds']} s "
+        f"(**{res['step_time_ratio']}×** the time: {t['step_seconds'] / a['step_seconds']:.3f}× TRL's speed) | {a['tool_calls_per_trajectory']} |\n\n"
+    )
+    buckets = (
+        f"Length buckets: the loss's passes ran over {a['sequence_tokens']:,} tokens in groups instead of "
+        f"{a['padded_tokens']:,} in one padded batch; training {res['length_buckets_train_speedup']}× faster than "
+        f"the same trainer without them (same rollouts, same seeds). "
+        if padded
+        else "The step's remainder is mostly the loss's forward and backward passes, the same code on both sides. "
+    )
+    return (
+        table + buckets + f"Same rollouts through both trainers: loss {same['agentkit']:.7f} and {same['trl']:.7f} "
+        f"(difference {same['abs_diff']:.1e}), per-token advantages within {same['max_token_advantage_diff']:.1e}. "
+        f"The warm start took {res['warm_start']['seconds']:.0f} s."
     )
 
 
@@ -331,6 +369,11 @@ def ratios(res: dict) -> dict[str, tuple[float, str]]:
     return {
         "rollout tokens/s: agentkit / TRL": (res["rollout_throughput_ratio"], "higher"),
         "step time: agentkit / TRL": (res["step_time_ratio"], "lower"),
+        **(
+            {"training: one padded batch / length buckets": (res["length_buckets_train_speedup"], "higher")}
+            if "length_buckets_train_speedup" in res
+            else {}
+        ),
     }
 
 
