@@ -124,6 +124,34 @@ def main(
     return 0
 
 
+def report(res: dict) -> str:
+    """The benchmarks page's block (``bench page``)."""
+    servers = [n for n in res if isinstance(res[n], dict) and "concurrent" in res[n]]
+    out = [
+        "| server | clients | failures | p50 | p95 | requests/s | completion tokens/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in servers:
+        for load in ("concurrent", "one_by_one"):
+            r = res[name][load]
+            out.append(
+                f"| {name} | {r['clients']} | {r['failures']} | {r['p50_s']} s | {r['p95_s']} s | "
+                f"{r['requests_per_s']} | {r['tokens_per_s']} |"
+            )
+    text = (
+        f"\n\n{res['requests']} requests, {res['max_tokens']} new tokens each. With "
+        f"{res['agentkit']['concurrent']['clients']} clients `agentkit serve` answers "
+        f"**{res['agentkit']['throughput_ratio']}×** the requests per second it answers one by one"
+    )
+    for name in servers[1:]:
+        vs = res[f"vs_{name}"]
+        text += (
+            f"; against {name}'s server: **{vs['requests_per_s']}×** the requests per second, p50 {vs['p50']}× lower"
+        )
+    healthy = all(res[n]["alive_after"] for n in servers)
+    return "\n".join(out) + text + f". Every server healthy afterwards: {'yes' if healthy else '**no**'}."
+
+
 def ratios(res: dict) -> dict[str, tuple[float, str]]:
     """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
     out = {"agentkit: concurrent / one by one (requests/s)": (res["agentkit"]["throughput_ratio"], "higher")}

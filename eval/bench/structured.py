@@ -322,6 +322,31 @@ def main(
     return 0
 
 
+def report(res: dict) -> str:
+    """The benchmarks page's block (``bench page``): the libraries' table, then HFEngine constrained vs free."""
+    out = []
+    if res["libraries"]:
+        out += ["| library | batch | tokens/s | vs none | setup | mask per step |", "|---|---|---|---|---|---|"]
+        for r in res["libraries"]:
+            setup = f"{r['setup_s']:.3f} s" if "setup_s" in r else "–"
+            mask = f"{r['mask_ms_per_step']:.2f} ms" if "mask_ms_per_step" in r else "–"
+            vs = f"{r['ratio']}" if "ratio" in r else "–"
+            out.append(f"| {r['library']} | {r['batch']} | {r['tokens_per_s']} | {vs} | {setup} | {mask} |")
+        out.append("")
+    out += [
+        "| workload | batch | free tokens/s | constrained tokens/s | constrained / free | grammar share | complete JSON |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in res["hfengine"]:
+        out.append(
+            f"| {r['workload']} | {r['batch']} | {r['free_tokens_per_s']} | {r['constrained_tokens_per_s']} | "
+            f"{r['ratio']:.2f} | {100 * r['grammar_share_of_time']:.1f} % | {r['constrained_complete_json'] or '–'} |"
+        )
+    fixed = [r for r in res["hfengine"] if r["workload"] == "fixed"]
+    kept = " and ".join(f"{r['ratio']:.2f}× at batch {r['batch']}" for r in fixed)
+    return "\n".join(out) + f"\n\nConstrained decoding keeps {kept} of the free speed (`fixed`: the same tokens)."
+
+
 def ratios(res: dict) -> dict[str, tuple[float, str]]:
     """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
     return {

@@ -109,6 +109,17 @@ def main(
     return 0
 
 
+def report(res: dict) -> str:
+    """The benchmarks page's block (``bench page``)."""
+    r, c = res["re-encode"], res["prefix-cache"]
+    return (
+        "| branches | prompt tokens encoded (cache / re-encode) | wall time (cache / re-encode) |\n|---|---|---|\n"
+        f"| {c['branches']} | {c['prompt_tokens_encoded']:,} / {r['prompt_tokens_encoded']:,} "
+        f"(**{res['token_ratio']}×**) | {c['seconds']} s / {r['seconds']} s (**{res['time_ratio']}×**) |\n\n"
+        f"Identical branches: {'yes' if res['identical_branches'] else '**no**'}."
+    )
+
+
 def ratios(res: dict) -> dict[str, tuple[float, str]]:
     """The ratios ``bench summary`` and ``bench compare`` read (lower is better: the cache's share)."""
     return {

@@ -215,6 +215,22 @@ def main(questions: int = 2000, samples: int = 5, out: str | None = None) -> int
     return 0
 
 
+def report(res: dict) -> str:
+    """The benchmarks page's block (``bench page``)."""
+    return (
+        "| what is timed | agentkit | per-pair Python loop | ratio |\n|---|---|---|---|\n"
+        f"| the seven estimators, from the same embeddings | {res['vectorised_s']} s | {res['per_pair_loop_s']} s | "
+        f"{res['speedup']}× |\n"
+        f"| AU/EU/TU with the similarity: embed each unique text once + batched matmul vs `sim(a, b)` per pair "
+        f"| {res['ours_embed_plus_score_s']} s | {res['naive_pipeline_s_scaled']:,} s | **{res['pipeline_speedup']}×** |\n"
+        f"| the whole `score` run: read, embed, estimate, metrics, report | **{res['whole_score_run_s']} s** | | |\n\n"
+        f"{res['questions']:,} questions × {res['models']} models × {res['samples']} samples, {res['unique_texts']:,} "
+        f"unique texts. The estimators agree with the loop to {res['max_abs_difference']:.0e}, the pipeline with "
+        f"per-pair `sim` to {res['naive_max_abs_difference']:.0e} (run on {res['naive_questions_run']} questions and "
+        f"scaled by {res['questions'] // res['naive_questions_run']})."
+    )
+
+
 def ratios(res: dict) -> dict[str, tuple[float, str]]:
     """The ratios ``bench summary`` and ``bench compare`` read (higher is better)."""
     return {
