@@ -42,7 +42,7 @@ def length_buckets(
 ) -> list[list[int]]:
     """The cheapest cut of the rows into groups (row indices; groups in order of completion length).
 
-    >>> length_buckets([50, 50, 50, 50], [10, 200, 10, 200], forward_cost=0)
+    >>> length_buckets([50, 50, 50, 50], [10, 200, 10, 200], forward_cost=1)
     [[0, 2], [1, 3]]
     >>> length_buckets([50, 50, 50, 50], [10, 200, 10, 200], forward_cost=10_000)
     [[0, 2, 1, 3]]

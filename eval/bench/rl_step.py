@@ -16,8 +16,8 @@ Reported per side: rollout seconds, model-written tokens, rollout tokens/s, trai
 rollout), step seconds, tool calls per trajectory. ``agentkit.rl`` runs twice: with its length buckets (the
 default) and with TRL's one padded batch (``length_buckets=False``); the same seeds give both the same rollouts,
 so the training seconds measure the buckets alone (both project only completion positions through the fused
-head, ``agentkit.rl.buckets.compact_fused_head``). Then TRL is given agentkit's rollouts (``rollout_func`` replaying them): with outcome GRPO both
-trainers must compute the same loss.
+head, ``agentkit.rl.buckets.compact_fused_head``). Then TRL is given agentkit's rollouts (``rollout_func``
+replaying them): with outcome GRPO both trainers must compute the same loss.
 """
 
 from __future__ import annotations
