@@ -24,3 +24,52 @@ def test_a_block_follows_its_file_and_a_missing_file_is_named(tmp_path):
     page.write_text("<!-- bench:ace -->\n<!-- /bench:ace -->\n")
     with pytest.raises(AgentkitError, match="block bench:ace has no result"):
         render_page(page, tmp_path)
+
+
+def test_reports_of_benches_without_a_kept_run_render_their_figures():
+    """serve and structured have no kept run yet (they need the vLLM env): their reports on results of their
+    shape."""
+    from agentkit.eval.bench import BENCHES
+
+    load = {"clients": 16, "failures": 0, "p50_s": 5.84, "p95_s": 7.02, "requests_per_s": 2.72, "tokens_per_s": 43.5}
+    one = {**load, "clients": 1, "requests_per_s": 0.88}
+    serve = {
+        "requests": 200,
+        "max_tokens": 16,
+        "agentkit": {"concurrent": load, "one_by_one": one, "throughput_ratio": 3.09, "alive_after": True},
+        "vllm": {
+            "concurrent": {**load, "requests_per_s": 0.57},
+            "one_by_one": one,
+            "throughput_ratio": 1.3,
+            "alive_after": True,
+        },
+        "vs_vllm": {"requests_per_s": 4.77, "p50": 4.84, "p95": 4.26},
+    }
+    text = BENCHES.get("serve").report(serve)
+    assert "| vllm | 16 | 0 | 5.84 s |" in text and "**4.77×** the requests per second" in text
+    row = {
+        "workload": "fixed",
+        "batch": 1,
+        "free_tokens_per_s": 13.8,
+        "constrained_tokens_per_s": 14.8,
+        "ratio": 1.072,
+        "grammar_share_of_time": 0.011,
+        "constrained_complete_json": None,
+    }
+    structured = {
+        "libraries": [
+            {"library": "none", "batch": 1, "tokens_per_s": 11.3},
+            {
+                "library": "xgrammar",
+                "batch": 1,
+                "tokens_per_s": 9.5,
+                "ratio": 0.838,
+                "setup_s": 1.356,
+                "mask_ms_per_step": 2.32,
+            },
+        ],
+        "hfengine": [row, {**row, "workload": "natural", "constrained_complete_json": "1/1"}],
+    }
+    text = BENCHES.get("structured").report(structured)
+    assert "| xgrammar | 1 | 9.5 | 0.838 | 1.356 s | 2.32 ms |" in text and "| natural | 1 |" in text
+    assert "keeps 1.07× at batch 1" in text
