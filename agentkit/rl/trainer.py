@@ -258,8 +258,8 @@ class AgentGRPOTrainer(GRPOTrainer):
         mode = "train" if training else "eval"
         step = self.state.global_step
         ahead, t0 = self._ahead, time.perf_counter()
-        if ahead is not None:
-            ahead.future.result()  # the engine is the rollout's until it ends (an evaluation waits too)
+        # the engine is the rollout's until it ends (an evaluation waits too)
+        sampled = ahead.future.result() if ahead is not None else None
         waited = time.perf_counter() - t0
         if training:
             self._ahead = None
@@ -272,7 +272,7 @@ class AgentGRPOTrainer(GRPOTrainer):
         ):
             self._stale = training and ahead is not None and ahead.matches(rows, prompts, step)
             if self._stale:  # sampled while the last step trained
-                trajs, seconds = ahead.future.result()
+                trajs, seconds = sampled
                 self._metrics[mode]["rollout/wait_seconds"].append(waited)
             else:
                 if training and ahead is not None:  # its rows or prompts changed at this step: sampled again
@@ -352,10 +352,9 @@ class AgentGRPOTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         rewards = self._turn_rewards(mode, inputs)
         out["advantages"] = self._advantages(out, rewards, gather_object([str(r["id"]) for r in inputs]), mode)
-        if self._stale:  # sampled by the last step's weights: the loss's π_old is the sampler's
-            out["old_per_token_logps"] = sampler_logps(self._trajs, out["completion_ids"].shape[1]).to(
-                out["completion_ids"].device
-            )
+        if self._stale:  # sampled by the last step's weights: the loss's π_old is the sampler's (TRL's tensor of
+            # the rollout's logprobs, NaN on tool tokens, which the loss masks but a NaN would still poison)
+            out["old_per_token_logps"] = out["sampling_per_token_logps"].nan_to_num(0.0)
         self._log_batch(mode, rewards, self._trajs)
         if mode == "train":
             self._record(self._local(rewards), out["advantages"])
@@ -482,20 +481,6 @@ def _turn_means(t: Trajectory, token_values: list[float]) -> list[float]:
             part = token_values[pos : pos + n]
             out.append(round(sum(part) / len(part), 4) if part else 0.0)
         pos += n
-    return out
-
-
-def sampler_logps(trajs: Sequence[Trajectory], width: int) -> torch.Tensor:
-    """``[B, width]``: the sampler's log-probability of each model token, 0 on tool tokens and padding."""
-    out = torch.zeros(len(trajs), width)
-    for row, t in enumerate(trajs):
-        pos = 0
-        for seg in t.segments:
-            n = len(seg.token_ids)
-            if seg.kind == "model" and seg.logprobs:
-                values = seg.logprobs[: max(0, width - pos)]
-                out[row, pos : pos + len(values)] = torch.tensor(values, dtype=out.dtype)
-            pos += n
     return out
 
 

@@ -303,8 +303,6 @@ def test_rollout_ahead_samples_the_next_step_while_this_one_trains(tmp_path):
 
     from transformers import TrainerCallback
 
-    from agentkit.rl.trainer import sampler_logps
-
     tasks = [{"id": f"q{i}", "question": (Q1, Q2)[i % 2], "answer": "Drenholt"} for i in range(6)]
     trainer = _trainer(tmp_path, steps=3, engine=None, tasks=tasks, ours={"rollout_ahead": True})
     events, batches = [], []
@@ -338,7 +336,13 @@ def test_rollout_ahead_samples_the_next_step_while_this_one_trains(tmp_path):
         assert samples[step][3].startswith("agentkit-rollout-ahead") and samples[step][2] < ends[step]
     assert "old_per_token_logps" not in batches[0][0]
     for out, trajs in batches[1:]:
-        expected = sampler_logps(trajs, out["completion_ids"].shape[1])
+        expected = torch.zeros_like(out["old_per_token_logps"])  # the sampler's logprob on each model token
+        for row, t in enumerate(trajs):
+            pos = 0
+            for seg in t.segments:
+                if seg.kind == "model":
+                    expected[row, pos : pos + len(seg.token_ids)] = torch.tensor(seg.logprobs)
+                pos += len(seg.token_ids)
         assert torch.equal(out["old_per_token_logps"], expected)
         model_tokens = (out["completion_mask"] * out["tool_mask"]).bool()
         assert (expected[model_tokens] < 0).all() and (expected[~model_tokens] == 0).all()
