@@ -81,10 +81,11 @@ def run(
             )  # warm-up
             reused0 = reuse.stats()["cached_prompt_tokens"]
             for name, engine in (("re-encode-all", plain), ("re-encode", fresh), ("prefix-cache", reuse)):
-                prefilled, prefill_secs = engine.stats()["prefill_tokens"], engine.stats()["prefill_seconds"]
+                before = engine.stats()
                 t = time.perf_counter()
                 trajs = rollout(engine, work, [tool], cfg)
                 secs = time.perf_counter() - t
+                after = engine.stats()
                 outs[name] = [x.completion_ids for x in trajs]
                 rows[name] = {
                     "seconds": round(secs, 2),
@@ -92,8 +93,8 @@ def run(
                     "turns": sum(x.meta["turns"] for x in trajs),
                     "tool_calls": sum(x.tool_calls for x in trajs),
                     "completion_tokens": sum(len(x.completion_ids) for x in trajs),
-                    "prefill_tokens": engine.stats()["prefill_tokens"] - prefilled,  # the work the cache saves
-                    "prefill_seconds": round(engine.stats()["prefill_seconds"] - prefill_secs, 2),
+                    "prefill_tokens": after["prefill_tokens"] - before["prefill_tokens"],  # the work the cache saves
+                    "prefill_seconds": round(after["prefill_seconds"] - before["prefill_seconds"], 2),
                 }
         res[wl] = {
             **rows,
