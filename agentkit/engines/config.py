@@ -131,8 +131,8 @@ class HFConfig(EngineConfig):
     speculate_tokens: PosInt = option(16, "speculate only while rows × (speculate + 1) is at most this")
     decode_dtype: Literal["float32", "bfloat16"] = option(
         "float32",
-        "bfloat16: decode steps of at most decode_rows rows read the layers' weights in bf16 (CPU, fp32 model; "
-        "~1.3x at batch 1, logprobs within 0.1 nats: greedy outputs can part at near-ties)",
+        "bfloat16: decode steps of at most decode_rows rows read the layers' weights in bf16 (CPU, fp32 "
+        "Llama-family model; logprobs within 0.1 nats: greedy outputs can part at near-ties)",
     )
     decode_rows: PosInt = option(4, "the widest decode step (rows × tokens fed) that takes the decode_dtype path")
 

@@ -9,7 +9,6 @@ of earlier sequences, and at small batches checks prompt-lookup drafts in the sa
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import time
 from collections.abc import Sequence
@@ -17,7 +16,7 @@ from collections.abc import Sequence
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from agentkit.engines import attention, lowp
+from agentkit.engines import attention, decoder
 from agentkit.engines.base import Completion, ContextLengthError, LocalTokenizer, Prompt, SamplingParams, Scored
 from agentkit.engines.kv import (
     growing_only,
@@ -62,8 +61,9 @@ class HFEngine(LocalTokenizer):
         speculate: draft tokens per row and step by prompt lookup (``_draft``), checked in the same forward pass;
             0 turns it off. Outputs keep their distribution (greedy: the same tokens).
         decode_dtype: ``bfloat16`` reads the decoder's linear weights in bf16 in decode steps of at most
-            ``decode_rows`` rows, on a CPU (``agentkit.engines.lowp``: about 1.3× at batch 1 here; logprobs within
-            0.1 nats, so greedy outputs can part at near-ties); ``float32`` (the default) reads fp32 throughout.
+            ``decode_rows`` rows, on a CPU, for Llama-family models (``agentkit.engines.decoder``; logprobs and
+            entropies within 0.1 nats of fp32, so greedy outputs can part at near-ties); ``float32`` (the default)
+            reads fp32 throughout.
         decode_rows: the widest decode step (rows × tokens fed) that takes the ``decode_dtype`` path.
         speculate_tokens: speculate only while rows × (speculate + 1) is at most this (the default: batches of
             1–4), and only at steps where every live row has drafts: a batch takes as many steps as its slowest
@@ -135,23 +135,41 @@ class HFEngine(LocalTokenizer):
         self.decode_dtype, self.decode_rows = decode_dtype, decode_rows
         self._prepare_model()
 
-    def _decode_precision(self):
-        """The context of a decode step: the ``decode_dtype`` path on (``agentkit.engines.lowp``), or nothing."""
-        return contextlib.nullcontext() if self.decode_dtype == "float32" else lowp.active(self.decode_rows)
-
     def _prepare_model(self) -> None:
         """On a CPU: grouped-query attention without copying the cache under a mask (``agentkit.engines.attention``,
-        the same results), and the ``decode_dtype`` path (checked: an fp32 model on a CPU)."""
+        the same results), and for Llama-family models the compact decode step (``agentkit.engines.decoder``:
+        the same logits in fp32), which holds the ``decode_dtype`` path (checked: an fp32 model on a CPU)."""
+        self._decoder = None
         if self.device.type == "cpu":
             attention.use(self.model)
-        if self.decode_dtype == "float32":
-            return
-        if self.device.type != "cpu" or next(self.model.parameters()).dtype != torch.float32:
+        low = None if self.decode_dtype == "float32" else self.decode_dtype
+        if low is not None and (self.device.type != "cpu" or next(self.model.parameters()).dtype != torch.float32):
             raise ValueError(
                 f"decode_dtype={self.decode_dtype!r} is for an fp32 model on a CPU; on a GPU load the model in "
                 "that dtype instead (dtype=...)"
             )
-        lowp.patch(self.model, self.decode_dtype)
+        why = decoder.unsupported(self.model)
+        if low is not None and why is not None:
+            raise ValueError(
+                f"decode_dtype={self.decode_dtype!r} runs in the compact decode step, which does not take {why}"
+            )
+        if self.device.type == "cpu" and why is None:
+            self._decoder = decoder.CompactDecoder(self.model, low, self.decode_rows)
+
+    def _decode_step(self, adapters: list[str | None], fed, mask, positions, cache) -> torch.Tensor:
+        """One decode step's logits ``[R, J, V]``: the compact step where it applies (no adapters served, the
+        layers it was built on), else the model's forward pass."""
+        if self._decoder is not None and not self.adapters and self._decoder.current():
+            return self._decoder(fed, mask, positions, cache)
+        out = self._forward(
+            adapters,
+            input_ids=fed,
+            attention_mask=mask,
+            position_ids=positions,
+            use_cache=True,
+            **{self._cache_kw: cache},
+        )
+        return out.logits
 
     def _forward(self, adapters: list[str | None] | None = None, **inputs):
         """One forward pass; ``adapters``: each row's LoRA adapter (None: the base model), when adapters are
@@ -584,16 +602,8 @@ class HFEngine(LocalTokenizer):
             fed = torch.tensor([[t, *d] for t, d in zip(last, drafts)], device=self.device)
             steps = torch.arange(1, fed.shape[1] + 1, device=self.device)
             mask = torch.cat([mask, mask.new_ones(len(rows), fed.shape[1])], dim=1)
-            with self._decode_precision():
-                out = self._forward(
-                    [names[seqs[s][0]] for s in rows],
-                    input_ids=fed,
-                    attention_mask=mask,
-                    position_ids=pos + steps,
-                    use_cache=True,
-                    **{self._cache_kw: cache},
-                )
-            logits, pos = out.logits, pos + 1
+            logits = self._decode_step([names[seqs[s][0]] for s in rows], fed, mask, pos + steps, cache)
+            pos = pos + 1
         return [
             self._completion(
                 encoded[i],

@@ -14,7 +14,7 @@ All three sample (temperature 1, no top-k/p). Two modes:
              each row's EOS count, for ``generate`` too (it keeps decoding finished rows until the longest ends,
              HFEngine drops them from the batch).
   - HFEngine bf16 decode: the same engine with ``decode_dtype="bfloat16"`` (decode steps of ≤ 4 rows read the
-                      layers' weights in bf16, ``agentkit.engines.lowp``), on the same weights.
+                      layers' weights in bf16, ``agentkit.engines.decoder``), on the same weights.
 The roofline, both sides: achieved FLOP/s = 2 × parameters × tokens/s as a fraction of this machine's fp32 matmul
 peak (measured here with 2048² matmuls), and the weight bytes a decode step reads × steps/s (tokens/s ÷ batch) as a
 fraction of its memory bandwidth (measured here: copies of 512 MB). Then greedy decoding of suite (a)'s first 16
@@ -65,7 +65,7 @@ def memory_bandwidth_gbs(mb: int = 512, reps: int = 5) -> float:
 
 def weight_bytes(model, low: bool) -> int:
     """Bytes of weights a decode step reads: every parameter, the layers' linear weights in bf16 on the
-    low-precision path (``agentkit.engines.lowp``: the output head stays fp32)."""
+    low-precision path (``agentkit.engines.decoder``: the output head stays fp32)."""
     head = model.get_output_embeddings()
     seen, total = set(), 0
     for mod in model.modules():

@@ -9,6 +9,7 @@ import agentkit.ace.refine
 import agentkit.ace.roles
 import agentkit.data.units
 import agentkit.engines.base
+import agentkit.engines.decoder
 import agentkit.engines.hf
 import agentkit.engines.sampling
 import agentkit.errors
@@ -47,6 +48,7 @@ import agentkit.tools.search
         agentkit.ace.roles,
         agentkit.data.units,
         agentkit.engines.base,
+        agentkit.engines.decoder,
         agentkit.engines.hf,
         agentkit.engines.sampling,
         agentkit.registry,
