@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from transformers import PreTrainedModel
 
 from agentkit.models.sharding import is_partitioned
 
@@ -51,7 +52,9 @@ def unsupported(model) -> str | None:
     >>> unsupported(GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=8, n_head=2)))
     "model type 'gpt2' (the compact decode step covers llama, qwen2, mistral)"
     """
-    cfg = getattr(model, "config", None)
+    if not isinstance(model, PreTrainedModel):
+        return f"a {type(model).__name__} (a wrapped model: the compact step reads a transformers model's layers)"
+    cfg = model.config
     kind = getattr(cfg, "model_type", None)
     if kind not in ARCHITECTURES or not type(model).__name__.endswith("ForCausalLM"):
         return f"model type {kind!r} (the compact decode step covers {', '.join(ARCHITECTURES)})"

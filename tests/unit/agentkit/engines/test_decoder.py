@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from agentkit.engines import SamplingParams
-from agentkit.engines.decoder import CompactDecoder
+from agentkit.engines.decoder import CompactDecoder, unsupported
 from agentkit.engines.hf import HFEngine
 from agentkit.engines.kv import make_cache
 from agentkit.models import load_model
@@ -60,9 +60,28 @@ def _hf_step(model):
     return step
 
 
-@pytest.mark.parametrize("name", ["tiny-random", "smollm2-135m"])
+def _tiny(kind: str):
+    """A small random model of another Llama-family architecture: Qwen2 (biased q/k/v), Mistral (no window)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    cfg = AutoConfig.for_model(
+        kind,
+        vocab_size=96,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        sliding_window=None,
+    )
+    return AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa").eval()
+
+
+@pytest.mark.parametrize("name", ["tiny-random", "smollm2-135m", "qwen2", "mistral"])
 def test_fp32_step_is_transformers_forward_to_the_bit(name, real):
-    model, _ = real if name == "smollm2-135m" else load_model(name)
+    model = real[0] if name == "smollm2-135m" else load_model(name)[0] if name == "tiny-random" else _tiny(name)
     ref = _steps(model, _hf_step(model))
     got = _steps(model, CompactDecoder(model))
     assert all(torch.equal(a, b) for a, b in zip(ref, got))
@@ -164,3 +183,8 @@ def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="model type 'gpt2'"):
         HFEngine(gpt2, tok, decode_dtype="bfloat16")
     assert HFEngine(gpt2, tok)._decoder is None  # fp32: the model's own forward pass
+    from peft import LoraConfig, get_peft_model
+
+    wrapped = get_peft_model(load_model("tiny-random")[0], LoraConfig(r=2, target_modules=["q_proj"]))
+    assert unsupported(wrapped).startswith("a PeftModel (a wrapped model")
+    assert unsupported(wrapped.base_model.model) == "layers other than plain linear projections (LoRA, quantised)"
