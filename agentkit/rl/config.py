@@ -13,6 +13,12 @@ from agentkit.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt, 
 from agentkit.engines.base import SamplingParams
 
 
+def samples_the_policy(sampling: SamplingParams) -> bool:
+    """Whether sampling with ``sampling`` draws from the policy itself, so that the sampler's log-probabilities are
+    the behaviour policy's: temperature 1, no top-p or top-k truncation (``rollout_ahead`` reads them as π_old)."""
+    return sampling.temperature == 1.0 and sampling.top_p >= 1.0 and not sampling.top_k
+
+
 @dataclass
 class RLSettings:
     """GRPO settings: ``questions_per_step × group_size`` trajectories per optimizer step (G = group_size; over all
@@ -63,8 +69,7 @@ class RLSettings:
             out.append(f"micro_batch: {self.micro_batch} does not divide questions_per_step × group_size = {per_step}")
         if self.agent.sampling.temperature == 0:
             out.append("agent.sampling.temperature: 0 samples every trajectory of a group alike (no advantage)")
-        s = self.agent.sampling
-        if self.rollout_ahead and (s.temperature != 1.0 or s.top_p < 1.0 or s.top_k):
+        if self.rollout_ahead and not samples_the_policy(self.agent.sampling):
             out.append(
                 "rollout_ahead: needs agent.sampling temperature 1.0, top_p 1.0 and top_k 0 (the sampler's "
                 "log-probabilities are the loss's old ones)"

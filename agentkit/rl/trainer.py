@@ -49,7 +49,8 @@ from agentkit.engines.config import EngineConfig, HFConfig
 from agentkit.engines.hf import HFEngine
 from agentkit.models.sharding import clear_hooks, is_partitioned, whole
 from agentkit.rl.advantages import ESTIMATORS, TurnRewards, estimate
-from agentkit.rl.buckets import FORWARD_COST_TOKENS, bucketed_logps, compact_fused_head
+from agentkit.rl.buckets import bucketed_logps, compact_fused_head
+from agentkit.rl.config import samples_the_policy
 from agentkit.rl.rewards import OutcomeReward
 from agentkit.tools.base import Tool
 
@@ -343,7 +344,7 @@ class AgentGRPOTrainer(GRPOTrainer):
             def call(ids, mask, keep):
                 return parent(model, ids, mask, keep, batch_size=batch_size, compute_entropy=compute_entropy)[:2]
 
-            return (*bucketed_logps(call, input_ids, attention_mask, logits_to_keep, FORWARD_COST_TOKENS), None)
+            return (*bucketed_logps(call, input_ids, attention_mask, logits_to_keep), None)
 
     # ---- advantages ---------------------------------------------------------------------------------------
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -452,8 +453,7 @@ def _check_ahead(args: GRPOConfig, agent: AgentConfig, train_dataset) -> None:
     """``rollout_ahead``'s conditions (see ``AgentGRPOTrainer``), each refused with what to change."""
     from agentkit.errors import AgentkitError
 
-    s = agent.sampling
-    if s.temperature != 1.0 or s.top_p < 1.0 or s.top_k or args.temperature != 1.0:
+    if not samples_the_policy(agent.sampling) or args.temperature != 1.0:
         raise AgentkitError(
             "rollout_ahead: the sampler's log-probabilities are the behaviour policy's only at temperature 1 "
             "without top-p/top-k",
