@@ -64,7 +64,8 @@ class HFEngine(LocalTokenizer):
             ``decode_rows`` rows, on a CPU, for Llama-family models (``agentkit.engines.decoder``; logprobs and
             entropies within 0.1 nats of fp32, so greedy outputs can part at near-ties); ``float32`` (the default)
             reads fp32 throughout.
-        decode_rows: the widest decode step (rows × tokens fed) that takes the ``decode_dtype`` path.
+        decode_rows: the widest decode step (rows × tokens fed) that takes the ``decode_dtype`` path (1: on a CPU
+            without bf16 instructions the fp32 step is already faster at 2 rows, see ``agentkit.engines.decoder``).
         speculate_tokens: speculate only while rows × (speculate + 1) is at most this (the default: batches of
             1–4), and only at steps where every live row has drafts: a batch takes as many steps as its slowest
             row. A CPU decode step reads every weight whatever its width, so a few more tokens cost little
@@ -87,7 +88,7 @@ class HFEngine(LocalTokenizer):
         speculate: int = 3,
         speculate_tokens: int = 16,
         decode_dtype: str = "float32",
-        decode_rows: int = 4,
+        decode_rows: int = 1,
     ):
         self._options = dict(
             dtype=dtype,

@@ -1,7 +1,7 @@
-"""The compact decode step (``agentkit.engines.decoder``): in fp32 the same logits as transformers' forward pass,
-bit for bit, through padding, drafts and rejected drafts; HFEngine's outputs unchanged by it; bf16 decode
-(``decode_dtype="bfloat16"``) within a stated tolerance of fp32 on narrow steps and exactly fp32 elsewhere; the
-bf16 copy follows the weights; a layer that is no longer a plain linear sends the engine back to the model."""
+"""The compact decode step (``agentkit.engines.decoder``): in fp32 the logprobs of transformers' forward pass within
+``FP32_TOLERANCE``, through padding, drafts and rejected drafts; HFEngine's greedy outputs unchanged by it; bf16
+decode (``decode_dtype="bfloat16"``) within a stated tolerance of fp32 on narrow steps and exactly fp32 elsewhere;
+the bf16 copy follows the weights; a layer that is no longer a plain linear sends the engine back to the model."""
 
 import pytest
 import torch
@@ -13,6 +13,9 @@ from agentkit.engines.kv import make_cache
 from agentkit.models import load_model
 
 TOLERANCE = 0.1  # nats per token, logprobs and entropies: what docs/engines.md states for bf16 decode
+# nats: the fp32 step sums in another order than transformers' (W xᵀ products, grouped attention); SmolLM2 measured
+# ≤ 7e-5, the random Qwen2/Mistral models ≤ 1e-6; a step that drops the padding mask is off by > 0.1
+FP32_TOLERANCE = 5e-4
 
 
 @pytest.fixture(scope="module")
@@ -79,15 +82,19 @@ def _tiny(kind: str):
     return AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa").eval()
 
 
+def _logprob_gap(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+    return max((x.log_softmax(-1) - y.log_softmax(-1)).abs().max().item() for x, y in zip(a, b))
+
+
 @pytest.mark.parametrize("name", ["tiny-random", "smollm2-135m", "qwen2", "mistral"])
-def test_fp32_step_is_transformers_forward_to_the_bit(name, real):
+def test_fp32_step_is_transformers_forward_within_the_tolerance(name, real):
     model = real[0] if name == "smollm2-135m" else load_model(name)[0] if name == "tiny-random" else _tiny(name)
     ref = _steps(model, _hf_step(model))
     got = _steps(model, CompactDecoder(model))
-    assert all(torch.equal(a, b) for a, b in zip(ref, got))
-    # and the test can fail: a step that forgets the mask's padding differs
+    assert _logprob_gap(ref, got) < FP32_TOLERANCE
+    # and the test can fail: a step that forgets the mask's padding is far off
     unmasked = _steps(model, lambda f, m, p, c: CompactDecoder(model)(f, torch.ones_like(m), p, c))
-    assert not torch.equal(unmasked[0], ref[0])
+    assert _logprob_gap(ref[:1], unmasked[:1]) > 200 * FP32_TOLERANCE
 
 
 def test_engine_outputs_are_unchanged_by_the_compact_step(real):
@@ -100,8 +107,11 @@ def test_engine_outputs_are_unchanged_by_the_compact_step(real):
     engine._decoder = None  # the model's own forward pass
     slow = engine.generate(prompts, sp)
     for a, b in zip(fast, slow):
-        assert a[0].token_ids == b[0].token_ids and a[0].logprobs == b[0].logprobs
-        assert a[0].entropies == b[0].entropies and a[0].top_logprobs == b[0].top_logprobs
+        a, b = a[0], b[0]
+        assert a.token_ids == b.token_ids and [list(t) for t in a.top_logprobs] == [list(t) for t in b.top_logprobs]
+        pairs = [*zip(a.logprobs, b.logprobs), *zip(a.entropies, b.entropies)]
+        pairs += [(x[t], y[t]) for x, y in zip(a.top_logprobs, b.top_logprobs) for t in x]
+        assert max(abs(x - y) for x, y in pairs) < FP32_TOLERANCE
     assert engine.stats()["draft_tokens"] > 0
 
 
@@ -123,7 +133,7 @@ def test_narrow_steps_read_bf16_within_the_tolerance(engines):
 
 def test_wide_steps_and_scoring_stay_exactly_fp32(engines):
     full, low = engines
-    prompts = [[{"role": "user", "content": f"Count to {i}."}] for i in range(2, 8)]  # 6 rows > decode_rows 4
+    prompts = [[{"role": "user", "content": f"Count to {i}."}] for i in range(2, 8)]  # 6 rows > decode_rows (1)
     greedy = SamplingParams(max_tokens=6, temperature=0)
     for a, b in zip(full.generate(prompts, greedy), low.generate(prompts, greedy)):
         assert a[0].token_ids == b[0].token_ids and a[0].logprobs == b[0].logprobs
