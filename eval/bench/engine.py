@@ -13,7 +13,7 @@ All three sample (temperature 1, no top-k/p). Two modes:
   - natural: rows stop at EOS (up to ``2 × max_tokens``), as real workloads do; only tokens up to and including
              each row's EOS count, for ``generate`` too (it keeps decoding finished rows until the longest ends,
              HFEngine drops them from the batch).
-  - HFEngine bf16 decode: the same engine with ``decode_dtype="bfloat16"`` (decode steps of ≤ 4 rows read the
+  - HFEngine bf16 decode: the same engine with ``decode_dtype="bfloat16"`` (decode steps of 1 row read the
                       layers' weights in bf16, ``agentkit.engines.decoder``), on the same weights.
 The roofline, both sides: achieved FLOP/s = 2 × parameters × tokens/s as a fraction of this machine's fp32 matmul
 peak (measured here with 2048² matmuls), and the weight bytes a decode step reads × steps/s (tokens/s ÷ batch) as a
@@ -144,7 +144,7 @@ def run(
 
     engine = HFEngine(model_name, max_batch_size=max(batch_sizes))
     model, tok = engine.model, engine.tokenizer
-    # the same weights, decode steps of ≤ 4 rows reading bf16 (inert outside this engine's steps: model.generate
+    # the same weights, 1-row decode steps reading bf16 (inert outside this engine's steps: model.generate
     # and the fp32 engine read fp32)
     low = HFEngine(model, tok, name=model_name, max_batch_size=max(batch_sizes), decode_dtype="bfloat16")
     params_count = sum(p.numel() for p in model.parameters())
