@@ -117,8 +117,8 @@ class _Layer:
         return self.packed
 
     # Each projection returns its output transposed, [out, N] (possibly a view): in fp32 it is computed as W hᵀ,
-    # which MKL runs 1.2–2.3× faster than h Wᵀ for the few rows of a decode step (SmolLM2's 30 layers: 64 rows
-    # ~95 against ~137 ms, 2 rows ~21 against ~46 ms), and the MLP then needs no transpose at all.
+    # which MKL runs faster than h Wᵀ for the few rows of a decode step from 2 rows on (`agentkit bench engine`
+    # times the layers both ways: projection_ms), and the MLP then needs no transpose at all.
 
     def qkv(self, x: torch.Tensor, packed: tuple) -> torch.Tensor:
         """``[N, in]`` → queries, keys and values ``[q + k + v, N]``."""
@@ -211,8 +211,7 @@ class CompactDecoder:
         n = body.norm
         x = F.rms_norm(x, n.weight.shape, n.weight, n.variance_epsilon)
         head = self.model.get_output_embeddings()
-        # (W xᵀ)ᵀ, not x Wᵀ: MKL runs the vocabulary-wide product faster this way round (SmolLM2's head, 64 rows:
-        # ~27 against ~38 ms; 4 rows: ~5 against ~18 ms), the copy back to rows costs a few ms
+        # (W xᵀ)ᵀ, not x Wᵀ, as for the layers: faster for the vocabulary-wide product too, copy back to rows included
         logits = torch.mm(head.weight, x.t()).t().contiguous()
         return (logits if head.bias is None else logits + head.bias).view(rows, fed, -1)
 

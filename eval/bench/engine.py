@@ -18,7 +18,9 @@ All three sample (temperature 1, no top-k/p). Two modes:
 The roofline, both sides: achieved FLOP/s = 2 × parameters × tokens/s as a fraction of this machine's fp32 matmul
 peak (measured here with 2048² matmuls), and the weight bytes a decode step reads × steps/s (tokens/s ÷ batch) as a
 fraction of its memory bandwidth (measured here: copies of 512 MB). Then greedy decoding of suite (a)'s first 16
-questions at batch 1 with both engines: identical completions, and each one's accuracy.
+questions at batch 1 with both engines: identical completions, and each one's accuracy. Last, for a Llama-family
+model, the layers' projections timed three ways at 1, 2, 4 and 64 rows (``projection_ms``): the measurement behind
+the compact decode step's ``W hᵀ`` products and bf16 decode's one-row limit.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from agentkit.argtypes import POS_INT
 from agentkit.command import add_model_option, add_out_option, int_list
 from agentkit.data import arithmetic_suite
 from agentkit.engines import SamplingParams
+from agentkit.engines.decoder import CompactDecoder, unsupported
 from agentkit.engines.vllm import VLLMEngine
 from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
@@ -76,6 +79,38 @@ def weight_bytes(model, low: bool) -> int:
             half = low and isinstance(mod, torch.nn.Linear) and mod is not head and p is mod.weight
             total += p.numel() * (2 if half else p.element_size())
     return total
+
+
+def projection_ms(model, rows=(1, 2, 4, 64), reps: int = 5) -> list[dict]:
+    """Why the compact decode step multiplies as it does (``agentkit.engines.decoder``): one pass over every
+    layer's linear projections of ``model`` at each row count, in ms (best of ``reps``; each weight is read once
+    per pass, as in a decode step), computed ``h Wᵀ`` in fp32 (as ``nn.Linear`` does), ``W hᵀ`` in fp32 (the
+    compact step) and ``h Wᵀ`` from the step's bf16 copy (q/k/v and gate/up concatenated: what bf16 decode reads)."""
+    layers = CompactDecoder(model, low="bfloat16").layers
+    weights = [m.weight.detach() for layer in layers for m in layer.mods]
+    packed = [w for layer in layers for i, w in enumerate(layer.compact()) if i != 1]  # 1: the q/k/v bias
+
+    def best(mats: list[torch.Tensor], x: dict[int, torch.Tensor], transposed: bool) -> float:
+        def one_pass():
+            for w in mats:
+                torch.mm(w, x[w.shape[1]].t()) if transposed else torch.nn.functional.linear(x[w.shape[1]], w)
+
+        one_pass()
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            one_pass()
+            times.append(time.perf_counter() - t)
+        return round(1e3 * min(times), 1)
+
+    out = []
+    with torch.no_grad():
+        for n in rows:
+            x = {d: torch.randn(n, d) for d in {w.shape[1] for w in weights}}
+            xb = {d: v.bfloat16() for d, v in x.items()}
+            times = {"fp32_h_wt": best(weights, x, False), "fp32_w_ht": best(weights, x, True)}
+            out.append({"rows": n, **times, "bf16_h_wt": best(packed, xb, False)})
+    return out
 
 
 def greedy_agreement(fp32, low, n: int = 16, max_tokens: int = 48) -> dict:
@@ -197,6 +232,7 @@ def run(
             rows.append(row)
             print(json.dumps(row), flush=True)
     agreement = greedy_agreement(engine, low)
+    projections = projection_ms(model) if unsupported(model) is None else []
     if vllm and importlib.util.find_spec("vllm") is not None:
         _vllm_rows(model_name, rows, max_tokens)
     return {
@@ -206,6 +242,7 @@ def run(
         "memory_bandwidth_gbs": round(bandwidth, 1),
         "weight_bytes": nbytes,
         "greedy_bf16_decode_vs_fp32": agreement,
+        "projection_ms": projections,
         "max_tokens": max_tokens,
         "threads": torch.get_num_threads(),
         "rows": rows,
@@ -265,6 +302,11 @@ def main(
         f"greedy, suite (a), {g['prompts']} prompts at batch 1: {g['identical']} identical completions; correct "
         f"fp32 {g['correct']['float32']:g}, bf16 decode {g['correct']['bfloat16']:g}"
     )
+    for p in res.get("projection_ms", []):
+        print(
+            f"layers' projections, {p['rows']} rows: h·Wᵀ fp32 {p['fp32_h_wt']} ms, W·hᵀ fp32 {p['fp32_w_ht']} ms, "
+            f"h·Wᵀ bf16 {p['bf16_h_wt']} ms"
+        )
     write_json(out, res)
     return 0
 
@@ -295,6 +337,14 @@ def report(res: dict) -> str:
         + (f" and {one['ratio_bf16_decode_vs_vllm']}× vLLM-CPU" if "vllm" in one else "")
         + f"; a step moves {100 * one['bandwidth_fraction_hfengine']:.0f} % of the measured bandwidth in fp32."
     )
+    proj = res.get("projection_ms", [])
+    if proj:
+        tail += (
+            "\n\nOne pass over every layer's linear projections (ms, best of 5; what the compact decode step's "
+            "products are chosen by):\n\n| rows | h·Wᵀ fp32 (nn.Linear) | W·hᵀ fp32 (compact step) | h·Wᵀ bf16 (bf16 decode) |"
+            "\n|---|---|---|---|\n"
+            + "".join(f"| {p['rows']} | {p['fp32_h_wt']} | {p['fp32_w_ht']} | {p['bf16_h_wt']} |\n" for p in proj)
+        )
     return head + rows + tail
 
 

@@ -159,3 +159,5 @@ def test_engine_bench_rows_carry_bf16_decode_and_the_roofline():
         assert r["ratio_bf16_decode_vs_fp32"] == round(r["hfengine_bf16_decode"] / r["hfengine_entropy"], 2)
     g = res["greedy_bf16_decode_vs_fp32"]
     assert g["prompts"] == 16 and 0 <= g["identical"] <= 16
+    assert [p["rows"] for p in res["projection_ms"]] == [1, 2, 4, 64]
+    assert all(p[k] > 0 for p in res["projection_ms"] for k in ("fp32_h_wt", "fp32_w_ht", "bf16_h_wt"))
