@@ -65,7 +65,7 @@ class HFEngine(LocalTokenizer):
             entropies within 0.1 nats of fp32, so greedy outputs can part at near-ties); ``float32`` (the default)
             reads fp32 throughout.
         decode_rows: the widest decode step (rows × tokens fed) that takes the ``decode_dtype`` path (1: on a CPU
-            without bf16 instructions the fp32 step is already faster at 2 rows, see ``agentkit.engines.decoder``).
+            without bf16 instructions bf16 wins at 1 row and loses to the fp32 step from 4, ``bench engine``).
         speculate_tokens: speculate only while rows × (speculate + 1) is at most this (the default: batches of
             1–4), and only at steps where every live row has drafts: a batch takes as many steps as its slowest
             row. A CPU decode step reads every weight whatever its width, so a few more tokens cost little
