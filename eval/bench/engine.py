@@ -41,29 +41,28 @@ from agentkit.eval.bench import write_json
 from agentkit.models.catalog import DEFAULT_CHAT_MODEL
 
 
-def matmul_peak_gflops(n: int = 2048, reps: int = 8) -> float:
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    for _ in range(2):
-        a @ b
+def best_seconds(fn, reps: int, warmup: int = 1) -> float:
+    """The fastest of ``reps`` timed calls of ``fn``, after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        fn()
     best = float("inf")
     for _ in range(reps):
         t = time.perf_counter()
-        a @ b
+        fn()
         best = min(best, time.perf_counter() - t)
-    return 2 * n**3 / best / 1e9
+    return best
+
+
+def matmul_peak_gflops(n: int = 2048, reps: int = 8) -> float:
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    return 2 * n**3 / best_seconds(lambda: a @ b, reps, warmup=2) / 1e9
 
 
 def memory_bandwidth_gbs(mb: int = 512, reps: int = 5) -> float:
     """This machine's memory bandwidth in GB/s: the best of ``reps`` copies of ``mb`` MB (bytes read + written)."""
     src = torch.ones(mb * 2**18)
     dst = torch.empty_like(src)
-    dst.copy_(src)
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        dst.copy_(src)
-        best = min(best, time.perf_counter() - t)
-    return 2 * src.numel() * 4 / best / 1e9
+    return 2 * src.numel() * 4 / best_seconds(lambda: dst.copy_(src), reps) / 1e9
 
 
 def weight_bytes(model, low: bool) -> int:
@@ -95,13 +94,7 @@ def projection_ms(model, rows=(1, 2, 4, 64), reps: int = 5) -> list[dict]:
             for w in mats:
                 torch.mm(w, x[w.shape[1]].t()) if transposed else torch.nn.functional.linear(x[w.shape[1]], w)
 
-        one_pass()
-        times = []
-        for _ in range(reps):
-            t = time.perf_counter()
-            one_pass()
-            times.append(time.perf_counter() - t)
-        return round(1e3 * min(times), 1)
+        return round(1e3 * best_seconds(one_pass, reps), 1)
 
     out = []
     with torch.no_grad():
