@@ -194,7 +194,7 @@ class CompactDecoder:
         cos, sin = body.rotary_emb(x, position_ids)  # [R, J, D], once for every layer
         cos, sin = cos[:, None], sin[:, None]
         mask = _step_mask(attention_mask, fed)
-        bias = None if mask is None else torch.zeros(mask.shape, dtype=x.dtype).masked_fill_(~mask, float("-inf"))
+        bias = None if mask is None else torch.zeros_like(mask, dtype=x.dtype).masked_fill_(~mask, float("-inf"))
         heads, qk, d = self.heads, self.heads + self.kv_heads, self.head_dim
         for i, layer in enumerate(self.layers):
             packed = layer.compact() if low else ()
