@@ -45,6 +45,7 @@ from agentkit.models.sharding import is_partitioned
 
 ARCHITECTURES = ("llama", "qwen2", "mistral")
 LOW_DTYPES = ("bfloat16",)
+_HEAD_SLICE = 2048  # vocabulary rows per slice of the output head: its [2048, R] output stays in L2
 _PROJECTIONS = (("self_attn", "q_proj"), ("self_attn", "k_proj"), ("self_attn", "v_proj"), ("self_attn", "o_proj"))
 _PROJECTIONS += (("mlp", "gate_proj"), ("mlp", "up_proj"), ("mlp", "down_proj"))
 
@@ -211,8 +212,11 @@ class CompactDecoder:
         n = body.norm
         x = F.rms_norm(x, n.weight.shape, n.weight, n.variance_epsilon)
         head = self.model.get_output_embeddings()
-        # (W xᵀ)ᵀ, not x Wᵀ, as for the layers: faster for the vocabulary-wide product too, copy back to rows included
-        logits = torch.mm(head.weight, x.t()).t().contiguous()
+        # (W xᵀ)ᵀ, not x Wᵀ, as for the layers: faster for the vocabulary-wide product too, in slices of the
+        # vocabulary so that each slice is copied back to rows while it is still in cache
+        xt, logits = x.t(), x.new_empty(rows * fed, head.weight.shape[0])
+        for start in range(0, logits.shape[1], _HEAD_SLICE):
+            logits[:, start : start + _HEAD_SLICE] = torch.mm(head.weight[start : start + _HEAD_SLICE], xt).t()
         return (logits if head.bias is None else logits + head.bias).view(rows, fed, -1)
 
 
