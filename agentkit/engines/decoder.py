@@ -213,10 +213,11 @@ class CompactDecoder:
         x = F.rms_norm(x, n.weight.shape, n.weight, n.variance_epsilon)
         head = self.model.get_output_embeddings()
         # (W xᵀ)ᵀ, not x Wᵀ, as for the layers: faster for the vocabulary-wide product too, in slices of the
-        # vocabulary so that each slice is copied back to rows while it is still in cache
+        # vocabulary so that each slice is copied back to rows while it is still in cache (one row: no copy)
         xt, logits = x.t(), x.new_empty(rows * fed, head.weight.shape[0])
-        for start in range(0, logits.shape[1], _HEAD_SLICE):
-            logits[:, start : start + _HEAD_SLICE] = torch.mm(head.weight[start : start + _HEAD_SLICE], xt).t()
+        width = _HEAD_SLICE if rows * fed > 1 else logits.shape[1]
+        for start in range(0, logits.shape[1], width):
+            logits[:, start : start + width] = torch.mm(head.weight[start : start + width], xt).t()
         return (logits if head.bias is None else logits + head.bias).view(rows, fed, -1)
 
 
