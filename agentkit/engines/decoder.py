@@ -16,8 +16,8 @@ with :math:`n_1, n_2` the layer's RMS norms, then the final norm and the output 
 (many rows) faster than that forward pass as well: every projection, the output head included, is computed as
 :math:`W h^\\top` rather than :math:`h W^\\top` (the same numbers: MKL runs a few-row product much faster this
 way round), and attention takes each key/value head's group of query heads as the rows of one matmul
-(``grouped_attention``). The sums then run in another order, so in fp32 its logprobs are transformers' within
-~1e-4 nats, not to the bit (tested against 5e-4). Shapes: ``input_ids`` ``[R, J]`` (R rows, J tokens fed each),
+(``grouped_attention``). The sums then run in another order, so in fp32 its logprobs are transformers' within a
+tested 5e-4 nats, not to the bit. Shapes: ``input_ids`` ``[R, J]`` (R rows, J tokens fed each),
 ``attention_mask`` ``[R, L]`` over the whole cache including the fed tokens (0: padding, or a rejected draft),
 ``position_ids`` ``[R, J]``; returns logits ``[R, J, V]``.
 
@@ -213,7 +213,7 @@ class CompactDecoder:
         x = F.rms_norm(x, n.weight.shape, n.weight, n.variance_epsilon)
         head = self.model.get_output_embeddings()
         # (W xᵀ)ᵀ, not x Wᵀ, as for the layers: faster for the vocabulary-wide product too, in slices of the
-        # vocabulary so that each slice is copied back to rows while it is still in cache (one row: no copy)
+        # vocabulary so that each slice is copied back to rows while it is still in cache (one row: one product)
         xt, logits = x.t(), x.new_empty(rows * fed, head.weight.shape[0])
         width = _HEAD_SLICE if rows * fed > 1 else logits.shape[1]
         for start in range(0, logits.shape[1], width):
